@@ -1,0 +1,69 @@
+#!/bin/bash
+#
+# Build ucx-gaudi and run every test suite on the emulated Gaudi node
+# (test/hlsim). Ends with "N passed, N failed"; exits non-zero on failure.
+#
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$("$top/contrib/build.sh") || { echo "build failed"; exit 1; }
+make -C "$build" -j"${JOBS:-$(nproc)}" check >/dev/null ||
+    { echo "building the tests failed"; exit 1; }
+
+export UCX_GAUDI_BUILD="$build"
+export UCX_GAUDI_LIBDIR="$build/lib"
+export HLSIM_LIB="$build/lib/libhlsim.so"
+export PATH="$build/contrib:$PATH"
+logdir="$build/test-logs"
+rm -rf "$logdir"
+mkdir -p "$logdir"
+
+total_pass=0
+total_fail=0
+failed_suites=()
+
+# Count a suite's results from its own summary line: gtest's
+# "[  PASSED  ] N tests" / "[  FAILED  ] N tests", or "N passed, N failed".
+count_results() {
+    local log=$1 pass fail
+    pass=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\.$/\1/p' "$log" | tail -1)
+    fail=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\?, listed below:$/\1/p' "$log" | tail -1)
+    if [ -z "$pass" ]; then
+        pass=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*$/\1/p' "$log" | tail -1)
+        fail=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*$/\2/p' "$log" | tail -1)
+    fi
+    echo "${pass:-0} ${fail:-0}"
+}
+
+run_suite() {
+    local name=$1; shift
+    local log="$logdir/$name.log" rc pass fail
+    echo "=== $name: $*"
+    "$@" >"$log" 2>&1
+    rc=$?
+    read -r pass fail < <(count_results "$log")
+    if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
+        fail=1   # crashed or failed outside a counted test
+    fi
+    if [ "$pass" -eq 0 ] && [ "$fail" -eq 0 ]; then
+        fail=1   # a suite that ran nothing is a failure
+    fi
+    echo "    $pass passed, $fail failed (exit $rc, log $log)"
+    if [ "$fail" -ne 0 ]; then
+        failed_suites+=("$name")
+        tail -n 40 "$log" | sed 's/^/    | /'
+    fi
+    total_pass=$((total_pass + pass))
+    total_fail=$((total_fail + fail))
+}
+
+for suite in "$top"/test/suites/[0-9]*.sh; do
+    run_suite "$(basename "$suite" .sh)" bash "$suite"
+done
+
+echo
+if [ ${#failed_suites[@]} -gt 0 ]; then
+    echo "failed suites: ${failed_suites[*]}"
+fi
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

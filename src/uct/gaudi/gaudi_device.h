@@ -1,0 +1,32 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * The device this process uses, shared by the gaudi_copy and gaudi_ipc
+ * components.
+ */
+
+#ifndef UCT_GAUDI_DEVICE_H_
+#define UCT_GAUDI_DEVICE_H_
+
+#include <uct/gaudi/base/gaudi_base.h>
+#include <ucs/sys/math.h>
+#include <uct/base/uct_iface.h>
+
+
+/**
+ * The selected device's context, opened on first use and then kept for the
+ * life of the process: closing a Gaudi2 compute node resets the device
+ * (facts 7.1), so UCX contexts coming and going must not close it.
+ * Fails (and says why, once) when no device is usable; callers then offer
+ * no resources, so that UCP initializes without Gaudi instead of failing.
+ */
+ucs_status_t uct_gaudi_device_get(uct_gaudi_ctx_t **ctx_p);
+
+
+/* One TL device resource for the process's device */
+ucs_status_t
+uct_gaudi_device_query_tl_resources(uct_md_h md,
+                                    uct_tl_device_resource_t **tl_devices_p,
+                                    unsigned *num_tl_devices_p);
+
+#endif

@@ -1,0 +1,53 @@
+# Stock ucx_info sees the Gaudi components on the emulated node
+. "$(dirname "$0")/lib.sh"
+out=$(mktemp); tmpdirs+=("$out")
+
+# two Gaudi2 devices (the default node)
+new_node
+HLSIM_NUM_DEVICES=2 on_node ucx_info -d > "$out" 2>&1
+rc=$?
+[ $rc -eq 0 ] && pass "ucx_info -d exits 0" || fail "ucx_info -d exits 0" "exit $rc"
+expect_match "gaudi_copy MD listed" "$out" '^# Memory domain: gaudi_copy$'
+expect_match "gaudi_ipc MD listed" "$out" '^# Memory domain: gaudi_ipc$'
+expect_match "gaudi_cpy transport listed" "$out" '^#      Transport: gaudi_cpy$'
+expect_match "gaudi_ipc transport listed" "$out" '^#      Transport: gaudi_ipc$'
+expect_match "accelerator device type" "$out" '^#           Type: accelerator$'
+expect_match "system device GAUDI_0" "$out" '^#  System device: GAUDI_0'
+expect_no_match "no errors logged" "$out" 'UCX  (ERROR|WARN)'
+
+# the configuration variables are visible
+HLSIM_NUM_DEVICES=2 on_node ucx_info -c -f > "$out" 2>&1
+expect_match "UCX_GAUDI_DEVICE in ucx_info -c" "$out" '^UCX_GAUDI_DEVICE='
+expect_match "UCX_GAUDI_COPY_ variables in ucx_info -c" "$out" '^UCX_GAUDI_COPY_'
+
+# without the module nothing Gaudi appears (stock UCX is untouched)
+LD_PRELOAD="$HLSIM_LIB" ucx_info -d > "$out" 2>&1
+expect_no_match "not loaded without the wrapper" "$out" 'gaudi'
+
+# no device at all: no Gaudi resources, no error, no crash
+new_node
+HLSIM_NUM_DEVICES=0 on_node ucx_info -d > "$out" 2>&1
+rc=$?
+[ $rc -eq 0 ] && pass "0 devices: exits 0" || fail "0 devices: exits 0" "exit $rc"
+expect_no_match "0 devices: no gaudi MD" "$out" 'Memory domain: gaudi'
+
+# device 0 owned by another process: the first free one is taken
+new_node
+export HLSIM_NUM_DEVICES=2
+LD_PRELOAD="$HLSIM_LIB" bash -c 'exec 3<>/dev/accel/accel0; sleep 20' &
+holder=$!
+sleep 0.5
+on_node ucx_info -d > "$out" 2>&1
+expect_match "busy device 0: device 1 used" "$out" '^#  System device: GAUDI_1'
+
+# explicitly selecting the busy device: a clear error, no resources
+UCX_GAUDI_DEVICE=0 on_node ucx_info -d > "$out" 2>&1
+rc=$?
+[ $rc -eq 0 ] && pass "busy selected device: exits 0" ||
+    fail "busy selected device: exits 0" "exit $rc"
+expect_match "busy selected device: clear message" "$out" 'busy'
+expect_no_match "busy selected device: no gaudi MD" "$out" 'Memory domain: gaudi'
+kill $holder 2>/dev/null; wait $holder 2>/dev/null
+unset HLSIM_NUM_DEVICES
+
+finish

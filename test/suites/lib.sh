@@ -1,0 +1,46 @@
+# Helpers for the shell test suites (sourced). Each suite prints one
+# "PASS name" / "FAIL name: why" line per check and ends with
+# "N passed, N failed".
+
+: "${UCX_GAUDI_BUILD:?run through contrib/test.sh}"
+HLSIM_LIB=${HLSIM_LIB:-$UCX_GAUDI_BUILD/lib/libhlsim.so}
+UCX_GAUDI_RUN=${UCX_GAUDI_RUN:-$UCX_GAUDI_BUILD/contrib/ucx-gaudi-run}
+
+npass=0
+nfail=0
+tmpdirs=()
+
+pass() { echo "PASS $1"; npass=$((npass + 1)); }
+fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); }
+
+# check NAME FILE PATTERN: the file has a line matching the ERE
+expect_match() {
+    if grep -Eq -- "$3" "$2"; then pass "$1"; else
+        fail "$1" "no line matches /$3/ in $2"; sed 's/^/      /' "$2" | tail -20
+    fi
+}
+
+expect_no_match() {
+    if grep -Eq -- "$3" "$2"; then
+        fail "$1" "unexpected /$3/ in $2"; grep -E -- "$3" "$2" | head -5
+    else pass "$1"; fi
+}
+
+# A fresh emulated node; extra HLSIM_* settings come from the environment
+new_node() {
+    HLSIM_ROOT=$(mktemp -d /tmp/hlsim-test.XXXXXX)
+    tmpdirs+=("$HLSIM_ROOT")
+    export HLSIM_ROOT
+}
+
+# Run a command on the emulated node with the Gaudi module loaded
+on_node() {
+    LD_PRELOAD="$HLSIM_LIB" "$UCX_GAUDI_RUN" "$@"
+}
+
+finish() {
+    local d
+    for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
+    echo "$npass passed, $nfail failed"
+    [ "$nfail" -eq 0 ]
+}
