@@ -117,15 +117,13 @@ void uct_gaudi_global_config_reset(void);
 /* Selection and ownership */
 
 /**
- * Logical index of the device this process should use, by UCX_GAUDI_DEVICE
- * (or the local rank, or the first free device); see docs/base.md.
- */
-ucs_status_t uct_gaudi_select_device(int *index_p);
-
-/**
- * Get (open on first use) the context of device @a index; -1 = the selected
- * device (uct_gaudi_select_device), or the device of UCX_GAUDI_DEVICE_FD /
- * SynapseAI's fd when one is used. Every call must be paired with put.
+ * Get (open on first use) the context of the device with logical index
+ * @a index, or with -1 the process's selected device: the device of
+ * UCX_GAUDI_DEVICE_FD or of SynapseAI's fd, else UCX_GAUDI_DEVICE, else the
+ * launcher's local rank modulo the device count, else the first free
+ * device (docs/base.md "Selection"). Selection and opening are one step:
+ * a device is only known to be free once its compute node is open, and
+ * closing it again could reset it (facts 7.1). Pair every get with a put.
  */
 ucs_status_t uct_gaudi_ctx_get(int index, uct_gaudi_ctx_t **ctx_p);
 

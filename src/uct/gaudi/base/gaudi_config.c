@@ -1,0 +1,105 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * UCX_GAUDI_* process-wide configuration: device selection and ownership.
+ * Registered with UCX's global config list so `ucx_info -c` shows it.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "gaudi_base.h"
+
+#include <ucs/config/parser.h>
+#include <ucs/debug/assert.h>
+#include <ucs/sys/preprocessor.h>
+#include <ucs/debug/log.h>
+
+#include <stddef.h>
+
+
+static ucs_config_field_t uct_gaudi_global_config_table[] = {
+    {"DEVICE", "auto",
+     "Gaudi device this process uses:\n"
+     " auto       - the launcher's local rank modulo the number of devices,\n"
+     "              or, without a local rank, the first device that is free\n"
+     " <n>        - the device with logical index n (see GAUDI_MAPPING_TABLE)\n"
+     " module:<m> - the device whose module id (OAM slot) is m",
+     ucs_offsetof(uct_gaudi_global_config_t, device),
+     UCS_CONFIG_TYPE_STRING},
+
+    {"DEVICE_FD", "-1",
+     "An already open Gaudi compute node fd to use instead of opening the\n"
+     "device (-1: none). Its device is the selected device; the fd is not\n"
+     "closed by UCX.",
+     ucs_offsetof(uct_gaudi_global_config_t, device_fd),
+     UCS_CONFIG_TYPE_INT},
+
+    {"SYNAPSE", "try",
+     "Reuse the device fd of SynapseAI (synDeviceGetInfo) when libSynapse is\n"
+     "already loaded in the process: yes, no or try.",
+     ucs_offsetof(uct_gaudi_global_config_t, synapse),
+     UCS_CONFIG_TYPE_TERNARY},
+
+    {"OPEN_TIMEOUT", "5s",
+     "How long to keep retrying, with back-off, to open a device that is\n"
+     "being reset or released by its previous user (EAGAIN).",
+     ucs_offsetof(uct_gaudi_global_config_t, open_timeout),
+     UCS_CONFIG_TYPE_TIME},
+
+    {NULL}
+};
+
+UCS_CONFIG_REGISTER_TABLE(uct_gaudi_global_config_table, "Gaudi device",
+                          "GAUDI_", uct_gaudi_global_config_t,
+                          &ucs_config_global_list)
+
+
+static pthread_mutex_t uct_gaudi_config_lock = PTHREAD_MUTEX_INITIALIZER;
+static int uct_gaudi_config_loaded           = 0;
+static uct_gaudi_global_config_t uct_gaudi_config;
+
+
+static void uct_gaudi_global_config_load(void)
+{
+    ucs_status_t status;
+
+    status = ucs_config_parser_fill_opts(&uct_gaudi_config,
+                                         uct_gaudi_global_config_table,
+                                         UCS_DEFAULT_ENV_PREFIX, "GAUDI_", 0);
+    if (status == UCS_OK) {
+        return;
+    }
+
+    /* a bad value was reported by the parser; fall back to the defaults */
+    ucs_error("gaudi: invalid " UCS_DEFAULT_ENV_PREFIX "GAUDI_* settings, "
+              "using the defaults");
+    status = ucs_config_parser_fill_opts(&uct_gaudi_config,
+                                         uct_gaudi_global_config_table,
+                                         "UCX_GAUDI_IGNORED_", "GAUDI_", 1);
+    ucs_assert_always(status == UCS_OK);
+}
+
+const uct_gaudi_global_config_t *uct_gaudi_global_config(void)
+{
+    pthread_mutex_lock(&uct_gaudi_config_lock);
+    if (!uct_gaudi_config_loaded) {
+        uct_gaudi_global_config_load();
+        uct_gaudi_config_loaded = 1;
+    }
+    pthread_mutex_unlock(&uct_gaudi_config_lock);
+
+    return &uct_gaudi_config;
+}
+
+void uct_gaudi_global_config_reset(void)
+{
+    pthread_mutex_lock(&uct_gaudi_config_lock);
+    if (uct_gaudi_config_loaded) {
+        ucs_config_parser_release_opts(&uct_gaudi_config,
+                                       uct_gaudi_global_config_table);
+        uct_gaudi_config_loaded = 0;
+    }
+    pthread_mutex_unlock(&uct_gaudi_config_lock);
+}

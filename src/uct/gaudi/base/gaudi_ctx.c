@@ -1,0 +1,590 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * Device selection and ownership: one refcounted context per device per
+ * process, shared by every MD and iface of every UCX context. The driver
+ * allows a single compute context per device system-wide, even within one
+ * process (facts 7.1), so the fd is opened once, or borrowed from the
+ * application (UCX_GAUDI_DEVICE_FD, SynapseAI).
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "gaudi_base.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/math.h>
+#include <ucs/time/time.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+
+/* Launcher variables holding the node-local rank, in lookup order */
+static const char *uct_gaudi_local_rank_vars[] = {
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "MPI_LOCALRANKID",
+    "MV2_COMM_WORLD_LOCAL_RANK",
+    "SLURM_LOCALID",
+    "PMI_LOCAL_RANK",
+    "PALS_LOCAL_RANKID",
+    "LOCAL_RANK"
+};
+
+/* EAGAIN back-off bounds */
+#define UCT_GAUDI_OPEN_BACKOFF_MIN_US 1000
+#define UCT_GAUDI_OPEN_BACKOFF_MAX_US 250000
+
+/*
+ * Prefix of SynapseAI's struct synDeviceInfo up to the fd, as declared in
+ * SynapseAI's public synapse_common_types.h (sramBaseAddress,
+ * dramBaseAddress, sramSize, dramSize, tpcEnabledMask, dramEnabled,
+ * deviceId, fd, deviceType). Upstream UCX gaudi_base.c reads info.fd after
+ * synDeviceGetInfo(-1, &info) (facts 1.4). The buffer is larger than the
+ * struct so a longer layout cannot overflow it.
+ */
+typedef struct {
+    uint64_t sram_base_address;
+    uint64_t dram_base_address;
+    uint32_t sram_size;
+    uint64_t dram_size;
+    uint64_t tpc_enabled_mask;
+    uint8_t  dram_enabled;
+    uint32_t device_id;
+    uint32_t fd;
+    int32_t  device_type;
+} uct_gaudi_syn_device_info_t;
+
+typedef union {
+    uct_gaudi_syn_device_info_t info;
+    uint8_t                     pad[512];
+} uct_gaudi_syn_device_info_buf_t;
+
+/* synStatus synDeviceGetInfo(const synDeviceId id, synDeviceInfo *info) */
+typedef int (*uct_gaudi_syn_device_get_info_t)(uint32_t device_id,
+                                               void *info);
+
+#define UCT_GAUDI_SYN_ANY_DEVICE ((uint32_t)-1)
+
+
+typedef enum {
+    UCT_GAUDI_SELECT_AUTO,
+    UCT_GAUDI_SELECT_INDEX,
+    UCT_GAUDI_SELECT_MODULE
+} uct_gaudi_select_mode_t;
+
+
+static pthread_mutex_t uct_gaudi_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static uct_gaudi_ctx_t *uct_gaudi_ctx_by_minor[GAUDI_HL_MAX_MINOR];
+static uct_gaudi_ctx_t *uct_gaudi_ctx_default;   /* result of get(-1) */
+static pid_t uct_gaudi_ctx_pid;                  /* owner of the table */
+
+
+/* "GAUDI_0 (accel0, 0000:19:00.0)" */
+static const char *uct_gaudi_dev_desc(const uct_gaudi_dev_info_t *info,
+                                      char *buf, size_t max)
+{
+    snprintf(buf, max, "%s (%s, %s)", info->name, info->node_name,
+             info->has_bus_id ? info->pci_addr : "bus id unknown");
+    return buf;
+}
+
+/*
+ * A forked child inherits the fds but must not share the parent's compute
+ * context: forget the table (the child's copies stay valid for their
+ * holders and are closed by their puts). Called with the lock held.
+ */
+static void uct_gaudi_ctx_check_fork(void)
+{
+    pid_t pid = getpid();
+
+    if (uct_gaudi_ctx_pid == pid) {
+        return;
+    }
+
+    if (uct_gaudi_ctx_pid != 0) {
+        ucs_debug("gaudi: pid %d forked from %d, not reusing its device "
+                  "contexts", pid, uct_gaudi_ctx_pid);
+    }
+
+    memset(uct_gaudi_ctx_by_minor, 0, sizeof(uct_gaudi_ctx_by_minor));
+    uct_gaudi_ctx_default = NULL;
+    uct_gaudi_ctx_pid     = pid;
+}
+
+static ucs_status_t uct_gaudi_ctx_create(const uct_gaudi_dev_info_t *info,
+                                         const uct_gaudi_hl_t *hl,
+                                         const char *source,
+                                         uct_gaudi_ctx_t **ctx_p)
+{
+    uct_gaudi_ctx_t *ctx;
+
+    ctx = ucs_calloc(1, sizeof(*ctx), "gaudi ctx");
+    if (ctx == NULL) {
+        ucs_error("gaudi %s: failed to allocate device context", info->name);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    ctx->hl       = *hl;
+    ctx->info     = info;
+    ctx->refcount = 1;
+    ctx->source   = source;
+    pthread_mutex_init(&ctx->lock, NULL);
+
+    uct_gaudi_ctx_by_minor[info->minor] = ctx;
+    ucs_debug("gaudi %s: device context on %s fd %d (%s)", info->name,
+              hl->name, hl->fd, source);
+    *ctx_p = ctx;
+    return UCS_OK;
+}
+
+static int uct_gaudi_ctx_lookup(const uct_gaudi_dev_info_t *info,
+                                uct_gaudi_ctx_t **ctx_p)
+{
+    uct_gaudi_ctx_t *ctx = uct_gaudi_ctx_by_minor[info->minor];
+
+    if (ctx == NULL) {
+        return 0;
+    }
+
+    ++ctx->refcount;
+    *ctx_p = ctx;
+    return 1;
+}
+
+/* Open the compute node; EAGAIN (reset in progress, facts 7.1) is retried
+ * with exponential back-off for up to @a timeout seconds */
+static ucs_status_t uct_gaudi_ctx_open_node(const uct_gaudi_dev_info_t *info,
+                                            double timeout,
+                                            uct_gaudi_hl_t *hl)
+{
+    ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(timeout);
+    unsigned delay_us   = UCT_GAUDI_OPEN_BACKOFF_MIN_US;
+    ucs_status_t status;
+    double left_us;
+
+    for (;;) {
+        status = uct_gaudi_hl_open(info->minor, 0, UCT_GAUDI_HL_OPEN_QUIET,
+                                   hl);
+        if (status != UCS_ERR_NO_RESOURCE) {
+            return status;
+        }
+
+        left_us = ucs_time_to_usec(deadline) - ucs_time_to_usec(ucs_get_time());
+        if (left_us <= 0) {
+            return status;
+        }
+
+        ucs_debug("gaudi %s: device in reset, retrying open in %u us",
+                  info->name, delay_us);
+        usleep(ucs_min(delay_us, (unsigned)left_us + 1));
+        delay_us = ucs_min(delay_us * 2, UCT_GAUDI_OPEN_BACKOFF_MAX_US);
+    }
+}
+
+static void uct_gaudi_ctx_open_error(const uct_gaudi_dev_info_t *info,
+                                     ucs_status_t status, int err,
+                                     double timeout)
+{
+    char desc[64];
+
+    uct_gaudi_dev_desc(info, desc, sizeof(desc));
+    switch (status) {
+    case UCS_ERR_BUSY:
+        ucs_error("gaudi %s: device is busy, another process owns its "
+                  "compute context; set UCX_GAUDI_DEVICE or "
+                  "UCX_GAUDI_DEVICE_FD", desc);
+        break;
+    case UCS_ERR_NO_RESOURCE:
+        ucs_error("gaudi %s: device still in reset or being released after "
+                  "%.1f s (UCX_GAUDI_OPEN_TIMEOUT)", desc, timeout);
+        break;
+    case UCS_ERR_REJECTED:
+        ucs_error("gaudi %s: device is disabled or needs a reset", desc);
+        break;
+    default:
+        ucs_error("gaudi %s: cannot open the compute node: %s", desc,
+                  strerror(err));
+        break;
+    }
+}
+
+/* Context of one device: existing, else opened by us */
+static ucs_status_t uct_gaudi_ctx_get_dev(const uct_gaudi_dev_info_t *info,
+                                          uct_gaudi_ctx_t **ctx_p)
+{
+    double timeout = uct_gaudi_global_config()->open_timeout;
+    ucs_status_t status;
+    uct_gaudi_hl_t hl;
+
+    if (uct_gaudi_ctx_lookup(info, ctx_p)) {
+        return UCS_OK;
+    }
+
+    status = uct_gaudi_ctx_open_node(info, timeout, &hl);
+    if (status != UCS_OK) {
+        uct_gaudi_ctx_open_error(info, status, errno, timeout);
+        return status;
+    }
+
+    status = uct_gaudi_ctx_create(info, &hl, "opened", ctx_p);
+    if (status != UCS_OK) {
+        uct_gaudi_hl_close(&hl);
+    }
+
+    return status;
+}
+
+/* Context around an fd the application owns; its device must be
+ * @a expected when the user also named a device */
+static ucs_status_t uct_gaudi_ctx_attach(int fd, const char *source,
+                                         const uct_gaudi_dev_info_t *expected,
+                                         uct_gaudi_ctx_t **ctx_p)
+{
+    const uct_gaudi_dev_info_t *info;
+    ucs_status_t status;
+    uct_gaudi_hl_t hl;
+
+    status = uct_gaudi_hl_attach_fd(fd, &hl);
+    if (status != UCS_OK) {
+        ucs_error("gaudi: %s fd %d is not a usable Gaudi compute node",
+                  source, fd);
+        return status;
+    }
+
+    info = uct_gaudi_device_by_minor(hl.minor);
+    if (info == NULL) {
+        ucs_error("gaudi %s: %s fd %d is not one of the discovered devices",
+                  hl.name, source, fd);
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    if ((expected != NULL) && (expected != info)) {
+        ucs_error("gaudi: UCX_GAUDI_DEVICE=%s selects %s but the %s fd %d "
+                  "belongs to %s", uct_gaudi_global_config()->device,
+                  expected->name, source, fd, info->name);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (uct_gaudi_ctx_lookup(info, ctx_p)) {
+        return UCS_OK;
+    }
+
+    return uct_gaudi_ctx_create(info, &hl, source, ctx_p);
+}
+
+/* SynapseAI's fd, if libSynapse is loaded and holds a device */
+static ucs_status_t uct_gaudi_ctx_synapse_fd(int *fd_p)
+{
+    uct_gaudi_syn_device_get_info_t get_info;
+    uct_gaudi_syn_device_info_buf_t buf;
+    int ret;
+
+    /* no build or load dependency: only if the application loaded it */
+    get_info = (uct_gaudi_syn_device_get_info_t)dlsym(RTLD_DEFAULT,
+                                                      "synDeviceGetInfo");
+    if (get_info == NULL) {
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    memset(&buf, 0, sizeof(buf));
+    ret = get_info(UCT_GAUDI_SYN_ANY_DEVICE, &buf);
+    if (ret != 0) {
+        ucs_debug("gaudi: synDeviceGetInfo failed with synStatus %d (no "
+                  "device acquired?)", ret);
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    *fd_p = (int)buf.info.fd;
+    return UCS_OK;
+}
+
+/* Parse UCX_GAUDI_DEVICE: auto | <index> | module:<id> */
+static ucs_status_t uct_gaudi_parse_device(const char *value,
+                                           uct_gaudi_select_mode_t *mode_p,
+                                           long *arg_p)
+{
+    const char *num = value;
+    char *end;
+
+    if (!strcasecmp(value, "auto")) {
+        *mode_p = UCT_GAUDI_SELECT_AUTO;
+        return UCS_OK;
+    }
+
+    *mode_p = UCT_GAUDI_SELECT_INDEX;
+    if (!strncasecmp(value, "module:", 7)) {
+        *mode_p = UCT_GAUDI_SELECT_MODULE;
+        num     = value + 7;
+    }
+
+    errno  = 0;
+    *arg_p = strtol(num, &end, 10);
+    if ((*num < '0') || (*num > '9') || (*end != '\0') || (errno != 0) ||
+        (*arg_p > UINT32_MAX)) {
+        ucs_error("gaudi: invalid UCX_GAUDI_DEVICE '%s' (expected auto, a "
+                  "device index or module:<id>)", value);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    return UCS_OK;
+}
+
+/* The launcher's local rank, or -1 */
+static int uct_gaudi_local_rank(const char **var_p)
+{
+    const char *value;
+    char *end;
+    long rank;
+    int i;
+
+    for (i = 0; i < ucs_static_array_size(uct_gaudi_local_rank_vars); ++i) {
+        value = getenv(uct_gaudi_local_rank_vars[i]);
+        if ((value == NULL) || (*value == '\0')) {
+            continue;
+        }
+
+        rank = strtol(value, &end, 10);
+        if ((*end != '\0') || (rank < 0) || (rank > INT32_MAX)) {
+            ucs_warn("gaudi: ignoring %s='%s': not a local rank",
+                     uct_gaudi_local_rank_vars[i], value);
+            continue;
+        }
+
+        *var_p = uct_gaudi_local_rank_vars[i];
+        return rank;
+    }
+
+    return -1;
+}
+
+/* The explicitly configured device, NULL for auto */
+static ucs_status_t
+uct_gaudi_configured_device(const uct_gaudi_dev_info_t **info_p)
+{
+    const char *value = uct_gaudi_global_config()->device;
+    uct_gaudi_select_mode_t mode;
+    ucs_status_t status;
+    long arg = 0;
+
+    status = uct_gaudi_parse_device(value, &mode, &arg);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    switch (mode) {
+    case UCT_GAUDI_SELECT_INDEX:
+        *info_p = uct_gaudi_device_by_index(arg);
+        break;
+    case UCT_GAUDI_SELECT_MODULE:
+        *info_p = uct_gaudi_device_by_module_id(arg);
+        break;
+    default:
+        *info_p = NULL;
+        return UCS_OK;
+    }
+
+    if (*info_p == NULL) {
+        ucs_error("gaudi: UCX_GAUDI_DEVICE=%s: no such device among the %u "
+                  "discovered", value, uct_gaudi_devices()->count);
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    return UCS_OK;
+}
+
+/* Device open state hint from the control node (facts 2.2 OPEN_STATS) */
+static int uct_gaudi_device_looks_busy(const uct_gaudi_dev_info_t *info)
+{
+    struct hl_open_stats_info stats;
+    uct_gaudi_hl_t hl;
+    int busy = 0;
+
+    if (uct_gaudi_hl_open(info->minor, 1, UCT_GAUDI_HL_OPEN_QUIET, &hl) !=
+        UCS_OK) {
+        return 0;
+    }
+
+    if (uct_gaudi_hl_open_stats(&hl, &stats) == UCS_OK) {
+        busy = stats.is_compute_ctx_active || stats.compute_ctx_in_release;
+    }
+
+    uct_gaudi_hl_close(&hl);
+    return busy;
+}
+
+/*
+ * The first device whose compute node opens. OPEN_STATS orders the
+ * candidates (idle ones first) but only the open is the truth; devices in
+ * reset are retried with back-off last.
+ */
+static ucs_status_t uct_gaudi_ctx_get_free(uct_gaudi_ctx_t **ctx_p)
+{
+    const uct_gaudi_devices_t *devs = uct_gaudi_devices();
+    double timeout = uct_gaudi_global_config()->open_timeout;
+    const uct_gaudi_dev_info_t *info;
+    unsigned i, pass, num_busy = 0;
+    ucs_status_t status;
+    int *state;   /* 0: untried, 1: hint busy, 2: EAGAIN, 3: done */
+    uct_gaudi_hl_t hl;
+
+    state = ucs_calloc(ucs_max(devs->count, 1), sizeof(*state),
+                       "gaudi state");
+    if (state == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    for (i = 0; i < devs->count; ++i) {
+        if (uct_gaudi_ctx_lookup(&devs->dev[i], ctx_p)) {
+            status = UCS_OK;   /* this process already owns one */
+            goto out;
+        }
+        state[i] = uct_gaudi_device_looks_busy(&devs->dev[i]);
+    }
+
+    /* pass 0: idle by the hint; 1: busy by the hint; 2: in reset */
+    for (pass = 0; pass < 3; ++pass) {
+        for (i = 0; i < devs->count; ++i) {
+            if (state[i] != ((pass == 2) ? 2 : pass)) {
+                continue;
+            }
+
+            info   = &devs->dev[i];
+            status = uct_gaudi_ctx_open_node(info, (pass == 2) ? timeout : 0,
+                                             &hl);
+            if (status == UCS_OK) {
+                status = uct_gaudi_ctx_create(info, &hl, "opened", ctx_p);
+                if (status != UCS_OK) {
+                    uct_gaudi_hl_close(&hl);
+                }
+                goto out;
+            }
+
+            ucs_debug("gaudi %s: not free: %s", info->name,
+                      ucs_status_string(status));
+            num_busy += (status == UCS_ERR_BUSY);
+            state[i]  = (status == UCS_ERR_NO_RESOURCE) ? 2 : 3;
+        }
+    }
+
+    ucs_error("gaudi: no free Gaudi device: %u of %u busy (owned by other "
+              "processes), the others in reset or unusable; set "
+              "UCX_GAUDI_DEVICE or UCX_GAUDI_DEVICE_FD", num_busy,
+              devs->count);
+    status = UCS_ERR_BUSY;
+out:
+    ucs_free(state);
+    return status;
+}
+
+/* Selection for get(-1): fd, SynapseAI, configured device, rank, free */
+static ucs_status_t uct_gaudi_ctx_get_selected(uct_gaudi_ctx_t **ctx_p)
+{
+    const uct_gaudi_global_config_t *config = uct_gaudi_global_config();
+    const uct_gaudi_devices_t *devs         = uct_gaudi_devices();
+    const uct_gaudi_dev_info_t *info;
+    const char *rank_var;
+    ucs_status_t status;
+    int fd, rank;
+
+    status = uct_gaudi_configured_device(&info);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    fd = config->device_fd;
+    if ((fd < 0) && (config->synapse != UCS_NO)) {
+        status = uct_gaudi_ctx_synapse_fd(&fd);
+        if ((status != UCS_OK) && (config->synapse == UCS_YES)) {
+            ucs_error("gaudi: UCX_GAUDI_SYNAPSE=yes but SynapseAI is not "
+                      "loaded or holds no device");
+            return UCS_ERR_NO_DEVICE;
+        }
+    }
+
+    if (fd >= 0) {
+        return uct_gaudi_ctx_attach(fd, (config->device_fd >= 0) ?
+                                    "UCX_GAUDI_DEVICE_FD" : "SynapseAI",
+                                    info, ctx_p);
+    }
+
+    if (info != NULL) {
+        return uct_gaudi_ctx_get_dev(info, ctx_p);
+    }
+
+    if (devs->count == 0) {
+        ucs_debug("gaudi: no Gaudi device found");
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    rank = uct_gaudi_local_rank(&rank_var);
+    if (rank >= 0) {
+        info = &devs->dev[rank % devs->count];
+        ucs_debug("gaudi: %s=%d selects %s of %u device(s)", rank_var, rank,
+                  info->name, devs->count);
+        return uct_gaudi_ctx_get_dev(info, ctx_p);
+    }
+
+    return uct_gaudi_ctx_get_free(ctx_p);
+}
+
+ucs_status_t uct_gaudi_ctx_get(int index, uct_gaudi_ctx_t **ctx_p)
+{
+    const uct_gaudi_dev_info_t *info;
+    ucs_status_t status;
+
+    pthread_mutex_lock(&uct_gaudi_ctx_lock);
+    uct_gaudi_ctx_check_fork();
+
+    if (index >= 0) {
+        info = uct_gaudi_device_by_index(index);
+        if (info == NULL) {
+            ucs_error("gaudi: no device with index %d", index);
+            status = UCS_ERR_NO_DEVICE;
+        } else {
+            status = uct_gaudi_ctx_get_dev(info, ctx_p);
+        }
+    } else if (uct_gaudi_ctx_default != NULL) {
+        ++uct_gaudi_ctx_default->refcount;
+        *ctx_p = uct_gaudi_ctx_default;
+        status = UCS_OK;
+    } else {
+        status = uct_gaudi_ctx_get_selected(ctx_p);
+        if (status == UCS_OK) {
+            uct_gaudi_ctx_default = *ctx_p;
+        }
+    }
+
+    pthread_mutex_unlock(&uct_gaudi_ctx_lock);
+    return status;
+}
+
+void uct_gaudi_ctx_put(uct_gaudi_ctx_t *ctx)
+{
+    pthread_mutex_lock(&uct_gaudi_ctx_lock);
+    ucs_assert(ctx->refcount > 0);
+    if (--ctx->refcount > 0) {
+        pthread_mutex_unlock(&uct_gaudi_ctx_lock);
+        return;
+    }
+
+    if (uct_gaudi_ctx_by_minor[ctx->info->minor] == ctx) {
+        uct_gaudi_ctx_by_minor[ctx->info->minor] = NULL;
+    }
+    if (uct_gaudi_ctx_default == ctx) {
+        uct_gaudi_ctx_default = NULL;
+    }
+    pthread_mutex_unlock(&uct_gaudi_ctx_lock);
+
+    ucs_debug("gaudi %s: releasing device context (%s)", ctx->info->name,
+              ctx->source);
+    uct_gaudi_hl_close(&ctx->hl);   /* only closes what we opened */
+    pthread_mutex_destroy(&ctx->lock);
+    ucs_free(ctx);
+}
