@@ -192,7 +192,7 @@ static void uct_gaudi_ctx_open_error(const uct_gaudi_dev_info_t *info,
                                      ucs_status_t status, int err,
                                      double timeout)
 {
-    char desc[64];
+    char desc[96];
 
     uct_gaudi_dev_desc(info, desc, sizeof(desc));
     switch (status) {
