@@ -616,12 +616,14 @@ ucs_status_t uct_gaudi_hl_probe_reg_dmabuf(const uct_gaudi_hl_t *hl,
     int err;
 
     /*
-     * fd -1 with a valid-looking length: a driver that knows op 99 fails
-     * to get the dma-buf (EBADF), the upstream driver rejects the opcode
-     * itself (EINVAL, facts 4.3, 7.2). Same idea as IB's
-     * ibv_reg_dmabuf_mr(fd = -1) probe.
+     * A closed fd number with a one-page length: a driver that knows op 99
+     * fails to get the dma-buf (dma_buf_get -> EBADF), the upstream driver
+     * rejects the opcode itself (EINVAL, facts 4.3, 7.2). Same idea as IB's
+     * ibv_reg_dmabuf_mr(fd = -1) probe. INT_MAX is above any fd limit
+     * (fs.nr_open < INT_MAX), so it is never open; a negative fd could be
+     * range-checked (EINVAL) before the lookup by some driver revision.
      */
-    err = uct_gaudi_hl_reg_dmabuf_raw(hl, -1, 4096, &va);
+    err = uct_gaudi_hl_reg_dmabuf_raw(hl, INT_MAX, 4096, &va);
     switch (err) {
     case 0:
         /* cannot happen with fd -1; do not leak the mapping if it did */

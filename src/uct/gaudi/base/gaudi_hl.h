@@ -125,7 +125,8 @@ ucs_status_t uct_gaudi_hl_reg_dmabuf(const uct_gaudi_hl_t *hl, int dmabuf_fd,
                                      uint64_t length, uint64_t *va);
 
 /**
- * Probe for op 99 without side effects: REG_DMABUF_FD with fd -1.
+ * Probe for op 99 without side effects: REG_DMABUF_FD with a closed fd
+ * number (INT_MAX).
  * EBADF (the driver knows op 99 and rejected the fd) -> *supported = 1;
  * EINVAL (upstream "unknown opcode", facts 4.3, 7.2) or ENOTTY/EOPNOTSUPP
  * -> *supported = 0. Both give UCS_OK and are logged at debug level only.
