@@ -1,0 +1,69 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * hlsim public control API. libhlsim.so is an LD_PRELOAD emulator of the
+ * habanalabs driver; tests reach these functions with
+ * dlsym(RTLD_DEFAULT, "hlsim_...") so that they need not link it.
+ * Every function returns 0 (or a value) on success and -errno on failure.
+ * See docs/hlsim.md.
+ */
+
+#ifndef HLSIM_H_
+#define HLSIM_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Fail the nth (1-based) call of @op from now on in this process with
+ * @err. Ops: open info cb cs wait_cs mem_alloc mem_free mem_map mem_unmap
+ * mem_export mem_reg_dmabuf dma_error cs_timeout reset.
+ */
+int hlsim_fault_add(const char *op, unsigned nth, int err);
+
+/* Remove every pending fault of this process (env ones included) */
+int hlsim_fault_clear(void);
+
+/*
+ * Set a device status (GAUDI_HL_DEVICE_STATUS_*), system-wide. Status
+ * IN_RESET set this way stays until set back; see hlsim_reset_device().
+ */
+int hlsim_set_device_status(int dev, unsigned status);
+
+/* Current status of a device (or -errno) */
+int hlsim_get_device_status(int dev);
+
+/*
+ * Hard-reset a device: status IN_RESET, every in-flight CS on it aborted,
+ * back to OPERATIONAL after @ms milliseconds (0: HLSIM_RESET_MS).
+ */
+int hlsim_reset_device(int dev, unsigned ms);
+
+typedef enum {
+    HLSIM_COUNTER_OPEN_FDS,      /* emulated fds open in this process */
+    HLSIM_COUNTER_CONTEXTS,      /* live compute contexts (process) */
+    HLSIM_COUNTER_CS_SUBMITTED,  /* CS accepted (process) */
+    HLSIM_COUNTER_CS_COMPLETED,  /* CS finished OK (process) */
+    HLSIM_COUNTER_CS_ABORTED,    /* CS aborted or timed out (process) */
+    HLSIM_COUNTER_DMA_BYTES,     /* bytes moved by LIN_DMA (process) */
+    HLSIM_COUNTER_MAPPINGS,      /* live MAP results (process) */
+    HLSIM_COUNTER_ALLOCS,        /* live ALLOC handles (process) */
+    HLSIM_COUNTER_DMABUFS,       /* dma-buf fds exported here, open */
+    HLSIM_COUNTER_DRAM_USED,     /* device-wide bytes, @dev required */
+    HLSIM_COUNTER_LAST
+} hlsim_counter_t;
+
+/* Read a counter; @dev is used by per-device counters only */
+int64_t hlsim_get_counter(hlsim_counter_t counter, int dev);
+
+/* The node directory this process uses (HLSIM_ROOT) */
+const char *hlsim_root(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

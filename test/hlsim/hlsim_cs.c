@@ -1,0 +1,555 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * HL_IOCTL_CS and HL_IOCTL_WAIT_CS (facts 5.2-5.4). Jobs run on one worker
+ * thread per (context, queue), in order per queue, asynchronously.
+ */
+
+#include "hlsim_int.h"
+#include "hlsim_packets.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void hlsim_cb_release_job(hlsim_ctx_t *ctx, hlsim_cb_t *cb);
+
+/* contexts of this process (for reset aborts and CB munmap) */
+hlsim_ctx_t *hlsim_ctx_list[HLSIM_MAX_CTX];
+
+#define HLSIM_CS_TYPE_FLAGS \
+    (HL_CS_FLAGS_SIGNAL | HL_CS_FLAGS_WAIT | HL_CS_FLAGS_COLLECTIVE_WAIT | \
+     HL_CS_FLAGS_STAGED_SUBMISSION | HL_CS_FLAGS_ENCAP_SIGNALS | \
+     HL_CS_FLAGS_RESERVE_SIGNALS_ONLY | HL_CS_FLAGS_UNRESERVE_SIGNALS_ONLY | \
+     HL_CS_FLAGS_ENGINE_CORE_COMMAND)
+
+void hlsim_ctx_register(hlsim_ctx_t *ctx, int add)
+{
+    unsigned i;
+
+    for (i = 0; i < sizeof(hlsim_ctx_list) / sizeof(hlsim_ctx_list[0]); i++) {
+        if (add && (hlsim_ctx_list[i] == NULL)) {
+            hlsim_ctx_list[i] = ctx;
+            return;
+        } else if (!add && (hlsim_ctx_list[i] == ctx)) {
+            hlsim_ctx_list[i] = NULL;
+            return;
+        }
+    }
+}
+
+static uint64_t hlsim_gen(int dev)
+{
+    return __atomic_load_n(&hlsim_shm->dev[dev].reset_gen, __ATOMIC_ACQUIRE);
+}
+
+/* Finish one job of a CS; lock held */
+static void hlsim_job_done(hlsim_ctx_t *ctx, hlsim_job_t *job, int aborted)
+{
+    hlsim_cs_t *cs = &ctx->cs_ring[job->seq & (hlsim_cfg.dev[ctx->dev].
+                                               max_pending - 1)];
+
+    if (job->cb != NULL) {
+        hlsim_cb_release_job(ctx, job->cb);
+    }
+    free(job->cb_copy);
+    if ((cs->seq != job->seq) || (cs->state != HLSIM_CS_PENDING)) {
+        free(job);
+        return;   /* already aborted by a reset */
+    }
+    if (aborted) {
+        cs->fail = aborted;
+    }
+    if (--cs->jobs_left == 0) {
+        if (hlsim_gen(ctx->dev) != cs->gen) {
+            cs->fail = HLSIM_CS_ABORTED;
+        }
+        cs->state   = cs->fail ? cs->fail : HLSIM_CS_DONE;
+        cs->done_ns = hlsim_now_ns();
+        ctx->in_flight--;
+        hlsim_counters[(cs->state == HLSIM_CS_DONE) ?
+                       HLSIM_COUNTER_CS_COMPLETED :
+                       HLSIM_COUNTER_CS_ABORTED]++;
+        pthread_cond_broadcast(&hlsim_cond);
+    }
+    free(job);
+}
+
+typedef struct {
+    hlsim_ctx_t *ctx;
+    int          q;
+} hlsim_worker_arg_t;
+
+static void *hlsim_worker(void *arg)
+{
+    hlsim_worker_arg_t *wa  = arg;
+    hlsim_ctx_t        *ctx = wa->ctx;
+    hlsim_queue_t      *q   = &ctx->queues[wa->q];
+    hlsim_job_t        *job;
+    hlsim_cs_t         *cs;
+    int                 abort, fail;
+
+    free(wa);
+    pthread_mutex_lock(&hlsim_lock);
+    for (;;) {
+        while ((q->head == NULL) && !q->stop) {
+            pthread_cond_wait(&hlsim_cond, &hlsim_lock);
+        }
+        if ((job = q->head) == NULL) {
+            break;
+        }
+        q->head = job->next;
+        if (q->head == NULL) {
+            q->tail = NULL;
+        }
+        cs    = &ctx->cs_ring[job->seq & (hlsim_cfg.dev[ctx->dev].
+                                           max_pending - 1)];
+        fail  = (cs->seq == job->seq) ? cs->fail : HLSIM_CS_ABORTED;
+        abort = 0;
+        if (q->stop || fail || (cs->state != HLSIM_CS_PENDING) ||
+            (hlsim_gen(ctx->dev) != cs->gen)) {
+            abort = fail ? fail : HLSIM_CS_ABORTED;   /* do not execute */
+        } else {
+            pthread_mutex_unlock(&hlsim_lock);
+            hlsim_dma_run_job(ctx, job, &abort);
+            pthread_mutex_lock(&hlsim_lock);
+        }
+        hlsim_job_done(ctx, job, abort);
+    }
+    pthread_mutex_unlock(&hlsim_lock);
+    return NULL;
+}
+
+static int hlsim_queue_push(hlsim_ctx_t *ctx, int qi, hlsim_job_t *job)
+{
+    hlsim_queue_t      *q = &ctx->queues[qi];
+    hlsim_worker_arg_t *wa;
+
+    if (!q->started) {
+        wa = malloc(sizeof(*wa));
+        if (wa == NULL) {
+            return -ENOMEM;
+        }
+        wa->ctx = ctx;
+        wa->q   = qi;
+        if (pthread_create(&q->thread, NULL, hlsim_worker, wa)) {
+            free(wa);
+            return -ENOMEM;
+        }
+        q->started = 1;
+    }
+    job->next = NULL;
+    if (q->tail != NULL) {
+        q->tail->next = job;
+    } else {
+        q->head = job;
+    }
+    q->tail = job;
+    pthread_cond_broadcast(&hlsim_cond);
+    return 0;
+}
+
+static hlsim_cb_t *hlsim_cb_lookup(hlsim_ctx_t *ctx, uint64_t handle)
+{
+    hlsim_cb_t *cb;
+
+    if ((handle >> GAUDI_HL_MMAP_TYPE_SHIFT) != GAUDI_HL_MMAP_TYPE_CB) {
+        return NULL;
+    }
+    for (cb = ctx->cbs; cb != NULL; cb = cb->next) {
+        if ((cb->id == (uint32_t)(handle >> 12)) && !cb->destroyed) {
+            return cb;
+        }
+    }
+    return NULL;
+}
+
+/* Gaudi1 user CB parser (facts 5.3): EINVAL/EPERM like gaudi_validate_cb */
+static int hlsim_gaudi1_validate(const uint8_t *cb, uint32_t size)
+{
+    static const uint8_t psize[16] = {
+        [HLSIM_PKT_WREG_32] = 8, [HLSIM_PKT_WREG_BULK] = 8,
+        [HLSIM_PKT_MSG_LONG] = 16, [HLSIM_PKT_MSG_SHORT] = 8,
+        [HLSIM_PKT_CP_DMA] = 16, [HLSIM_PKT_REPEAT] = 8,
+        [HLSIM_PKT_MSG_PROT] = 16, [HLSIM_PKT_FENCE] = 8,
+        [HLSIM_PKT_LIN_DMA] = 24, [HLSIM_PKT_NOP] = 8, [HLSIM_PKT_STOP] = 8,
+        [HLSIM_PKT_ARB_POINT] = 8, [HLSIM_PKT_WAIT] = 8,
+        [HLSIM_PKT_LOAD_AND_EXE] = 16,
+    };
+    uint32_t pos = 0, ctl, w0;
+    unsigned id;
+
+    while (pos < size) {
+        if (size - pos < 8) {
+            return -EINVAL;
+        }
+        memcpy(&w0, cb + pos, 4);
+        memcpy(&ctl, cb + pos + 4, 4);
+        id = hlsim_pkt_opcode(ctl);
+        if ((id >= 16) || (psize[id] == 0)) {
+            return -EINVAL;   /* invalid packet id */
+        }
+        if (psize[id] > size - pos) {
+            return -EINVAL;   /* packets must tile the CB */
+        }
+        switch (id) {
+        case HLSIM_PKT_MSG_PROT:
+        case HLSIM_PKT_CP_DMA:
+        case HLSIM_PKT_STOP:
+        case HLSIM_PKT_WREG_BULK:
+            return -EPERM;
+        case HLSIM_PKT_WAIT:
+            return -EINVAL;
+        case HLSIM_PKT_LOAD_AND_EXE:
+            if (w0 & 1) {
+                return -EPERM;   /* DST=1 */
+            }
+            break;
+        case HLSIM_PKT_LIN_DMA:
+            if (!(ctl & HLSIM_PKT_LIN_DMA_LIN)) {
+                return -EINVAL;   /* emulator: only linear DMA */
+            }
+            break;
+        default:
+            break;
+        }
+        pos += psize[id];
+    }
+    return 0;
+}
+
+/* Gaudi2: the CB must lie in a user-accessible range (facts 5.4) */
+static int hlsim_gaudi2_cb_range_ok(int dev, uint64_t a, uint64_t len)
+{
+    hlsim_devcfg_t *d = &hlsim_cfg.dev[dev];
+    uint64_t        e = a + len;
+    uint64_t        du = d->dram_phys_base + d->dram_user_off;
+
+#define HLSIM_IN(_lo, _hi) (((a) >= (_lo)) && (e <= (_hi)) && (e >= (a)))
+    return HLSIM_IN(d->host_va_start, d->host_va_end) ||
+           HLSIM_IN(d->huge_va_start, d->huge_va_end) ||
+           HLSIM_IN(d->dram_va_start, d->dram_va_end) ||
+           HLSIM_IN(du, du + d->dram_size) ||
+           (d->sram_size && HLSIM_IN(d->sram_base,
+                                     d->sram_base + d->sram_size));
+#undef HLSIM_IN
+}
+
+static void hlsim_drop(hlsim_ctx_t *ctx, int which)
+{
+    hlsim_shdev_t *sd = &hlsim_shm->dev[ctx->dev];
+    uint64_t      *t[] = { &sd->drop_in_flight, &sd->drop_validation,
+                           &sd->drop_parsing, &sd->drop_in_reset };
+    uint64_t      *c[] = { &ctx->drop_in_flight, &ctx->drop_validation,
+                           &ctx->drop_parsing, &ctx->drop_in_reset };
+
+    __atomic_add_fetch(t[which], 1, __ATOMIC_RELAXED);
+    (*c[which])++;
+}
+
+int hlsim_cs(hlsim_file_t *f, union hl_cs_args *a)
+{
+    hlsim_ctx_t        *ctx = f->ctx;
+    hlsim_devcfg_t     *d   = &hlsim_cfg.dev[f->dev];
+    struct hl_cs_chunk *ch  = NULL;
+    hlsim_job_t       **jobs = NULL;
+    hlsim_cs_t         *cs;
+    uint32_t            n   = a->in.num_chunks_execute, i;
+    uint64_t            seq;
+    int                 rc, err, fail = 0, reset = 0;
+
+    if ((err = hlsim_fault_hit("cs"))) {
+        return -err;
+    }
+    if (a->in.pad[0] | a->in.pad[1] | a->in.pad[2] | a->in.pad[3]) {
+        return -EINVAL;
+    }
+    if (!hlsim_dev_operational(f->dev)) {
+        pthread_mutex_lock(&hlsim_lock);
+        hlsim_drop(ctx, 3);
+        pthread_mutex_unlock(&hlsim_lock);
+        return -EBUSY;
+    }
+    if ((a->in.cs_flags & HLSIM_CS_TYPE_FLAGS) || a->in.num_chunks_restore) {
+        return -EINVAL;   /* only plain execute CSs are emulated */
+    }
+    if ((n == 0) || (n > HL_MAX_JOBS_PER_CS)) {
+        return -EINVAL;
+    }
+    ch = malloc(n * sizeof(*ch));
+    if (ch == NULL) {
+        return -ENOMEM;
+    }
+    if (hlsim_copy_from_user(ch, a->in.chunks_execute, n * sizeof(*ch))) {
+        free(ch);
+        return -EFAULT;
+    }
+    if (d->asic == HLSIM_GAUDI3) {
+        free(ch);
+        return -EINVAL;   /* no user-visible CS queue (facts 6) */
+    }
+    jobs = calloc(n, sizeof(*jobs));
+    if (jobs == NULL) {
+        free(ch);
+        return -ENOMEM;
+    }
+
+    pthread_mutex_lock(&hlsim_lock);
+    if (ctx->cs_ring == NULL) {
+        ctx->cs_ring = calloc(d->max_pending, sizeof(*ctx->cs_ring));
+        if (ctx->cs_ring == NULL) {
+            rc = -ENOMEM;
+            goto out;
+        }
+    }
+    /* in-flight window: slot still busy -> EAGAIN, args untouched */
+    seq = ctx->next_seq;
+    cs  = &ctx->cs_ring[seq & (d->max_pending - 1)];
+    if (cs->state == HLSIM_CS_PENDING) {
+        hlsim_drop(ctx, 0);
+        rc = -EAGAIN;
+        goto out;
+    }
+    for (i = 0; i < n; i++) {
+        hlsim_job_t *job = calloc(1, sizeof(*job));
+        uint32_t     q   = ch[i].queue_index;
+
+        if ((jobs[i] = job) == NULL) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        job->seq     = seq;
+        job->cb_size = ch[i].cb_size;
+        if (d->asic == HLSIM_GAUDI2) {
+            /* PDMA_0_0, PDMA_0_1, PDMA_1_0 only; user CBs only */
+            if (((q != 0) && (q != 1) && (q != 4)) ||
+                !(ch[i].cs_chunk_flags & HL_CS_CHUNK_FLAGS_USER_ALLOC_CB) ||
+                !hlsim_gaudi2_cb_range_ok(f->dev, ch[i].cb_handle,
+                                          ch[i].cb_size)) {
+                hlsim_drop(ctx, 1);
+                rc = -EINVAL;
+                goto out;
+            }
+            job->cb_va = ch[i].cb_handle;
+        } else {
+            /* Gaudi1 external queues 0..7 with a CB handle (facts 5.3) */
+            hlsim_cb_t *cb = hlsim_cb_lookup(ctx, ch[i].cb_handle);
+
+            if ((q > 7) || (cb == NULL) || (ch[i].cb_size < 8) ||
+                (ch[i].cb_size > cb->size)) {
+                hlsim_drop(ctx, 1);
+                rc = -EINVAL;
+                goto out;
+            }
+            /* the CB is copied at submit: reusable right away */
+            job->cb_copy = malloc(ch[i].cb_size);
+            if (job->cb_copy == NULL) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            memcpy(job->cb_copy, cb->mem, ch[i].cb_size);
+            rc = hlsim_gaudi1_validate(job->cb_copy, ch[i].cb_size);
+            if (rc) {
+                hlsim_drop(ctx, 2);
+                goto out;
+            }
+        }
+    }
+
+    /* accepted */
+    if ((err = hlsim_fault_hit("dma_error"))) {
+        fail = HLSIM_CS_ABORTED;
+    }
+    if ((err = hlsim_fault_hit("cs_timeout"))) {
+        fail = HLSIM_CS_TIMEDOUT;
+    }
+    reset = hlsim_fault_hit("reset") != 0;
+    ctx->next_seq++;
+    memset(cs, 0, sizeof(*cs));
+    cs->seq       = seq;
+    cs->state     = HLSIM_CS_PENDING;
+    cs->jobs_left = n;
+    cs->fail      = fail;
+    cs->gen       = hlsim_gen(f->dev);
+    ctx->in_flight++;
+    hlsim_counters[HLSIM_COUNTER_CS_SUBMITTED]++;
+    for (i = 0; i < n; i++) {
+        if (d->asic == HLSIM_GAUDI1) {
+            hlsim_cb_t *cb = hlsim_cb_lookup(ctx, ch[i].cb_handle);
+
+            cb->cs_cnt++;
+            jobs[i]->cb = cb;
+        }
+        if (hlsim_queue_push(ctx, ch[i].queue_index, jobs[i])) {
+            /* no worker: complete the job as aborted right here */
+            hlsim_job_done(ctx, jobs[i], HLSIM_CS_ABORTED);
+        }
+        jobs[i] = NULL;
+    }
+    memset(&a->out, 0, sizeof(a->out));
+    a->out.seq    = seq;
+    a->out.status = HL_CS_STATUS_SUCCESS;
+    rc            = 0;
+
+out:
+    for (i = 0; i < n; i++) {
+        if (jobs[i] != NULL) {
+            free(jobs[i]->cb_copy);
+            free(jobs[i]);
+        }
+    }
+    pthread_mutex_unlock(&hlsim_lock);
+    free(jobs);
+    free(ch);
+    if (reset) {
+        hlsim_dev_reset(f->dev, hlsim_cfg.reset_ms,
+                        GAUDI_HL_DEVICE_STATUS_IN_RESET);
+    }
+    return rc;
+}
+
+int hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a)
+{
+    hlsim_ctx_t    *ctx = f->ctx;
+    unsigned        max = hlsim_cfg.dev[f->dev].max_pending;
+    uint64_t        seq = a->in.seq, tmo = a->in.timeout_us;
+    struct timespec dl;
+    hlsim_cs_t     *cs;
+    int             err, state;
+
+    if ((err = hlsim_fault_hit("wait_cs"))) {
+        return -err;
+    }
+    /* EBUSY before anything else when not operational (facts 5.2) */
+    if (!hlsim_dev_operational(f->dev)) {
+        return -EBUSY;
+    }
+    if (a->in.flags & (HL_WAIT_CS_FLAGS_INTERRUPT |
+                       HL_WAIT_CS_FLAGS_MULTI_CS)) {
+        return -EINVAL;   /* not emulated */
+    }
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec  += tmo / 1000000;
+    dl.tv_nsec += (tmo % 1000000) * 1000;
+    if (dl.tv_nsec >= 1000000000) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000;
+    }
+
+    pthread_mutex_lock(&hlsim_lock);
+    if (seq >= ctx->next_seq) {
+        pthread_mutex_unlock(&hlsim_lock);
+        return -EINVAL;   /* never issued */
+    }
+    cs = (ctx->cs_ring != NULL) ? &ctx->cs_ring[seq & (max - 1)] : NULL;
+    memset(&a->out, 0, sizeof(a->out));
+    if ((seq + max <= ctx->next_seq) || (cs == NULL) || (cs->seq != seq)) {
+        pthread_mutex_unlock(&hlsim_lock);
+        a->out.status = HL_WAIT_CS_STATUS_COMPLETED;
+        a->out.flags  = HL_WAIT_CS_STATUS_FLAG_GONE;
+        return 0;
+    }
+    while ((cs->state == HLSIM_CS_PENDING) && (tmo != 0) &&
+           (cs->seq == seq)) {
+        if (pthread_cond_timedwait(&hlsim_cond, &hlsim_lock, &dl) ==
+            ETIMEDOUT) {
+            break;
+        }
+    }
+    state = (cs->seq == seq) ? cs->state : HLSIM_CS_DONE;
+    if (state == HLSIM_CS_DONE) {
+        a->out.timestamp_nsec = cs->done_ns;
+    }
+    pthread_mutex_unlock(&hlsim_lock);
+
+    switch (state) {
+    case HLSIM_CS_PENDING:
+        a->out.status = HL_WAIT_CS_STATUS_BUSY;
+        return 0;
+    case HLSIM_CS_DONE:
+        a->out.status = HL_WAIT_CS_STATUS_COMPLETED;
+        a->out.flags  = HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD;
+        return 0;
+    case HLSIM_CS_TIMEDOUT:
+        a->out.status = HL_WAIT_CS_STATUS_TIMEDOUT;
+        return -ETIMEDOUT;
+    default:
+        a->out.status = HL_WAIT_CS_STATUS_ABORTED;
+        return -EIO;
+    }
+}
+
+/* Abort every in-flight CS of this process on @dev (reset) */
+void hlsim_cs_abort_dev(int dev)
+{
+    hlsim_ctx_t *ctx;
+    unsigned     i, s, max = hlsim_cfg.dev[dev].max_pending;
+
+    pthread_mutex_lock(&hlsim_lock);
+    for (i = 0; i < sizeof(hlsim_ctx_list) / sizeof(hlsim_ctx_list[0]); i++) {
+        ctx = hlsim_ctx_list[i];
+        if ((ctx == NULL) || (ctx->dev != dev) || (ctx->cs_ring == NULL)) {
+            continue;
+        }
+        for (s = 0; s < max; s++) {
+            if (ctx->cs_ring[s].state == HLSIM_CS_PENDING) {
+                ctx->cs_ring[s].state   = HLSIM_CS_ABORTED;
+                ctx->cs_ring[s].done_ns = hlsim_now_ns();
+                ctx->in_flight--;
+                hlsim_counters[HLSIM_COUNTER_CS_ABORTED]++;
+            }
+        }
+    }
+    pthread_cond_broadcast(&hlsim_cond);
+    pthread_mutex_unlock(&hlsim_lock);
+}
+
+/* Stop the workers; called without the lock */
+void hlsim_cs_ctx_fini(hlsim_ctx_t *ctx)
+{
+    int q;
+
+    pthread_mutex_lock(&hlsim_lock);
+    hlsim_ctx_register(ctx, 0);
+    for (q = 0; q < HLSIM_MAX_QUEUES; q++) {
+        ctx->queues[q].stop = 1;
+    }
+    pthread_cond_broadcast(&hlsim_cond);
+    pthread_mutex_unlock(&hlsim_lock);
+    for (q = 0; q < HLSIM_MAX_QUEUES; q++) {
+        if (ctx->queues[q].started && !ctx->inherited) {
+            pthread_join(ctx->queues[q].thread, NULL);
+        }
+    }
+}
+
+/* Worker threads do not survive fork: forget them in the child */
+void hlsim_cs_atfork_child(void)
+{
+    hlsim_ctx_t *ctx;
+    hlsim_job_t *job;
+    unsigned     i, q, s;
+
+    for (i = 0; i < sizeof(hlsim_ctx_list) / sizeof(hlsim_ctx_list[0]); i++) {
+        if ((ctx = hlsim_ctx_list[i]) == NULL) {
+            continue;
+        }
+        for (q = 0; q < HLSIM_MAX_QUEUES; q++) {
+            while ((job = ctx->queues[q].head) != NULL) {
+                ctx->queues[q].head = job->next;
+                free(job->cb_copy);
+                free(job);
+            }
+            memset(&ctx->queues[q], 0, sizeof(ctx->queues[q]));
+        }
+        for (s = 0; ctx->cs_ring &&
+             (s < hlsim_cfg.dev[ctx->dev].max_pending); s++) {
+            if (ctx->cs_ring[s].state == HLSIM_CS_PENDING) {
+                ctx->cs_ring[s].state = HLSIM_CS_ABORTED;
+            }
+        }
+        ctx->in_flight = 0;
+    }
+    hlsim_cond_init();
+}

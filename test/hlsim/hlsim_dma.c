@@ -1,0 +1,285 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * Execution of a job: read the CB, run its LIN_DMA packets (facts 5.5)
+ * through this context's address translation, like the QMAN + DMA engine
+ * behind an MMU. An unmapped address aborts the CS (an MMU page fault).
+ */
+
+#include "hlsim_int.h"
+#include "hlsim_packets.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define HLSIM_MAX_SEGS 1024
+
+typedef struct {
+    uint8_t *p;
+    uint64_t len;
+} hlsim_seg_t;
+
+typedef struct {
+    hlsim_seg_t s[HLSIM_MAX_SEGS];
+    int         n;
+} hlsim_segs_t;
+
+static int hlsim_seg_add(hlsim_segs_t *v, uint8_t *p, uint64_t len)
+{
+    if (v->n && (v->s[v->n - 1].p + v->s[v->n - 1].len == p)) {
+        v->s[v->n - 1].len += len;
+        return 0;
+    }
+    if (v->n == HLSIM_MAX_SEGS) {
+        return -1;
+    }
+    v->s[v->n].p   = p;
+    v->s[v->n].len = len;
+    v->n++;
+    return 0;
+}
+
+/* Translate [addr, addr+len) into host pointers; lock held; 0 = fault */
+static int hlsim_translate(hlsim_ctx_t *ctx, uint64_t addr, uint64_t len,
+                           hlsim_segs_t *v)
+{
+    hlsim_devcfg_t *d = &hlsim_cfg.dev[ctx->dev];
+    hlsim_map_t    *m;
+    uint8_t        *hbm;
+    uint64_t        off, chunk, pg, pos;
+    uint32_t        i;
+
+    v->n = 0;
+    if (len == 0) {
+        return 1;
+    }
+    if ((d->asic == HLSIM_GAUDI1) && (addr < d->hbm_size) &&
+        (len <= d->hbm_size - addr)) {
+        /* no DRAM MMU on Gaudi1: physical HBM address (facts 5.3) */
+        hbm = hlsim_hbm(ctx->dev);
+        return (hbm != NULL) && !hlsim_seg_add(v, hbm + addr, len);
+    }
+    m = hlsim_map_find(ctx, addr, len);
+    if (m == NULL) {
+        return 0;
+    }
+    off = addr - m->blk_va;
+    switch (m->kind) {
+    case HLSIM_MAP_HOST:
+    case HLSIM_MAP_CB:
+        return !hlsim_seg_add(v, m->host - (m->va - m->blk_va) + off, len);
+    case HLSIM_MAP_DRAM:
+        hbm = hlsim_hbm(ctx->dev);
+        pg  = d->page_size;
+        for (pos = off; (hbm != NULL) && (pos < off + len); pos += chunk) {
+            chunk = HLSIM_MIN(pg - pos % pg, off + len - pos);
+            if (hlsim_seg_add(v, hbm + (uint64_t)m->alloc->pages[pos / pg] *
+                              pg + pos % pg, chunk)) {
+                return 0;
+            }
+        }
+        return hbm != NULL;
+    case HLSIM_MAP_IMPORT:
+        /* the peer's HBM, through the dma-buf's segment list */
+        hbm = hlsim_hbm(m->import.dev);
+        for (i = 0, pos = 0; (hbm != NULL) && (i < m->import.nseg) &&
+             (len > 0); pos += m->import.seg[i].len, i++) {
+            uint64_t s = m->import.seg[i].len;
+
+            if (off >= pos + s) {
+                continue;
+            }
+            chunk = HLSIM_MIN(pos + s - off, len);
+            if (hlsim_seg_add(v, hbm + m->import.seg[i].hbm_off + (off - pos),
+                              chunk)) {
+                return 0;
+            }
+            off += chunk;
+            len -= chunk;
+        }
+        return (hbm != NULL) && (len == 0);
+    default:
+        return 0;
+    }
+}
+
+static void hlsim_copy_segs(hlsim_segs_t *dst, hlsim_segs_t *src)
+{
+    int      di = 0, si = 0;
+    uint64_t doff = 0, soff = 0, n;
+
+    while ((di < dst->n) && (si < src->n)) {
+        n = HLSIM_MIN(dst->s[di].len - doff, src->s[si].len - soff);
+        memmove(dst->s[di].p + doff, src->s[si].p + soff, n);
+        doff += n;
+        soff += n;
+        if (doff == dst->s[di].len) {
+            di++;
+            doff = 0;
+        }
+        if (soff == src->s[si].len) {
+            si++;
+            soff = 0;
+        }
+    }
+}
+
+/* MEMSET: src_addr is a 64-bit fill pattern, repeated from dst */
+static void hlsim_fill_segs(hlsim_segs_t *dst, uint64_t val)
+{
+    uint64_t pos = 0, i;
+    int      s;
+
+    for (s = 0; s < dst->n; s++) {
+        if ((val == 0) || (val == 0x0101010101010101ULL * (val & 0xff))) {
+            memset(dst->s[s].p, val & 0xff, dst->s[s].len);
+            continue;
+        }
+        for (i = 0; i < dst->s[s].len; i++, pos++) {
+            dst->s[s].p[i] = val >> (8 * (pos % 8));
+        }
+    }
+}
+
+static void hlsim_throttle(uint64_t start_ns, uint64_t bytes)
+{
+    uint64_t        want, now;
+    struct timespec ts;
+
+    if (hlsim_cfg.dma_gbps <= 0) {
+        return;
+    }
+    want = start_ns + (uint64_t)(bytes / hlsim_cfg.dma_gbps);
+    now  = hlsim_now_ns();
+    if (want > now) {
+        ts.tv_sec  = (want - now) / 1000000000ULL;
+        ts.tv_nsec = (want - now) % 1000000000ULL;
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int hlsim_lin_dma(hlsim_ctx_t *ctx, const struct hlsim_pkt_lin_dma *p,
+                         uint64_t seq)
+{
+    static __thread hlsim_segs_t src, dst;
+    int      gaudi1 = hlsim_cfg.dev[ctx->dev].asic == HLSIM_GAUDI1;
+    int      memset_op = !!(p->ctl & HLSIM_PKT_LIN_DMA_MEMSET);
+    uint64_t dst_addr = p->dst_addr, t0 = hlsim_now_ns();
+    int      ok;
+
+    if (gaudi1) {
+        dst_addr &= HLSIM_PKT_G1_DST_ADDR_MASK;
+    }
+    pthread_mutex_lock(&hlsim_lock);
+    ok = hlsim_translate(ctx, dst_addr, p->tsize, &dst);
+    if (!ok) {
+        hlsim_log("dev%d: MMU page fault: LIN_DMA dst 0x%llx size %u not "
+                  "mapped; CS %llu aborted", ctx->dev,
+                  (unsigned long long)dst_addr, p->tsize,
+                  (unsigned long long)seq);
+    } else if (!memset_op && !(ok = hlsim_translate(ctx, p->src_addr,
+                                                    p->tsize, &src))) {
+        hlsim_log("dev%d: MMU page fault: LIN_DMA src 0x%llx size %u not "
+                  "mapped; CS %llu aborted", ctx->dev,
+                  (unsigned long long)p->src_addr, p->tsize,
+                  (unsigned long long)seq);
+    }
+    pthread_mutex_unlock(&hlsim_lock);
+    if (!ok) {
+        return -EFAULT;
+    }
+    if (memset_op) {
+        hlsim_fill_segs(&dst, p->src_addr);
+    } else {
+        hlsim_copy_segs(&dst, &src);
+    }
+    __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_DMA_BYTES], p->tsize,
+                       __ATOMIC_RELAXED);
+    hlsim_throttle(t0, p->tsize);
+    return 0;
+}
+
+void hlsim_dma_run_job(hlsim_ctx_t *ctx, hlsim_job_t *job, int *abort)
+{
+    static __thread hlsim_segs_t cbv;
+    uint8_t                     *cb = job->cb_copy, *tmp = NULL;
+    uint32_t                     pos = 0, ctl, size = job->cb_size, psz;
+    struct hlsim_pkt_lin_dma     pkt;
+    unsigned                     id;
+    int                          i, ok;
+    uint64_t                     off;
+
+    if (cb == NULL) {
+        /* Gaudi2: the QMAN fetches the CB through the MMU at run time */
+        tmp = malloc(size ? size : 1);
+        pthread_mutex_lock(&hlsim_lock);
+        ok = (tmp != NULL) && hlsim_translate(ctx, job->cb_va, size, &cbv);
+        for (i = 0, off = 0; ok && (i < cbv.n); off += cbv.s[i].len, i++) {
+            memcpy(tmp + off, cbv.s[i].p, cbv.s[i].len);
+        }
+        pthread_mutex_unlock(&hlsim_lock);
+        if (!ok) {
+            hlsim_log("dev%d: MMU page fault: CB at 0x%llx size %u not "
+                      "mapped; CS %llu aborted", ctx->dev,
+                      (unsigned long long)job->cb_va, size,
+                      (unsigned long long)job->seq);
+            free(tmp);
+            *abort = HLSIM_CS_ABORTED;
+            return;
+        }
+        cb = tmp;
+    }
+    while (pos < size) {
+        if (size - pos < 8) {
+            goto bad;
+        }
+        memcpy(&ctl, cb + pos + 4, 4);
+        id = hlsim_pkt_opcode(ctl);
+        switch (id) {
+        case HLSIM_PKT_LIN_DMA:
+            psz = HLSIM_PKT_SIZE_LIN_DMA;
+            if (size - pos < psz) {
+                goto bad;
+            }
+            memcpy(&pkt, cb + pos, sizeof(pkt));
+            if (hlsim_lin_dma(ctx, &pkt, job->seq)) {
+                *abort = HLSIM_CS_ABORTED;
+                goto out;
+            }
+            break;
+        case HLSIM_PKT_MSG_LONG:
+            psz = HLSIM_PKT_SIZE_LONG;
+            break;
+        case HLSIM_PKT_NOP:
+        case HLSIM_PKT_MSG_SHORT:
+        case HLSIM_PKT_WREG_32:
+        case HLSIM_PKT_FENCE:
+        case HLSIM_PKT_ARB_POINT:
+        case HLSIM_PKT_REPEAT:
+            psz = HLSIM_PKT_SIZE_SHORT;
+            break;
+        case HLSIM_PKT_LOAD_AND_EXE:
+            psz = HLSIM_PKT_SIZE_LONG;
+            break;
+        default:
+            hlsim_log("dev%d: unsupported packet opcode 0x%x at CB offset %u;"
+                      " CS %llu aborted", ctx->dev, id, pos,
+                      (unsigned long long)job->seq);
+            *abort = HLSIM_CS_ABORTED;
+            goto out;
+        }
+        if (size - pos < psz) {
+            goto bad;
+        }
+        pos += psz;
+    }
+    goto out;
+bad:
+    hlsim_log("dev%d: truncated packet at CB offset %u; CS %llu aborted",
+              ctx->dev, pos, (unsigned long long)job->seq);
+    *abort = HLSIM_CS_ABORTED;
+out:
+    free(tmp);
+}

@@ -1,0 +1,360 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * hlsim internals. "facts N.M" = /work/shared/docs/habanalabs-driver-facts.md
+ * section N.M, the spec of the driver behaviour reproduced here.
+ */
+
+#ifndef HLSIM_INT_H_
+#define HLSIM_INT_H_
+
+#define _GNU_SOURCE
+#include "gaudi_hl_abi.h"
+#include "hlsim.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <sys/stat.h>
+#include <dirent.h>
+
+#define HLSIM_MAX_DEV        32
+#define HLSIM_FD_MAX         65536
+#define HLSIM_ACCEL_MAJOR    261  /* DRM accel major (facts 1.1) */
+#define HLSIM_CTL_MAJOR      511  /* habanalabs' own chrdev (model) */
+#define HLSIM_LEGACY_MAJOR   510  /* misc era hlN/hl_controlDN (model) */
+#define HLSIM_SHM_MAGIC      0x484c534d32ULL
+#define HLSIM_DMABUF_MAGIC   0x48444d4142554631ULL
+#define HLSIM_MAX_QUEUES     8
+
+#define HLSIM_PAGE_SIZE      4096ULL
+#define HLSIM_HUGE_PAGE      (2ULL << 20)
+
+typedef enum {
+    HLSIM_GAUDI1 = 1,
+    HLSIM_GAUDI2 = 2,
+    HLSIM_GAUDI3 = 3
+} hlsim_asic_t;
+
+/* Per-device model, derived from the recorded config (facts 2.3, 3.4) */
+typedef struct {
+    int      asic;
+    uint64_t hbm_size;       /* bytes of the HBM file */
+    uint64_t page_size;      /* dram_page_size = default alloc page */
+    uint32_t module_id;
+    unsigned bus;
+    uint32_t device_id;
+    uint64_t dram_user_off;  /* HBM offset of the first user byte */
+    uint64_t dram_size;      /* reported user DRAM size */
+    uint64_t dram_base;      /* reported dram_base_address */
+    uint64_t dram_phys_base; /* physical base of HBM offset 0 */
+    uint64_t dram_va_start;  /* Gaudi2/3 DMMU range */
+    uint64_t dram_va_end;
+    uint64_t dmmu_page;
+    uint64_t host_va_start;  /* PMMU 4K range */
+    uint64_t host_va_end;
+    uint64_t huge_va_start;  /* PMMU 2M range */
+    uint64_t huge_va_end;
+    uint64_t sram_base;
+    uint32_t sram_size;
+    unsigned max_pending;    /* in-flight CS window (facts 5.2) */
+} hlsim_devcfg_t;
+
+typedef struct {
+    char           root[4096];
+    int            num_dev;
+    int            legacy;     /* /dev/hlN nodes and 'H' ioctl codes */
+    int            habana;     /* Habana out-of-tree flavour */
+    hlsim_devcfg_t dev[HLSIM_MAX_DEV];
+    /* per process, not recorded */
+    unsigned       reset_ms;
+    unsigned       release_reset_ms;
+    double         dma_gbps;
+    int            verbose;
+} hlsim_config_t;
+
+/* System-wide device state, a MAP_SHARED file under the root */
+typedef struct {
+    uint32_t status;
+    uint32_t compute_active;
+    uint32_t in_release;
+    uint32_t hard_reset_cnt;
+    uint32_t soft_reset_cnt;
+    uint32_t pad;
+    uint64_t open_counter;
+    uint64_t last_open_ns;
+    uint64_t last_session_ms;
+    uint64_t dram_used;
+    uint64_t reset_until_ns;  /* 0: no automatic end of reset */
+    uint64_t reset_gen;       /* bumped by every reset: aborts CSs */
+    uint64_t next_dmabuf_id;
+    uint64_t drop_in_flight;
+    uint64_t drop_validation;
+    uint64_t drop_parsing;
+    uint64_t drop_in_reset;
+} hlsim_shdev_t;
+
+typedef struct {
+    uint64_t      magic;
+    uint32_t      num_dev;
+    uint32_t      pad;
+    hlsim_shdev_t dev[HLSIM_MAX_DEV];
+} hlsim_shm_t;
+
+/* Emulated file kinds */
+typedef enum {
+    HLSIM_F_COMPUTE = 1,
+    HLSIM_F_CONTROL,
+    HLSIM_F_DMABUF
+} hlsim_fkind_t;
+
+struct hlsim_ctx;
+struct hlsim_cs;
+
+/* What an exported dma-buf fd holds at offset 0 (facts 4.1) */
+#define HLSIM_DMABUF_MAX_SEGS 512
+typedef struct {
+    uint64_t magic;
+    uint64_t id;
+    uint32_t dev;
+    uint32_t nseg;
+    uint64_t length;
+    pid_t    exporter;
+    uint32_t pad;
+    struct {
+        uint64_t hbm_off;
+        uint64_t len;
+    } seg[];
+} hlsim_dmabuf_hdr_t;
+
+typedef struct {
+    int                 dev;
+    uint64_t            length;
+    uint32_t            nseg;
+    struct {
+        uint64_t hbm_off;
+        uint64_t len;
+    }                  *seg;
+} hlsim_hbm_range_t;
+
+typedef struct hlsim_file {
+    int               kind;
+    int               dev;
+    int               refcnt;
+    int               accel;   /* accel (DRM) vs legacy ioctl set */
+    struct hlsim_ctx *ctx;     /* HLSIM_F_COMPUTE */
+    uint64_t          dmabuf_id;
+} hlsim_file_t;
+
+/* Device memory allocation (Gaudi2/3 ALLOC handle, facts 3.2) */
+typedef struct hlsim_alloc {
+    struct hlsim_alloc *next;
+    uint32_t            handle;
+    uint32_t            npages;
+    uint32_t           *pages;    /* HBM page indices */
+    uint64_t            size;     /* npages * page_size */
+    uint32_t            flags;
+    int                 map_cnt;
+} hlsim_alloc_t;
+
+typedef enum {
+    HLSIM_MAP_HOST = 1,   /* MAP USERPTR */
+    HLSIM_MAP_DRAM,       /* MAP of an ALLOC handle */
+    HLSIM_MAP_IMPORT,     /* op 99 */
+    HLSIM_MAP_CB          /* CB created with HL_CB_FLAGS_MAP */
+} hlsim_mkind_t;
+
+/* Liveness probe of an exported dma-buf (see hlsim_mem.c) */
+typedef struct hlsim_export {
+    struct hlsim_export *next;
+    int                  probe_fd;
+} hlsim_export_t;
+
+typedef struct hlsim_map {
+    struct hlsim_map  *next;
+    int                kind;
+    uint64_t           va;        /* returned VA (keeps host offset) */
+    uint64_t           blk_va;    /* aligned start of the VA block */
+    uint64_t           blk_size;  /* size of the VA block */
+    uint64_t           size;      /* usable bytes from va */
+    uint8_t           *host;      /* HOST/CB: host pointer of va */
+    hlsim_alloc_t     *alloc;     /* DRAM */
+    hlsim_hbm_range_t  import;    /* IMPORT */
+    int                import_fd; /* IMPORT: our reference to the fd */
+    hlsim_export_t    *exports;   /* DRAM: exported dma-bufs */
+} hlsim_map_t;
+
+typedef struct hlsim_cb {
+    struct hlsim_cb *next;
+    uint32_t         id;
+    uint32_t         size;     /* rounded to pages */
+    uint8_t         *mem;
+    uint8_t         *user;     /* user mmap address, if mapped */
+    int              mmapped;  /* ever mmapped (only once, facts 5.1) */
+    int              destroyed;
+    int              cs_cnt;
+    uint64_t         dev_va;   /* HL_CB_FLAGS_MAP */
+} hlsim_cb_t;
+
+typedef enum {
+    HLSIM_CS_FREE = 0,
+    HLSIM_CS_PENDING,
+    HLSIM_CS_DONE,
+    HLSIM_CS_ABORTED,
+    HLSIM_CS_TIMEDOUT
+} hlsim_cs_state_t;
+
+typedef struct hlsim_cs {
+    uint64_t seq;
+    int      state;
+    int      jobs_left;
+    int      fail;        /* fault to apply at completion */
+    uint64_t gen;         /* device reset generation at submit */
+    int64_t  done_ns;
+} hlsim_cs_t;
+
+typedef struct hlsim_job {
+    struct hlsim_job *next;
+    hlsim_cs_t       *cs;
+    uint64_t          seq;
+    uint64_t          cb_va;   /* Gaudi2: CB device address */
+    uint8_t          *cb_copy; /* Gaudi1: CB copied at submit */
+    uint32_t          cb_size;
+    hlsim_cb_t       *cb;      /* Gaudi1: CB whose cs_cnt we hold */
+} hlsim_job_t;
+
+typedef struct hlsim_queue {
+    pthread_t    thread;
+    int          started;
+    int          stop;
+    hlsim_job_t *head, *tail;
+} hlsim_queue_t;
+
+typedef struct hlsim_ctx {
+    int              dev;
+    int              inherited;  /* copy seen in a fork child */
+    int              released;
+    int              lock_fd;    /* unused: the user fd holds the flock */
+    uint8_t         *page_used;  /* HBM page bitmap (one byte a page) */
+    uint32_t         npages;
+    hlsim_alloc_t   *allocs;
+    uint32_t         next_handle;
+    hlsim_map_t     *maps;
+    uint64_t         ctx_dram;
+    hlsim_cb_t      *cbs;
+    uint32_t         next_cb_id;
+    /* CS */
+    uint64_t         next_seq;
+    hlsim_cs_t      *cs_ring;    /* max_pending slots */
+    hlsim_queue_t    queues[HLSIM_MAX_QUEUES];
+    int              in_flight;
+    uint64_t         drop_in_flight;
+    uint64_t         drop_validation;
+    uint64_t         drop_parsing;
+    uint64_t         drop_in_reset;
+} hlsim_ctx_t;
+
+/* Real libc entry points (lazy dlsym RTLD_NEXT) */
+typedef struct {
+    int     (*open)(const char *, int, ...);
+    int     (*openat)(int, const char *, int, ...);
+    int     (*close)(int);
+    int     (*ioctl)(int, unsigned long, ...);
+    int     (*dup)(int);
+    int     (*dup2)(int, int);
+    int     (*dup3)(int, int, int);
+    int     (*fcntl)(int, int, ...);
+    void   *(*mmap)(void *, size_t, int, int, int, off_t);
+    int     (*munmap)(void *, size_t);
+    int     (*fstat)(int, struct stat *);
+    ssize_t (*readlink)(const char *, char *, size_t);
+} hlsim_real_t;
+
+/* Globals */
+extern hlsim_config_t  hlsim_cfg;
+extern hlsim_shm_t    *hlsim_shm;
+extern hlsim_real_t    hlsim_real;
+extern pthread_mutex_t hlsim_lock;      /* fd table + all contexts */
+extern pthread_cond_t  hlsim_cond;      /* CS completion */
+extern int64_t         hlsim_counters[HLSIM_COUNTER_LAST];
+
+/* hlsim_state.c */
+int  hlsim_init(void);                 /* 0 or -errno; idempotent */
+const char *hlsim_root_path(void);     /* no init needed */
+void hlsim_real_init(void);
+uint64_t hlsim_now_ns(void);
+unsigned hlsim_dev_status(int dev);    /* with lazy end of reset */
+void hlsim_dev_set_status(int dev, unsigned status, uint64_t until_ns);
+void hlsim_dev_reset(int dev, unsigned ms, unsigned status);
+int  hlsim_dev_operational(int dev);
+uint8_t *hlsim_hbm(int dev);           /* HBM file mapping or NULL */
+void hlsim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int  hlsim_parse_size(const char *s, uint64_t *out);
+
+/* hlsim_node.c */
+int  hlsim_node_create(void);
+void hlsim_node_write_status(int dev, unsigned status);
+int  hlsim_node_match(const char *path, int *dev, hlsim_fkind_t *kind);
+int  hlsim_open_node(int dev, hlsim_fkind_t kind, const char *rpath,
+                     int flags, mode_t mode);
+const char *hlsim_redirect(const char *path, char *buf, size_t len);
+
+/* hlsim_intercept.c */
+hlsim_file_t *hlsim_fd_get(int fd);    /* with lock held */
+int  hlsim_fd_install(int fd, hlsim_file_t *f);
+void hlsim_fd_install_locked(int fd, hlsim_file_t *f);
+void hlsim_file_unref(hlsim_file_t *f);   /* with lock held */
+int  hlsim_copy_from_user(void *dst, uint64_t src, size_t len);
+int  hlsim_copy_to_user(uint64_t dst, const void *src, size_t len);
+
+/* hlsim_ioctl.c */
+int  hlsim_ioctl(hlsim_file_t *f, int fd, unsigned long req, void *arg);
+
+/* hlsim_info.c */
+int  hlsim_info(hlsim_file_t *f, struct hl_info_args *a);
+
+/* hlsim_mem.c */
+int  hlsim_mem(hlsim_file_t *f, union hl_mem_args *a);
+int  hlsim_is_dmabuf_fd(int fd);
+hlsim_map_t *hlsim_map_find(hlsim_ctx_t *ctx, uint64_t va, uint64_t len);
+void hlsim_mem_ctx_fini(hlsim_ctx_t *ctx);
+uint64_t hlsim_va_alloc(hlsim_ctx_t *ctx, uint64_t start, uint64_t end,
+                        uint64_t size, uint64_t align, uint64_t hint,
+                        int force, int *err);
+void hlsim_map_insert(hlsim_ctx_t *ctx, hlsim_map_t *m);
+int  hlsim_map_exported(hlsim_map_t *m);
+
+/* hlsim_cs.c */
+int  hlsim_cb(hlsim_file_t *f, union hl_cb_args *a);
+int  hlsim_cs(hlsim_file_t *f, union hl_cs_args *a);
+int  hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a);
+void *hlsim_cb_mmap(hlsim_ctx_t *ctx, size_t len, uint64_t off, int *err);
+int  hlsim_cb_munmap(void *addr, size_t len);
+void hlsim_cs_ctx_fini(hlsim_ctx_t *ctx);  /* called without the lock */
+void hlsim_cs_abort_dev(int dev);
+void hlsim_cs_atfork_child(void);
+void hlsim_ctx_register(hlsim_ctx_t *ctx, int add);   /* lock held */
+#define HLSIM_MAX_CTX (HLSIM_MAX_DEV * 4)
+extern hlsim_ctx_t *hlsim_ctx_list[HLSIM_MAX_CTX];
+void hlsim_cond_init(void);
+extern int hlsim_cb_user_maps;
+
+/* hlsim_dma.c */
+void hlsim_dma_run_job(hlsim_ctx_t *ctx, hlsim_job_t *job, int *abort);
+
+/* hlsim_fault.c */
+void hlsim_fault_env(const char *spec);
+int  hlsim_fault_hit(const char *op);  /* errno to fail with, or 0 */
+int  hlsim_errno_parse(const char *s);
+
+/* hlsim_ctx lifetime (hlsim_ioctl.c) */
+hlsim_ctx_t *hlsim_ctx_create(int dev);
+void hlsim_ctx_release(hlsim_ctx_t *ctx);  /* called without the lock */
+
+#define HLSIM_ALIGN_UP(_x, _a)   ((((_x) + (_a) - 1) / (_a)) * (_a))
+#define HLSIM_ALIGN_DOWN(_x, _a) (((_x) / (_a)) * (_a))
+#define HLSIM_MIN(_a, _b)        ((_a) < (_b) ? (_a) : (_b))
+
+#endif

@@ -1,0 +1,540 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * libc interposition: path redirection into $HLSIM_ROOT, the fd table of
+ * emulated files, ioctl/mmap dispatch. Non-emulated calls go straight to
+ * the next definition (dlsym RTLD_NEXT, resolved lazily because we may be
+ * called before our constructor and from the dynamic loader's early users).
+ */
+
+#include "hlsim_int.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <sys/sysmacros.h>
+
+#define HLSIM_PBUF 4400
+
+static hlsim_file_t *hlsim_fdtab[HLSIM_FD_MAX];
+static int           hlsim_nfds;   /* fast path: 0 => nothing emulated */
+
+#define HLSIM_REAL(_name) \
+    ({ if (hlsim_real._name == NULL) hlsim_real_init(); hlsim_real._name; })
+
+static inline int hlsim_fd_emulated(int fd)
+{
+    return (fd >= 0) && (fd < HLSIM_FD_MAX) &&
+           __atomic_load_n(&hlsim_nfds, __ATOMIC_RELAXED) &&
+           (__atomic_load_n(&hlsim_fdtab[fd], __ATOMIC_RELAXED) != NULL);
+}
+
+hlsim_file_t *hlsim_fd_get(int fd)
+{
+    return ((fd >= 0) && (fd < HLSIM_FD_MAX)) ? hlsim_fdtab[fd] : NULL;
+}
+
+static void hlsim_fd_set(int fd, hlsim_file_t *f)
+{
+    hlsim_file_t *old = hlsim_fdtab[fd];
+
+    __atomic_store_n(&hlsim_fdtab[fd], f, __ATOMIC_RELEASE);
+    if ((old == NULL) && (f != NULL)) {
+        __atomic_add_fetch(&hlsim_nfds, 1, __ATOMIC_ACQ_REL);
+        hlsim_counters[HLSIM_COUNTER_OPEN_FDS]++;
+    } else if ((old != NULL) && (f == NULL)) {
+        __atomic_sub_fetch(&hlsim_nfds, 1, __ATOMIC_ACQ_REL);
+        hlsim_counters[HLSIM_COUNTER_OPEN_FDS]--;
+    }
+}
+
+void hlsim_fd_install_locked(int fd, hlsim_file_t *f)
+{
+    hlsim_file_t *old = hlsim_fdtab[fd];  /* fd closed behind our back */
+
+    hlsim_fd_set(fd, NULL);
+    hlsim_fd_set(fd, f);
+    if (old != NULL) {
+        hlsim_file_unref(old);
+    }
+}
+
+int hlsim_fd_install(int fd, hlsim_file_t *f)
+{
+    pthread_mutex_lock(&hlsim_lock);
+    hlsim_fd_install_locked(fd, f);
+    pthread_mutex_unlock(&hlsim_lock);
+    return 0;
+}
+
+/* With the lock held; may drop and retake it to release a context */
+void hlsim_file_unref(hlsim_file_t *f)
+{
+    hlsim_ctx_t *ctx;
+
+    if (--f->refcnt > 0) {
+        return;
+    }
+    ctx = f->ctx;
+    if (f->kind == HLSIM_F_DMABUF) {
+        hlsim_counters[HLSIM_COUNTER_DMABUFS]--;
+    }
+    free(f);
+    if (ctx != NULL) {
+        pthread_mutex_unlock(&hlsim_lock);
+        hlsim_ctx_release(ctx);
+        pthread_mutex_lock(&hlsim_lock);
+    }
+}
+
+/* Access user memory like copy_{from,to}_user: bad pointers give EFAULT */
+int hlsim_copy_from_user(void *dst, uint64_t src, size_t len)
+{
+    struct iovec l = { dst, len }, r = { (void*)(uintptr_t)src, len };
+
+    if (len == 0) {
+        return 0;
+    }
+    if (src == 0) {
+        return -EFAULT;
+    }
+    if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)len) {
+        return 0;
+    }
+    if ((errno == ENOSYS) || (errno == EPERM)) {
+        memcpy(dst, (void*)(uintptr_t)src, len);
+        return 0;
+    }
+    return -EFAULT;
+}
+
+int hlsim_copy_to_user(uint64_t dst, const void *src, size_t len)
+{
+    struct iovec l = { (void*)src, len }, r = { (void*)(uintptr_t)dst, len };
+
+    if (len == 0) {
+        return 0;
+    }
+    if (dst == 0) {
+        return -EFAULT;
+    }
+    if (process_vm_writev(getpid(), &l, 1, &r, 1, 0) == (ssize_t)len) {
+        return 0;
+    }
+    if ((errno == ENOSYS) || (errno == EPERM)) {
+        memcpy((void*)(uintptr_t)dst, src, len);
+        return 0;
+    }
+    return -EFAULT;
+}
+
+/* ---------------- open family ---------------- */
+
+static int hlsim_do_open(int dirfd, const char *path, int flags, mode_t mode,
+                         int at)
+{
+    char          buf[HLSIM_PBUF];
+    const char   *rp;
+    hlsim_fkind_t kind;
+    int           dev, fd;
+
+    if ((path != NULL) && (path[0] == '/') &&
+        hlsim_node_match(path, &dev, &kind)) {
+        rp = hlsim_redirect(path, buf, sizeof(buf));
+        if (rp == path) {   /* already a path under the root */
+            rp = path;
+        }
+        fd = hlsim_open_node(dev, kind, rp, flags, mode);
+        if (fd < 0) {
+            errno = -fd;
+            return -1;
+        }
+        return fd;
+    }
+    rp = hlsim_redirect(path, buf, sizeof(buf));
+    if (at) {
+        return HLSIM_REAL(openat)(dirfd, rp, flags, mode);
+    }
+    return HLSIM_REAL(open)(rp, flags, mode);
+}
+
+#define HLSIM_MODE_ARG(_flags, _last) \
+    mode_t mode = 0; \
+    if (((_flags) & O_CREAT) || (((_flags) & O_TMPFILE) == O_TMPFILE)) { \
+        va_list ap; \
+        va_start(ap, _last); \
+        mode = va_arg(ap, mode_t); \
+        va_end(ap); \
+    }
+
+int open(const char *path, int flags, ...)
+{
+    HLSIM_MODE_ARG(flags, flags);
+    return hlsim_do_open(AT_FDCWD, path, flags, mode, 0);
+}
+
+int open64(const char *path, int flags, ...)
+{
+    HLSIM_MODE_ARG(flags, flags);
+    return hlsim_do_open(AT_FDCWD, path, flags | O_LARGEFILE, mode, 0);
+}
+
+int openat(int dirfd, const char *path, int flags, ...)
+{
+    HLSIM_MODE_ARG(flags, flags);
+    return hlsim_do_open(dirfd, path, flags, mode, 1);
+}
+
+int openat64(int dirfd, const char *path, int flags, ...)
+{
+    HLSIM_MODE_ARG(flags, flags);
+    return hlsim_do_open(dirfd, path, flags | O_LARGEFILE, mode, 1);
+}
+
+int __open_2(const char *path, int flags)
+{
+    return hlsim_do_open(AT_FDCWD, path, flags, 0, 0);
+}
+
+int __open64_2(const char *path, int flags)
+{
+    return hlsim_do_open(AT_FDCWD, path, flags | O_LARGEFILE, 0, 0);
+}
+
+int __openat_2(int dirfd, const char *path, int flags)
+{
+    return hlsim_do_open(dirfd, path, flags, 0, 1);
+}
+
+int __openat64_2(int dirfd, const char *path, int flags)
+{
+    return hlsim_do_open(dirfd, path, flags | O_LARGEFILE, 0, 1);
+}
+
+/* Plain path redirection for the other path-taking calls */
+#define HLSIM_WRAP_PATH(_ret, _name, _proto, _call_args, ...) \
+    _ret _name _proto \
+    { \
+        static _ret (*real) _proto; \
+        char buf[HLSIM_PBUF]; \
+        if (real == NULL) { \
+            real = dlsym(RTLD_NEXT, #_name); \
+        } \
+        path = hlsim_redirect(path, buf, sizeof(buf)); \
+        return real _call_args; \
+    }
+
+HLSIM_WRAP_PATH(FILE *, fopen, (const char *path, const char *mode),
+                (path, mode))
+HLSIM_WRAP_PATH(FILE *, fopen64, (const char *path, const char *mode),
+                (path, mode))
+HLSIM_WRAP_PATH(int, access, (const char *path, int m), (path, m))
+HLSIM_WRAP_PATH(int, faccessat, (int d, const char *path, int m, int f),
+                (d, path, m, f))
+HLSIM_WRAP_PATH(int, stat, (const char *path, struct stat *st), (path, st))
+HLSIM_WRAP_PATH(int, stat64, (const char *path, struct stat64 *st),
+                (path, st))
+HLSIM_WRAP_PATH(int, lstat, (const char *path, struct stat *st), (path, st))
+HLSIM_WRAP_PATH(int, lstat64, (const char *path, struct stat64 *st),
+                (path, st))
+HLSIM_WRAP_PATH(int, fstatat, (int d, const char *path, struct stat *st,
+                               int f), (d, path, st, f))
+HLSIM_WRAP_PATH(int, fstatat64, (int d, const char *path, struct stat64 *st,
+                                 int f), (d, path, st, f))
+HLSIM_WRAP_PATH(int, __xstat, (int v, const char *path, struct stat *st),
+                (v, path, st))
+HLSIM_WRAP_PATH(int, __xstat64, (int v, const char *path, struct stat64 *st),
+                (v, path, st))
+HLSIM_WRAP_PATH(int, __lxstat, (int v, const char *path, struct stat *st),
+                (v, path, st))
+HLSIM_WRAP_PATH(int, __lxstat64, (int v, const char *path,
+                                  struct stat64 *st), (v, path, st))
+HLSIM_WRAP_PATH(DIR *, opendir, (const char *path), (path))
+HLSIM_WRAP_PATH(ssize_t, readlink, (const char *path, char *b, size_t n),
+                (path, b, n))
+HLSIM_WRAP_PATH(ssize_t, __readlink_chk, (const char *path, char *b,
+                                          size_t n, size_t bl),
+                (path, b, n, bl))
+HLSIM_WRAP_PATH(char *, realpath, (const char *path, char *resolved),
+                (path, resolved))
+HLSIM_WRAP_PATH(char *, __realpath_chk, (const char *path, char *resolved,
+                                         size_t rl), (path, resolved, rl))
+
+/* ---------------- fd lifetime ---------------- */
+
+int close(int fd)
+{
+    hlsim_file_t *f;
+    int           rc;
+
+    /* Release before the real close: the fd (and the flock of a compute
+     * node) stays ours until the context is gone, so a new owner cannot
+     * race with the cleanup. */
+    if (hlsim_fd_emulated(fd)) {
+        pthread_mutex_lock(&hlsim_lock);
+        f = hlsim_fdtab[fd];
+        hlsim_fd_set(fd, NULL);
+        if (f != NULL) {
+            hlsim_file_unref(f);
+        }
+        pthread_mutex_unlock(&hlsim_lock);
+    }
+    rc = HLSIM_REAL(close)(fd);
+    return rc;
+}
+
+/* Record @newfd as another reference to @oldfd's emulated file */
+static void hlsim_fd_dup(int oldfd, int newfd)
+{
+    hlsim_file_t *f, *old;
+
+    if ((newfd < 0) || (newfd == oldfd)) {
+        return;
+    }
+    pthread_mutex_lock(&hlsim_lock);
+    f   = hlsim_fd_get(oldfd);
+    old = hlsim_fd_get(newfd);
+    if (newfd >= HLSIM_FD_MAX) {
+        f = NULL;   /* cannot track: behaves like a plain file */
+    } else {
+        hlsim_fd_set(newfd, NULL);
+        if (f != NULL) {
+            f->refcnt++;
+            hlsim_fd_set(newfd, f);
+        }
+    }
+    if (old != NULL) {
+        hlsim_file_unref(old);   /* dup2 closed it implicitly */
+    }
+    pthread_mutex_unlock(&hlsim_lock);
+}
+
+int dup(int fd)
+{
+    int nfd = HLSIM_REAL(dup)(fd);
+
+    if ((nfd >= 0) && hlsim_fd_emulated(fd)) {
+        hlsim_fd_dup(fd, nfd);
+    }
+    return nfd;
+}
+
+int dup2(int fd, int nfd)
+{
+    int rc = HLSIM_REAL(dup2)(fd, nfd);
+
+    if ((rc >= 0) && (hlsim_fd_emulated(fd) || hlsim_fd_emulated(nfd))) {
+        hlsim_fd_dup(fd, rc);
+    }
+    return rc;
+}
+
+int dup3(int fd, int nfd, int flags)
+{
+    int rc = HLSIM_REAL(dup3)(fd, nfd, flags);
+
+    if ((rc >= 0) && (hlsim_fd_emulated(fd) || hlsim_fd_emulated(nfd))) {
+        hlsim_fd_dup(fd, rc);
+    }
+    return rc;
+}
+
+static int hlsim_fcntl(int fd, int cmd, va_list ap)
+{
+    long arg = va_arg(ap, long);  /* every fcntl arg fits in a long */
+    int  rc  = HLSIM_REAL(fcntl)(fd, cmd, arg);
+
+    if ((rc >= 0) && ((cmd == F_DUPFD) || (cmd == F_DUPFD_CLOEXEC)) &&
+        hlsim_fd_emulated(fd)) {
+        hlsim_fd_dup(fd, rc);
+    }
+    return rc;
+}
+
+int fcntl(int fd, int cmd, ...)
+{
+    va_list ap;
+    int     rc;
+
+    va_start(ap, cmd);
+    rc = hlsim_fcntl(fd, cmd, ap);
+    va_end(ap);
+    return rc;
+}
+
+int fcntl64(int fd, int cmd, ...)
+{
+    va_list ap;
+    int     rc;
+
+    va_start(ap, cmd);
+    rc = hlsim_fcntl(fd, cmd, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* Emulated nodes look like character devices (facts 1.3: BDF from fd) */
+static void hlsim_fake_stat(int fd, struct stat *st)
+{
+    hlsim_file_t *f;
+    int           maj = 0, min = 0;
+
+    pthread_mutex_lock(&hlsim_lock);
+    f = hlsim_fd_get(fd);
+    if ((f != NULL) && (f->kind != HLSIM_F_DMABUF)) {
+        if (hlsim_cfg.legacy) {
+            maj = HLSIM_LEGACY_MAJOR;
+            min = 2 * f->dev + (f->kind == HLSIM_F_CONTROL);
+        } else {
+            maj = (f->kind == HLSIM_F_COMPUTE) ? HLSIM_ACCEL_MAJOR :
+                                                 HLSIM_CTL_MAJOR;
+            min = f->dev;
+        }
+        st->st_mode = S_IFCHR | (st->st_mode & 07777);
+        st->st_rdev = makedev(maj, min);
+        st->st_size = 0;
+    }
+    pthread_mutex_unlock(&hlsim_lock);
+}
+
+int fstat(int fd, struct stat *st)
+{
+    int rc = HLSIM_REAL(fstat)(fd, st);
+
+    if ((rc == 0) && hlsim_fd_emulated(fd)) {
+        hlsim_fake_stat(fd, st);
+    }
+    return rc;
+}
+
+int fstat64(int fd, struct stat64 *st)
+{
+    return fstat(fd, (struct stat*)st);  /* same layout on LP64 */
+}
+
+/* ---------------- ioctl / mmap ---------------- */
+
+int ioctl(int fd, unsigned long req, ...)
+{
+    hlsim_file_t *f;
+    va_list       ap;
+    void         *arg;
+    int           rc;
+
+    va_start(ap, req);
+    arg = va_arg(ap, void*);
+    va_end(ap);
+    if (!hlsim_fd_emulated(fd)) {
+        return HLSIM_REAL(ioctl)(fd, req, arg);
+    }
+    pthread_mutex_lock(&hlsim_lock);
+    f = hlsim_fd_get(fd);
+    if (f == NULL) {
+        pthread_mutex_unlock(&hlsim_lock);
+        return HLSIM_REAL(ioctl)(fd, req, arg);
+    }
+    f->refcnt++;    /* keep it across a concurrent close */
+    pthread_mutex_unlock(&hlsim_lock);
+
+    rc = hlsim_ioctl(f, fd, req, arg);
+
+    pthread_mutex_lock(&hlsim_lock);
+    hlsim_file_unref(f);
+    pthread_mutex_unlock(&hlsim_lock);
+    if (rc < 0) {
+        errno = -rc;
+        return -1;
+    }
+    return rc;
+}
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    hlsim_file_t *f;
+    void         *p;
+    int           err = 0;
+
+    if ((fd < 0) || (flags & MAP_ANONYMOUS)) {
+        return HLSIM_REAL(mmap)(addr, len, prot, flags, fd, off);
+    }
+    if (hlsim_fd_emulated(fd)) {
+        pthread_mutex_lock(&hlsim_lock);
+        f = hlsim_fd_get(fd);
+        if ((f != NULL) && (f->kind == HLSIM_F_COMPUTE)) {
+            p = hlsim_cb_mmap(f->ctx, len, (uint64_t)off, &err);
+            pthread_mutex_unlock(&hlsim_lock);
+            if (p == NULL) {
+                errno = err;
+                return MAP_FAILED;
+            }
+            return p;
+        }
+        pthread_mutex_unlock(&hlsim_lock);
+        if (f != NULL) {
+            /* control node has no mmap; dma-buf has no mmap (facts 4.2) */
+            errno = (f->kind == HLSIM_F_CONTROL) ? ENODEV : EINVAL;
+            return MAP_FAILED;
+        }
+    } else if (hlsim_is_dmabuf_fd(fd)) {
+        errno = EINVAL;   /* received from elsewhere: still no mmap */
+        return MAP_FAILED;
+    }
+    return HLSIM_REAL(mmap)(addr, len, prot, flags, fd, off);
+}
+
+void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return mmap(addr, len, prot, flags, fd, off);
+}
+
+int munmap(void *addr, size_t len)
+{
+    if (__atomic_load_n(&hlsim_cb_user_maps, __ATOMIC_RELAXED) &&
+        hlsim_cb_munmap(addr, len)) {
+        return 0;
+    }
+    return HLSIM_REAL(munmap)(addr, len);
+}
+
+/* ---------------- fork ---------------- */
+
+static void hlsim_atfork_prepare(void)
+{
+    pthread_mutex_lock(&hlsim_lock);
+}
+
+static void hlsim_atfork_parent(void)
+{
+    pthread_mutex_unlock(&hlsim_lock);
+}
+
+static void hlsim_atfork_child(void)
+{
+    int fd;
+
+    /* The table copy is inherited; contexts become "inherited" views
+     * whose release does not touch the system-wide accounting. */
+    for (fd = 0; fd < HLSIM_FD_MAX && hlsim_nfds; fd++) {
+        hlsim_file_t *f = hlsim_fdtab[fd];
+
+        if ((f != NULL) && (f->ctx != NULL)) {
+            f->ctx->inherited = 1;
+        }
+    }
+    hlsim_cs_atfork_child();
+    pthread_mutex_unlock(&hlsim_lock);
+}
+
+__attribute__((constructor)) static void hlsim_ctor(void)
+{
+    hlsim_real_init();
+    pthread_atfork(hlsim_atfork_prepare, hlsim_atfork_parent,
+                   hlsim_atfork_child);
+}

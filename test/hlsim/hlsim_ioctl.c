@@ -1,0 +1,211 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * ioctl dispatch (facts 1.2, 1.5, 1.6) and compute context lifetime.
+ */
+
+#include "hlsim_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* DRM_IOCTL_VERSION layout (include/uapi/drm/drm.h), not installed here */
+struct hlsim_drm_version {
+    int      version_major;
+    int      version_minor;
+    int      version_patchlevel;
+    size_t   name_len;
+    uint64_t name;
+    size_t   date_len;
+    uint64_t date;
+    size_t   desc_len;
+    uint64_t desc;
+};
+#define HLSIM_DRM_IOCTL_VERSION _IOWR('d', 0x00, struct hlsim_drm_version)
+
+static int hlsim_drm_str(uint64_t uptr, size_t *ulen, const char *s)
+{
+    size_t len = strlen(s), n = HLSIM_MIN(*ulen, len);
+    int    rc  = 0;
+
+    if (n && uptr) {
+        rc = hlsim_copy_to_user(uptr, s, n);
+    }
+    *ulen = len;
+    return rc;
+}
+
+/* facts 1.5: name/date/desc of the accel driver, version = kernel's */
+static int hlsim_drm_version(struct hlsim_drm_version *v)
+{
+    v->version_major      = 6;
+    v->version_minor      = 12;
+    v->version_patchlevel = 0;
+    if (hlsim_drm_str(v->name, &v->name_len, "habanalabs") ||
+        hlsim_drm_str(v->date, &v->date_len, "20190505") ||
+        hlsim_drm_str(v->desc, &v->desc_len,
+                      "Driver for HabanaLabs's AI Accelerators")) {
+        return -EFAULT;
+    }
+    return 0;
+}
+
+static const size_t hlsim_op_size[GAUDI_HL_OP_LAST] = {
+    [GAUDI_HL_OP_INFO]    = sizeof(struct hl_info_args),
+    [GAUDI_HL_OP_CB]      = sizeof(union hl_cb_args),
+    [GAUDI_HL_OP_CS]      = sizeof(union hl_cs_args),
+    [GAUDI_HL_OP_WAIT_CS] = sizeof(union hl_wait_cs_args),
+    [GAUDI_HL_OP_MEMORY]  = sizeof(union hl_mem_args),
+    [GAUDI_HL_OP_DEBUG]   = sizeof(struct hl_debug_args),
+};
+
+int hlsim_ioctl(hlsim_file_t *f, int fd, unsigned long req, void *arg)
+{
+    union {
+        struct hl_info_args      info;
+        union hl_cb_args         cb;
+        union hl_cs_args         cs;
+        union hl_wait_cs_args    wait;
+        union hl_mem_args        mem;
+        struct hl_debug_args     debug;
+        struct hlsim_drm_version version;
+    } k;
+    unsigned nr = _IOC_NR(req), dir = _IOC_DIR(req);
+    size_t   usize = _IOC_SIZE(req), ksize, n;
+    int      op, rc;
+
+    (void)fd;
+    if (f->kind == HLSIM_F_DMABUF) {
+        return -ENOTTY;
+    }
+    if (f->kind == HLSIM_F_CONTROL) {
+        /* only INFO, compared by number only (facts 1.2) */
+        if (nr != (f->accel ? GAUDI_HL_DRM_COMMAND_BASE : 1)) {
+            return -ENOTTY;
+        }
+        op = GAUDI_HL_OP_INFO;
+    } else if (f->accel) {
+        /* drm_ioctl: type byte must be 'd' (facts 1.5) */
+        if (_IOC_TYPE(req) != 'd') {
+            return -ENOTTY;
+        }
+        if ((nr == 0) && (req == HLSIM_DRM_IOCTL_VERSION)) {
+            op = -1;
+        } else if ((nr >= GAUDI_HL_DRM_COMMAND_BASE) &&
+                   (nr < GAUDI_HL_DRM_COMMAND_BASE + GAUDI_HL_OP_LAST)) {
+            op = nr - GAUDI_HL_DRM_COMMAND_BASE;
+        } else {
+            return -ENOTTY;
+        }
+    } else {
+        /* misc-era dispatcher: _IOC_NR 1..6 only (facts 1.5) */
+        if ((nr < 1) || (nr > GAUDI_HL_OP_LAST)) {
+            return -ENOTTY;
+        }
+        op = nr - 1;
+    }
+
+    /* size-tolerant copies like drm_ioctl: zero-extend, truncate */
+    ksize = (op < 0) ? sizeof(k.version) : hlsim_op_size[op];
+    n     = HLSIM_MIN(usize, ksize);
+    memset(&k, 0, sizeof(k));
+    if ((dir & _IOC_WRITE) && hlsim_copy_from_user(&k, (uintptr_t)arg, n)) {
+        return -EFAULT;
+    }
+
+    switch (op) {
+    case -1:
+        rc = hlsim_drm_version(&k.version);
+        break;
+    case GAUDI_HL_OP_INFO:
+        rc = hlsim_info(f, &k.info);
+        break;
+    case GAUDI_HL_OP_CB:
+        rc = hlsim_cb(f, &k.cb);
+        break;
+    case GAUDI_HL_OP_CS:
+        rc = hlsim_cs(f, &k.cs);
+        break;
+    case GAUDI_HL_OP_WAIT_CS:
+        rc = hlsim_wait_cs(f, &k.wait);
+        break;
+    case GAUDI_HL_OP_MEMORY:
+        rc = hlsim_mem(f, &k.mem);
+        break;
+    default:
+        /* the driver refuses DEBUG unless in debug mode: not emulated */
+        rc = -EFAULT;
+        break;
+    }
+
+    if ((dir & _IOC_READ) && hlsim_copy_to_user((uintptr_t)arg, &k, n)) {
+        return -EFAULT;
+    }
+    return rc;
+}
+
+hlsim_ctx_t *hlsim_ctx_create(int dev)
+{
+    hlsim_devcfg_t *d = &hlsim_cfg.dev[dev];
+    hlsim_ctx_t    *ctx;
+
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        return NULL;
+    }
+    ctx->dev         = dev;
+    ctx->next_handle = 1;
+    ctx->next_cb_id  = 1;
+    ctx->next_seq    = 1;
+    ctx->lock_fd     = -1;
+    if (d->asic != HLSIM_GAUDI1) {
+        ctx->npages    = d->hbm_size / d->page_size;
+        ctx->page_used = calloc(ctx->npages, 1);
+        if (ctx->page_used == NULL) {
+            free(ctx);
+            return NULL;
+        }
+        ctx->page_used[0] = 1;   /* reserved for driver and FW (facts 3.4) */
+    }
+    pthread_mutex_lock(&hlsim_lock);
+    hlsim_ctx_register(ctx, 1);
+    hlsim_counters[HLSIM_COUNTER_CONTEXTS]++;
+    pthread_mutex_unlock(&hlsim_lock);
+    return ctx;
+}
+
+/* Last reference to the compute fd gone: free everything (facts 3.2) */
+void hlsim_ctx_release(hlsim_ctx_t *ctx)
+{
+    hlsim_shdev_t *sd = &hlsim_shm->dev[ctx->dev];
+    uint64_t       ms;
+
+    if (!ctx->inherited) {
+        __atomic_store_n(&sd->in_release, 1, __ATOMIC_RELEASE);
+    }
+    hlsim_cs_ctx_fini(ctx);
+    pthread_mutex_lock(&hlsim_lock);
+    hlsim_mem_ctx_fini(ctx);
+    pthread_mutex_unlock(&hlsim_lock);
+    if (!ctx->inherited) {
+        __atomic_sub_fetch(&sd->dram_used, ctx->ctx_dram, __ATOMIC_ACQ_REL);
+        ms = (hlsim_now_ns() - __atomic_load_n(&sd->last_open_ns,
+                                               __ATOMIC_ACQUIRE)) / 1000000;
+        __atomic_store_n(&sd->last_session_ms, ms, __ATOMIC_RELEASE);
+        /* Gaudi2 resets upon device release (facts 7.1), if modelled */
+        if (hlsim_cfg.release_reset_ms &&
+            (hlsim_cfg.dev[ctx->dev].asic == HLSIM_GAUDI2)) {
+            hlsim_dev_reset(ctx->dev, hlsim_cfg.release_reset_ms,
+                    GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE);
+        }
+        __atomic_store_n(&sd->compute_active, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&sd->in_release, 0, __ATOMIC_RELEASE);
+    }
+    free(ctx->page_used);
+    free(ctx->cs_ring);
+    free(ctx);
+    pthread_mutex_lock(&hlsim_lock);
+    hlsim_counters[HLSIM_COUNTER_CONTEXTS]--;
+    pthread_mutex_unlock(&hlsim_lock);
+}

@@ -1,0 +1,710 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * Configuration, node directory creation, shared device state.
+ */
+
+#include "hlsim_int.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+
+hlsim_config_t  hlsim_cfg;
+hlsim_shm_t    *hlsim_shm;
+hlsim_real_t    hlsim_real;
+pthread_mutex_t hlsim_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t  hlsim_cond;
+int64_t         hlsim_counters[HLSIM_COUNTER_LAST];
+
+static pthread_once_t hlsim_once = PTHREAD_ONCE_INIT;
+static int            hlsim_init_status = -EAGAIN;
+static uint8_t       *hlsim_hbm_base[HLSIM_MAX_DEV];
+static char           hlsim_root_buf[4096];
+static pthread_once_t hlsim_root_once = PTHREAD_ONCE_INIT;
+
+void hlsim_real_init(void)
+{
+    /* Lazy: may run before our constructor, from any interposed call */
+#define HLSIM_SYM(_n) \
+    if (hlsim_real._n == NULL) { \
+        hlsim_real._n = dlsym(RTLD_NEXT, #_n); \
+    }
+    HLSIM_SYM(open);
+    HLSIM_SYM(openat);
+    HLSIM_SYM(close);
+    HLSIM_SYM(ioctl);
+    HLSIM_SYM(dup);
+    HLSIM_SYM(dup2);
+    HLSIM_SYM(dup3);
+    HLSIM_SYM(fcntl);
+    HLSIM_SYM(mmap);
+    HLSIM_SYM(munmap);
+    HLSIM_SYM(fstat);
+    HLSIM_SYM(readlink);
+#undef HLSIM_SYM
+}
+
+void hlsim_log(const char *fmt, ...)
+{
+    char    buf[512];
+    va_list ap;
+    int     n;
+
+    n = snprintf(buf, sizeof(buf), "hlsim[%d]: ", (int)getpid());
+    va_start(ap, fmt);
+    vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
+    va_end(ap);
+    n = strlen(buf);
+    buf[n++] = '\n';
+    if (write(2, buf, n) < 0) {
+        /* nothing to do about a closed stderr */
+    }
+}
+
+uint64_t hlsim_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+int hlsim_parse_size(const char *s, uint64_t *out)
+{
+    char              *end;
+    unsigned long long v;
+
+    errno = 0;
+    v     = strtoull(s, &end, 0);
+    if (errno || end == s) {
+        return -EINVAL;
+    }
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; end++; break;
+    case 'm': case 'M': v <<= 20; end++; break;
+    case 'g': case 'G': v <<= 30; end++; break;
+    case 't': case 'T': v <<= 40; end++; break;
+    default: break;
+    }
+    if (*end == 'i' || *end == 'B') {
+        end += (*end == 'i') && (end[1] == 'B') ? 2 : 1;
+    }
+    if (*end != '\0') {
+        return -EINVAL;
+    }
+    *out = v;
+    return 0;
+}
+
+static void hlsim_root_compute(void)
+{
+    const char *r = getenv("HLSIM_ROOT");
+
+    if ((r != NULL) && (*r != '\0')) {
+        snprintf(hlsim_root_buf, sizeof(hlsim_root_buf), "%s", r);
+    } else {
+        snprintf(hlsim_root_buf, sizeof(hlsim_root_buf), "/tmp/hlsim-%u",
+                 (unsigned)getuid());
+    }
+    /* no trailing slash: prefix comparisons depend on it */
+    while ((strlen(hlsim_root_buf) > 1) &&
+           (hlsim_root_buf[strlen(hlsim_root_buf) - 1] == '/')) {
+        hlsim_root_buf[strlen(hlsim_root_buf) - 1] = '\0';
+    }
+}
+
+const char *hlsim_root_path(void)
+{
+    pthread_once(&hlsim_root_once, hlsim_root_compute);
+    return hlsim_root_buf;
+}
+
+static int hlsim_asic_parse(const char *s)
+{
+    if (!strcasecmp(s, "gaudi1") || !strcasecmp(s, "gaudi")) {
+        return HLSIM_GAUDI1;
+    } else if (!strcasecmp(s, "gaudi2")) {
+        return HLSIM_GAUDI2;
+    } else if (!strcasecmp(s, "gaudi3")) {
+        return HLSIM_GAUDI3;
+    }
+    return -EINVAL;
+}
+
+static const char *hlsim_asic_name(int asic)
+{
+    return (asic == HLSIM_GAUDI1) ? "gaudi1" :
+           (asic == HLSIM_GAUDI2) ? "gaudi2" : "gaudi3";
+}
+
+/* Layout of one device model: facts 2.3 and 3.4 */
+static int hlsim_devcfg_derive(int idx, hlsim_devcfg_t *d)
+{
+    uint64_t npages;
+
+    d->bus = 0x10 + 7 * idx;
+    if (d->asic == HLSIM_GAUDI1) {
+        /* 2 MiB pages, user DRAM from physical 0x20000000, no DMMU */
+        d->device_id     = GAUDI_HL_PCI_ID_GAUDI1;
+        d->page_size     = HLSIM_HUGE_PAGE;
+        d->dram_user_off = 0x20000000ULL;
+        if (d->hbm_size < d->dram_user_off + d->page_size) {
+            return -EINVAL;
+        }
+        d->dram_size      = HLSIM_ALIGN_DOWN(d->hbm_size - d->dram_user_off,
+                                             d->page_size);
+        d->dram_phys_base = 0;
+        d->dram_base      = d->dram_user_off;
+        d->dram_va_start  = 0;
+        d->dram_va_end    = 0;
+        d->dmmu_page      = 0;
+        d->host_va_start  = 0x1000000000000ULL;
+        d->host_va_end    = 0x27FC000000000ULL;
+        d->huge_va_start  = d->host_va_start;  /* shared range */
+        d->huge_va_end    = d->host_va_end;
+        d->sram_base      = 0x7FF0000080ULL;
+        d->sram_size      = (20 << 20) - 0x80;
+        d->max_pending    = GAUDI_HL_GAUDI1_MAX_PENDING_CS;
+        return 0;
+    }
+
+    if ((d->page_size == 0) || (d->page_size % HLSIM_PAGE_SIZE) ||
+        (d->hbm_size < 2 * d->page_size)) {
+        return -EINVAL;
+    }
+    npages           = (d->hbm_size + d->page_size - 1) / d->page_size;
+    d->dram_user_off = d->page_size;      /* first page reserved */
+    d->dram_size     = HLSIM_ALIGN_DOWN(d->hbm_size - d->page_size,
+                                        d->page_size);
+    d->dmmu_page     = 1ULL << 30;
+    if (d->asic == HLSIM_GAUDI2) {
+        d->device_id      = GAUDI_HL_PCI_ID_GAUDI2;
+        d->dram_phys_base = 0x1001000000000000ULL;
+        d->dram_va_end    = 0x1002000000000000ULL;
+        d->host_va_start  = 0xFFF0000000000000ULL;
+        d->host_va_end    = 0xFFF0800000000000ULL;
+        d->huge_va_start  = 0xFFF0800000000000ULL;
+        d->huge_va_end    = 0xFFF1000000000000ULL;
+        d->sram_base      = 0x1000FFFFFD000000ULL;
+        d->sram_size      = 50 << 20;
+        d->max_pending    = GAUDI_HL_GAUDI2_MAX_PENDING_CS;
+    } else {
+        /* Gaudi3 model (HAB gaudi3P.h): HBM VA ends at 0x0202000000000000 */
+        d->device_id      = GAUDI_HL_PCI_ID_GAUDI3;
+        d->dram_phys_base = 0x0200000000000000ULL;
+        d->dram_va_end    = 0x0202000000000000ULL;
+        d->host_va_start  = 0xFF70000000000000ULL;
+        d->host_va_end    = 0xFF70800000000000ULL;
+        d->huge_va_start  = 0xFFF0000000000000ULL;
+        d->huge_va_end    = 0xFFF0800000000000ULL;
+        d->sram_base      = 0;
+        d->sram_size      = 0;
+        d->max_pending    = GAUDI_HL_GAUDI2_MAX_PENDING_CS;
+    }
+    /* DRAM VA range starts after the physical range (facts 3.4) */
+    d->dram_va_start = d->dram_phys_base + d->page_size * npages;
+    d->dram_base     = d->dram_va_start;
+    return 0;
+}
+
+static int hlsim_env_int(const char *name, long def, long min, long max,
+                         long *out)
+{
+    const char *s = getenv(name);
+    char       *end;
+    long        v;
+
+    if ((s == NULL) || (*s == '\0')) {
+        *out = def;
+        return 0;
+    }
+    v = strtol(s, &end, 0);
+    if ((*end != '\0') || (v < min) || (v > max)) {
+        hlsim_log("bad %s='%s'", name, s);
+        return -EINVAL;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Build the node config from the environment */
+static int hlsim_config_from_env(hlsim_config_t *c)
+{
+    const char *s;
+    char        name[64];
+    uint64_t    hbm = 16ULL << 30, page = 64ULL << 20;
+    long        v;
+    int         asic = HLSIM_GAUDI2, i;
+
+    if (hlsim_env_int("HLSIM_NUM_DEVICES", 2, 0, HLSIM_MAX_DEV, &v)) {
+        return -EINVAL;
+    }
+    c->num_dev = v;
+    s          = getenv("HLSIM_NODES");
+    c->legacy  = (s != NULL) && !strcasecmp(s, "legacy");
+    if ((s != NULL) && *s && !c->legacy && strcasecmp(s, "accel")) {
+        hlsim_log("bad HLSIM_NODES='%s'", s);
+        return -EINVAL;
+    }
+    s         = getenv("HLSIM_FLAVOUR");
+    c->habana = (s == NULL) || !*s || !strcasecmp(s, "habana");
+    if (!c->habana && strcasecmp(s, "upstream")) {
+        hlsim_log("bad HLSIM_FLAVOUR='%s'", s);
+        return -EINVAL;
+    }
+    if ((s = getenv("HLSIM_ASIC")) && *s &&
+        ((asic = hlsim_asic_parse(s)) < 0)) {
+        hlsim_log("bad HLSIM_ASIC='%s'", s);
+        return -EINVAL;
+    }
+    if ((s = getenv("HLSIM_HBM_SIZE")) && *s && hlsim_parse_size(s, &hbm)) {
+        hlsim_log("bad HLSIM_HBM_SIZE='%s'", s);
+        return -EINVAL;
+    }
+    if ((s = getenv("HLSIM_DRAM_PAGE_SIZE")) && *s &&
+        hlsim_parse_size(s, &page)) {
+        hlsim_log("bad HLSIM_DRAM_PAGE_SIZE='%s'", s);
+        return -EINVAL;
+    }
+    s = getenv("HLSIM_MODULE_IDS");
+    for (i = 0; i < c->num_dev; i++) {
+        hlsim_devcfg_t *d = &c->dev[i];
+
+        snprintf(name, sizeof(name), "HLSIM_ASIC_%d", i);
+        d->asic = asic;
+        if (getenv(name) && *getenv(name) &&
+            ((d->asic = hlsim_asic_parse(getenv(name))) < 0)) {
+            hlsim_log("bad %s", name);
+            return -EINVAL;
+        }
+        d->hbm_size  = hbm;
+        d->page_size = page;
+        d->module_id = i;
+        if ((s != NULL) && *s) {
+            char *end;
+
+            d->module_id = strtoul(s, &end, 0);
+            if ((end == s) || ((*end != ',') && (*end != '\0'))) {
+                hlsim_log("bad HLSIM_MODULE_IDS");
+                return -EINVAL;
+            }
+            s = (*end == ',') ? end + 1 : end;
+        }
+    }
+    return 0;
+}
+
+static void hlsim_config_write(FILE *f, const hlsim_config_t *c)
+{
+    int i;
+
+    fprintf(f, "num_devices=%d\nnodes=%s\nflavour=%s\n", c->num_dev,
+            c->legacy ? "legacy" : "accel",
+            c->habana ? "habana" : "upstream");
+    for (i = 0; i < c->num_dev; i++) {
+        fprintf(f, "dev%d=%s,%llu,%llu,%u\n", i,
+                hlsim_asic_name(c->dev[i].asic),
+                (unsigned long long)c->dev[i].hbm_size,
+                (unsigned long long)c->dev[i].page_size,
+                c->dev[i].module_id);
+    }
+}
+
+static int hlsim_config_read(const char *path, hlsim_config_t *c)
+{
+    FILE              *f = fopen(path, "re");
+    char               line[256], asic[16], nodes[16], flav[16];
+    unsigned long long hbm, page;
+    unsigned           mod;
+    int                i, n = 0;
+
+    if (f == NULL) {
+        return -errno;
+    }
+    while (fgets(line, sizeof(line), f)) {
+        if (sscanf(line, "num_devices=%d", &c->num_dev) == 1) {
+            n++;
+        } else if (sscanf(line, "nodes=%15s", nodes) == 1) {
+            c->legacy = !strcmp(nodes, "legacy");
+        } else if (sscanf(line, "flavour=%15s", flav) == 1) {
+            c->habana = !strcmp(flav, "habana");
+        } else if ((sscanf(line, "dev%d=%15[^,],%llu,%llu,%u", &i, asic,
+                           &hbm, &page, &mod) == 5) &&
+                   (i >= 0) && (i < HLSIM_MAX_DEV)) {
+            c->dev[i].asic      = hlsim_asic_parse(asic);
+            c->dev[i].hbm_size  = hbm;
+            c->dev[i].page_size = page;
+            c->dev[i].module_id = mod;
+        }
+    }
+    fclose(f);
+    return (n == 1) && (c->num_dev >= 0) && (c->num_dev <= HLSIM_MAX_DEV) ?
+           0 : -EINVAL;
+}
+
+static int hlsim_config_same(const hlsim_config_t *a, const hlsim_config_t *b)
+{
+    int i;
+
+    if ((a->num_dev != b->num_dev) || (a->legacy != b->legacy) ||
+        (a->habana != b->habana)) {
+        return 0;
+    }
+    for (i = 0; i < a->num_dev; i++) {
+        if ((a->dev[i].asic != b->dev[i].asic) ||
+            (a->dev[i].hbm_size != b->dev[i].hbm_size) ||
+            ((a->dev[i].asic != HLSIM_GAUDI1) &&
+             (a->dev[i].page_size != b->dev[i].page_size)) ||
+            (a->dev[i].module_id != b->dev[i].module_id)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int hlsim_shm_open(int create)
+{
+    char path[4200];
+    int  fd;
+
+    snprintf(path, sizeof(path), "%s/state", hlsim_cfg.root);
+    fd = hlsim_real.open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0),
+                         0666);
+    if (fd < 0) {
+        return -errno;
+    }
+    if (create && ftruncate(fd, sizeof(hlsim_shm_t))) {
+        hlsim_real.close(fd);
+        return -errno;
+    }
+    hlsim_shm = hlsim_real.mmap(NULL, sizeof(hlsim_shm_t),
+                                PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    hlsim_real.close(fd);
+    if (hlsim_shm == MAP_FAILED) {
+        hlsim_shm = NULL;
+        return -ENOMEM;
+    }
+    if (create) {
+        memset(hlsim_shm, 0, sizeof(*hlsim_shm));
+        hlsim_shm->num_dev = hlsim_cfg.num_dev;
+        __atomic_store_n(&hlsim_shm->magic, HLSIM_SHM_MAGIC,
+                         __ATOMIC_RELEASE);
+    } else if (hlsim_shm->magic != HLSIM_SHM_MAGIC) {
+        return -EINVAL;
+    }
+    return 0;
+}
+
+void hlsim_cond_init(void)
+{
+    pthread_condattr_t ca;
+
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&hlsim_cond, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+static int hlsim_do_init(void)
+{
+    hlsim_config_t      envc;
+    char                path[4200], tmp[4200];
+    const char         *s;
+    FILE               *f;
+    long                v;
+    int                 lfd, rc, i;
+
+    hlsim_real_init();
+    hlsim_cond_init();
+
+    snprintf(hlsim_cfg.root, sizeof(hlsim_cfg.root), "%s", hlsim_root_path());
+    memset(&envc, 0, sizeof(envc));
+    rc = hlsim_config_from_env(&envc);
+    if (rc) {
+        return rc;
+    }
+    hlsim_cfg.reset_ms = 200;
+    if (!hlsim_env_int("HLSIM_RESET_MS", 200, 0, 3600000, &v)) {
+        hlsim_cfg.reset_ms = v;
+    }
+    if (!hlsim_env_int("HLSIM_RELEASE_RESET_MS", 0, 0, 3600000, &v)) {
+        hlsim_cfg.release_reset_ms = v;
+    }
+    if ((s = getenv("HLSIM_DMA_GBPS")) && *s) {
+        hlsim_cfg.dma_gbps = strtod(s, NULL);
+    }
+    hlsim_cfg.verbose = getenv("HLSIM_VERBOSE") && atoi(getenv("HLSIM_VERBOSE"));
+
+    if (mkdir(hlsim_cfg.root, 0777) && (errno != EEXIST)) {
+        rc = -errno;
+        hlsim_log("cannot create HLSIM_ROOT %s: %m", hlsim_cfg.root);
+        return rc;
+    }
+    /* Concurrent first users agree through this lock */
+    snprintf(path, sizeof(path), "%s/.lock", hlsim_cfg.root);
+    lfd = hlsim_real.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if ((lfd < 0) || flock(lfd, LOCK_EX)) {
+        rc = -errno;
+        hlsim_log("cannot lock %s: %m", path);
+        return rc;
+    }
+    snprintf(path, sizeof(path), "%s/config", hlsim_cfg.root);
+    if (access(path, F_OK) == 0) {
+        rc = hlsim_config_read(path, &hlsim_cfg);
+        if (rc == 0) {
+            if (!hlsim_config_same(&hlsim_cfg, &envc)) {
+                hlsim_log("HLSIM_* environment differs from the node in %s;"
+                          " using the recorded config", hlsim_cfg.root);
+            }
+            rc = hlsim_shm_open(0);
+        }
+    } else {
+        hlsim_cfg.num_dev = envc.num_dev;
+        hlsim_cfg.legacy  = envc.legacy;
+        hlsim_cfg.habana  = envc.habana;
+        memcpy(hlsim_cfg.dev, envc.dev, sizeof(envc.dev));
+        for (i = 0; i < hlsim_cfg.num_dev; i++) {
+            if (hlsim_devcfg_derive(i, &hlsim_cfg.dev[i])) {
+                hlsim_log("bad size/page config for device %d", i);
+                rc = -EINVAL;
+                goto out;
+            }
+        }
+        rc = hlsim_shm_open(1);
+        if (rc == 0) {
+            rc = hlsim_node_create();
+        }
+        if (rc == 0) {
+            snprintf(tmp, sizeof(tmp), "%s/config.tmp", hlsim_cfg.root);
+            f = fopen(tmp, "we");
+            if (f == NULL) {
+                rc = -errno;
+                goto out;
+            }
+            hlsim_config_write(f, &hlsim_cfg);
+            fclose(f);
+            rc = rename(tmp, path) ? -errno : 0;
+        }
+    }
+    for (i = 0; (rc == 0) && (i < hlsim_cfg.num_dev); i++) {
+        if (hlsim_devcfg_derive(i, &hlsim_cfg.dev[i])) {
+            rc = -EINVAL;
+        }
+    }
+out:
+    flock(lfd, LOCK_UN);
+    hlsim_real.close(lfd);
+    if (rc) {
+        hlsim_log("initialisation of %s failed: %s", hlsim_cfg.root,
+                  strerror(-rc));
+        return rc;
+    }
+    if ((s = getenv("HLSIM_FAULTS")) && *s) {
+        hlsim_fault_env(s);
+    }
+    return 0;
+}
+
+static void hlsim_init_once(void)
+{
+    hlsim_init_status = hlsim_do_init();
+}
+
+int hlsim_init(void)
+{
+    pthread_once(&hlsim_once, hlsim_init_once);
+    return hlsim_init_status;
+}
+
+unsigned hlsim_dev_status(int dev)
+{
+    hlsim_shdev_t *sd = &hlsim_shm->dev[dev];
+    unsigned       st = __atomic_load_n(&sd->status, __ATOMIC_ACQUIRE);
+    uint64_t       until;
+
+    if ((st == GAUDI_HL_DEVICE_STATUS_IN_RESET) ||
+        (st == GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE)) {
+        until = __atomic_load_n(&sd->reset_until_ns, __ATOMIC_ACQUIRE);
+        /* The reset ends lazily: whoever looks first after the deadline */
+        if ((until != 0) && (hlsim_now_ns() >= until) &&
+            __atomic_compare_exchange_n(&sd->status, &st,
+                                        GAUDI_HL_DEVICE_STATUS_OPERATIONAL,
+                                        0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            __atomic_store_n(&sd->reset_until_ns, 0, __ATOMIC_RELEASE);
+            hlsim_node_write_status(dev, GAUDI_HL_DEVICE_STATUS_OPERATIONAL);
+            st = GAUDI_HL_DEVICE_STATUS_OPERATIONAL;
+        }
+    }
+    return st;
+}
+
+int hlsim_dev_operational(int dev)
+{
+    return hlsim_dev_status(dev) == GAUDI_HL_DEVICE_STATUS_OPERATIONAL;
+}
+
+void hlsim_dev_set_status(int dev, unsigned status, uint64_t until_ns)
+{
+    hlsim_shdev_t *sd = &hlsim_shm->dev[dev];
+
+    __atomic_store_n(&sd->reset_until_ns, until_ns, __ATOMIC_RELEASE);
+    __atomic_store_n(&sd->status, status, __ATOMIC_RELEASE);
+    hlsim_node_write_status(dev, status);
+}
+
+static void *hlsim_reset_timer(void *arg)
+{
+    int      dev = (int)(intptr_t)arg;
+    uint64_t until;
+
+    while ((until = __atomic_load_n(&hlsim_shm->dev[dev].reset_until_ns,
+                                    __ATOMIC_ACQUIRE)) != 0) {
+        uint64_t now = hlsim_now_ns();
+
+        if (now < until) {
+            usleep((until - now) / 1000 + 1);
+        }
+        (void)hlsim_dev_status(dev);   /* rewrites the status file */
+    }
+    return NULL;
+}
+
+/* A reset: in-flight CSs abort, status back after @ms (facts 7.3) */
+void hlsim_dev_reset(int dev, unsigned ms, unsigned status)
+{
+    hlsim_shdev_t *sd = &hlsim_shm->dev[dev];
+    pthread_attr_t attr;
+    pthread_t      th;
+
+    __atomic_add_fetch(&sd->reset_gen, 1, __ATOMIC_ACQ_REL);
+    __atomic_add_fetch(&sd->hard_reset_cnt, 1, __ATOMIC_ACQ_REL);
+    hlsim_dev_set_status(dev, status, hlsim_now_ns() + ms * 1000000ULL);
+    hlsim_cs_abort_dev(dev);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&th, &attr, hlsim_reset_timer, (void*)(intptr_t)dev)) {
+        hlsim_log("no reset timer thread; status ends lazily");
+    }
+    pthread_attr_destroy(&attr);
+}
+
+/* The device's HBM file, mapped once per process and never unmapped */
+uint8_t *hlsim_hbm(int dev)
+{
+    char  path[4200];
+    void *p;
+    int   fd;
+
+    if ((p = __atomic_load_n(&hlsim_hbm_base[dev], __ATOMIC_ACQUIRE))) {
+        return p;
+    }
+    snprintf(path, sizeof(path), "%s/hbm/dev%d", hlsim_cfg.root, dev);
+    fd = hlsim_real.open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        hlsim_log("cannot open %s: %m", path);
+        return NULL;
+    }
+    p = hlsim_real.mmap(NULL, hlsim_cfg.dev[dev].hbm_size,
+                        PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+                        fd, 0);
+    hlsim_real.close(fd);
+    if (p == MAP_FAILED) {
+        hlsim_log("cannot map %s: %m", path);
+        return NULL;
+    }
+    void *expected = NULL;
+    if (!__atomic_compare_exchange_n(&hlsim_hbm_base[dev], &expected, p, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        hlsim_real.munmap(p, hlsim_cfg.dev[dev].hbm_size);
+        p = expected;
+    }
+    return p;
+}
+
+/* ---- public control API (hlsim.h) ---- */
+
+int hlsim_set_device_status(int dev, unsigned status)
+{
+    int rc = hlsim_init();
+
+    if (rc) {
+        return rc;
+    }
+    if ((dev < 0) || (dev >= hlsim_cfg.num_dev) ||
+        (status > GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE)) {
+        return -EINVAL;
+    }
+    if ((status == GAUDI_HL_DEVICE_STATUS_IN_RESET) ||
+        (status == GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE)) {
+        __atomic_add_fetch(&hlsim_shm->dev[dev].reset_gen, 1,
+                           __ATOMIC_ACQ_REL);
+        hlsim_dev_set_status(dev, status, 0);
+        hlsim_cs_abort_dev(dev);
+    } else {
+        hlsim_dev_set_status(dev, status, 0);
+    }
+    return 0;
+}
+
+int hlsim_get_device_status(int dev)
+{
+    int rc = hlsim_init();
+
+    if (rc) {
+        return rc;
+    }
+    if ((dev < 0) || (dev >= hlsim_cfg.num_dev)) {
+        return -EINVAL;
+    }
+    return hlsim_dev_status(dev);
+}
+
+int hlsim_reset_device(int dev, unsigned ms)
+{
+    int rc = hlsim_init();
+
+    if (rc) {
+        return rc;
+    }
+    if ((dev < 0) || (dev >= hlsim_cfg.num_dev)) {
+        return -EINVAL;
+    }
+    hlsim_dev_reset(dev, ms ? ms : hlsim_cfg.reset_ms,
+                    GAUDI_HL_DEVICE_STATUS_IN_RESET);
+    return 0;
+}
+
+int64_t hlsim_get_counter(hlsim_counter_t counter, int dev)
+{
+    int rc = hlsim_init();
+
+    if (rc) {
+        return rc;
+    }
+    if (counter == HLSIM_COUNTER_DRAM_USED) {
+        if ((dev < 0) || (dev >= hlsim_cfg.num_dev)) {
+            return -EINVAL;
+        }
+        return __atomic_load_n(&hlsim_shm->dev[dev].dram_used,
+                               __ATOMIC_ACQUIRE);
+    }
+    if ((unsigned)counter >= HLSIM_COUNTER_LAST) {
+        return -EINVAL;
+    }
+    return __atomic_load_n(&hlsim_counters[counter], __ATOMIC_ACQUIRE);
+}
+
+const char *hlsim_root(void)
+{
+    return hlsim_root_path();
+}

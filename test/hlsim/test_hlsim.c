@@ -1,0 +1,1366 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * Tests of the hlsim emulator, through raw open/ioctl with the ABI header.
+ * Run: LD_PRELOAD=libhlsim.so ./test_hlsim [test-name-substring...]
+ * Every test runs in a forked child with a fresh HLSIM_ROOT and its own
+ * HLSIM_* environment, set before the emulator's lazy initialisation.
+ */
+
+#define _GNU_SOURCE
+#include "gaudi_hl_abi.h"
+#include "hlsim.h"
+#include "hlsim_packets.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+
+#define INFO_CODE   GAUDI_HL_DRM_IOCTL_INFO
+#define MEM_CODE    GAUDI_HL_DRM_IOCTL_MEMORY
+#define CB_CODE     GAUDI_HL_DRM_IOCTL_CB
+#define CS_CODE     GAUDI_HL_DRM_IOCTL_CS
+#define WAIT_CODE   GAUDI_HL_DRM_IOCTL_WAIT_CS
+#define MB          (1ULL << 20)
+#define GB          (1ULL << 30)
+
+static int report_fd = -1;   /* child -> runner: failure reason */
+
+static void fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void fail(const char *fmt, ...)
+{
+    char    buf[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (write(report_fd, buf, strlen(buf)) < 0) {
+        /* the runner reports the exit status anyway */
+    }
+    _exit(1);
+}
+
+#define CHECK(_c, _fmt, ...) \
+    do { \
+        if (!(_c)) fail("line %d: " _fmt, __LINE__, ##__VA_ARGS__); \
+    } while (0)
+/* expect rc == -1 with errno _e */
+#define CHECK_ERR(_rc, _e, _what) \
+    do { \
+        long _r = (long)(_rc); int _er = errno; \
+        CHECK((_r == -1) && (_er == (_e)), "%s: rc %ld errno %s, want %s", \
+              _what, _r, strerror(_er), strerror(_e)); \
+    } while (0)
+#define CHECK_OK(_rc, _what) \
+    do { \
+        long _r = (long)(_rc); \
+        CHECK(_r >= 0, "%s: rc %ld errno %s", _what, _r, strerror(errno)); \
+    } while (0)
+
+/* ---- control API through dlsym: no link dependency ---- */
+
+static void *sym(const char *name)
+{
+    void *p = dlsym(RTLD_DEFAULT, name);
+
+    CHECK(p != NULL, "symbol %s missing: is libhlsim.so preloaded?", name);
+    return p;
+}
+#define API(_name) ((__typeof__(&_name))sym(#_name))
+
+/* ---- helpers ---- */
+
+static int open_dev(int i)
+{
+    char p[64];
+
+    snprintf(p, sizeof(p), "/dev/accel/accel%d", i);
+    return open(p, O_RDWR | O_CLOEXEC);
+}
+
+static int open_ctl(int i)
+{
+    char p[64];
+
+    snprintf(p, sizeof(p), "/dev/accel/accel_controlD%d", i);
+    return open(p, O_RDWR | O_CLOEXEC);
+}
+
+static int info(int fd, unsigned op, void *buf, unsigned size)
+{
+    struct hl_info_args a = {0};
+
+    a.return_pointer = (uintptr_t)buf;
+    a.return_size    = size;
+    a.op             = op;
+    return ioctl(fd, INFO_CODE, &a);
+}
+
+static struct gaudi_hl_hw_ip_info hw_ip(int fd)
+{
+    struct gaudi_hl_hw_ip_info hw;
+
+    CHECK_OK(info(fd, HL_INFO_HW_IP_INFO, &hw, sizeof(hw)), "hw_ip");
+    return hw;
+}
+
+static uint64_t dram_free(int fd)
+{
+    struct hl_info_dram_usage u;
+
+    CHECK_OK(info(fd, HL_INFO_DRAM_USAGE, &u, sizeof(u)), "dram usage");
+    return u.dram_free_mem;
+}
+
+static int mem(int fd, union hl_mem_args *a)
+{
+    return ioctl(fd, MEM_CODE, a);
+}
+
+static int mem_alloc(int fd, uint64_t size, uint64_t *handle)
+{
+    union hl_mem_args a = {0};
+    int               rc;
+
+    a.in.op             = HL_MEM_OP_ALLOC;
+    a.in.alloc.mem_size = size;
+    rc      = mem(fd, &a);
+    *handle = a.out.handle;
+    return rc;
+}
+
+static int mem_free(int fd, uint64_t handle)
+{
+    union hl_mem_args a = {0};
+
+    a.in.op          = HL_MEM_OP_FREE;
+    a.in.free.handle = handle;
+    return mem(fd, &a);
+}
+
+static int map_dev(int fd, uint64_t handle, uint64_t hint, uint32_t flags,
+                   uint64_t *va)
+{
+    union hl_mem_args a = {0};
+    int               rc;
+
+    a.in.op                   = HL_MEM_OP_MAP;
+    a.in.flags                = flags;
+    a.in.map_device.handle    = handle;
+    a.in.map_device.hint_addr = hint;
+    rc  = mem(fd, &a);
+    *va = a.out.device_virt_addr;
+    return rc;
+}
+
+static int map_host(int fd, const void *p, uint64_t size, uint64_t *va)
+{
+    union hl_mem_args a = {0};
+    int               rc;
+
+    a.in.op                      = HL_MEM_OP_MAP;
+    a.in.flags                   = HL_MEM_USERPTR;
+    a.in.map_host.host_virt_addr = (uintptr_t)p;
+    a.in.map_host.mem_size       = size;
+    rc  = mem(fd, &a);
+    *va = a.out.device_virt_addr;
+    return rc;
+}
+
+static int unmap(int fd, uint64_t va)
+{
+    union hl_mem_args a = {0};
+
+    a.in.op                   = HL_MEM_OP_UNMAP;
+    a.in.unmap.device_virt_addr = va;
+    return mem(fd, &a);
+}
+
+static int export_fd(int fd, uint64_t addr, uint64_t size, uint64_t off,
+                     uint32_t flags)
+{
+    union hl_mem_args      a = {0};
+    struct gaudi_hl_mem_in *in = (struct gaudi_hl_mem_in*)&a.in;
+    int                    rc;
+
+    in->op                        = HL_MEM_OP_EXPORT_DMABUF_FD;
+    in->flags                     = flags;
+    in->export_dmabuf_fd.addr     = addr;
+    in->export_dmabuf_fd.mem_size = size;
+    in->export_dmabuf_fd.offset   = off;
+    rc = mem(fd, &a);
+    return (rc < 0) ? rc : a.out.fd;
+}
+
+static int reg_dmabuf(int fd, int dfd, uint64_t len, uint64_t *va)
+{
+    union hl_mem_args      a = {0};
+    struct gaudi_hl_mem_in *in = (struct gaudi_hl_mem_in*)&a.in;
+    int                    rc;
+
+    in->op                   = GAUDI_HL_MEM_OP_REG_DMABUF_FD;
+    in->reg_dmabuf_fd.fd     = dfd;
+    in->reg_dmabuf_fd.length = len;
+    rc  = mem(fd, &a);
+    *va = a.out.device_virt_addr;
+    return rc;
+}
+
+static int read_file(const char *path, char *buf, size_t len)
+{
+    int     fd = open(path, O_RDONLY);
+    ssize_t n;
+
+    if (fd < 0) {
+        return -1;
+    }
+    n = read(fd, buf, len - 1);
+    close(fd);
+    if (n < 0) {
+        return -1;
+    }
+    buf[n] = '\0';
+    return 0;
+}
+
+static void check_file(const char *path, const char *want)
+{
+    char buf[256];
+
+    CHECK(read_file(path, buf, sizeof(buf)) == 0, "read %s: %s", path,
+          strerror(errno));
+    CHECK(!strcmp(buf, want), "%s = '%s', want '%s'", path, buf, want);
+}
+
+/* ---- CB / CS helpers ---- */
+
+typedef struct {
+    uint8_t *p;
+    uint32_t len;
+} cbuf_t;
+
+static void pkt_lin(cbuf_t *cb, uint64_t src, uint64_t dst, uint32_t size,
+                    int memset_op, int gaudi1)
+{
+    struct hlsim_pkt_lin_dma p;
+
+    p.tsize    = size;
+    p.ctl      = (HLSIM_PKT_LIN_DMA << HLSIM_PKT_CTL_OPCODE_SHIFT) |
+                 HLSIM_PKT_CTL_MB | HLSIM_PKT_CTL_EB |
+                 (memset_op ? HLSIM_PKT_LIN_DMA_MEMSET : 0) |
+                 (gaudi1 ? (HLSIM_PKT_LIN_DMA_LIN | HLSIM_PKT_CTL_RB) : 0);
+    p.src_addr = src;
+    p.dst_addr = dst;
+    memcpy(cb->p + cb->len, &p, sizeof(p));
+    cb->len += sizeof(p);
+}
+
+static void pkt_short(cbuf_t *cb, unsigned opcode, uint32_t w0)
+{
+    uint32_t ctl = (opcode << HLSIM_PKT_CTL_OPCODE_SHIFT) | HLSIM_PKT_CTL_EB;
+
+    memcpy(cb->p + cb->len, &w0, 4);
+    memcpy(cb->p + cb->len + 4, &ctl, 4);
+    cb->len += 8;
+}
+
+static int submit(int fd, uint64_t cb_handle, uint32_t size, uint32_t q,
+                  uint32_t chunk_flags, uint64_t *seq)
+{
+    struct hl_cs_chunk ch = {0};
+    union hl_cs_args   a  = {0};
+    int                rc;
+
+    ch.cb_handle            = cb_handle;
+    ch.queue_index          = q;
+    ch.cb_size              = size;
+    ch.cs_chunk_flags       = chunk_flags;
+    a.in.chunks_execute     = (uintptr_t)&ch;
+    a.in.num_chunks_execute = 1;
+    rc = ioctl(fd, CS_CODE, &a);
+    if (seq != NULL) {
+        *seq = a.out.seq;
+    }
+    return rc;
+}
+
+static int wait_cs(int fd, uint64_t seq, uint64_t tmo_us, uint32_t *status,
+                   uint32_t *flags)
+{
+    union hl_wait_cs_args a = {0};
+    int                   rc;
+
+    a.in.seq        = seq;
+    a.in.timeout_us = tmo_us;
+    rc = ioctl(fd, WAIT_CODE, &a);
+    if (status) {
+        *status = a.out.status;
+    }
+    if (flags) {
+        *flags = a.out.flags;
+    }
+    return rc;
+}
+
+/* Gaudi2 host CB: page-aligned host memory mapped with USERPTR */
+typedef struct {
+    cbuf_t   cb;
+    uint64_t va;
+} hcb_t;
+
+static hcb_t hcb_new(int fd, size_t size)
+{
+    hcb_t h;
+
+    h.cb.p = aligned_alloc(4096, size);
+    CHECK(h.cb.p != NULL, "alloc");
+    memset(h.cb.p, 0, size);
+    h.cb.len = 0;
+    CHECK_OK(map_host(fd, h.cb.p, size, &h.va), "map CB");
+    return h;
+}
+
+/* one LIN_DMA, submitted on queue q and waited for; returns WAIT rc */
+static int g2_dma(int fd, hcb_t *h, int q, uint64_t src, uint64_t dst,
+                  uint32_t size, int memset_op, uint32_t *status)
+{
+    uint64_t seq;
+
+    h->cb.len = 0;
+    pkt_lin(&h->cb, src, dst, size, memset_op, 0);
+    pkt_short(&h->cb, HLSIM_PKT_NOP, 0);
+    CHECK_OK(submit(fd, h->va, h->cb.len, q, HL_CS_CHUNK_FLAGS_USER_ALLOC_CB,
+                    &seq), "CS");
+    return wait_cs(fd, seq, 5000000, status, NULL);
+}
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        p[i] = (uint8_t)((i * 131 + seed * 7 + (i >> 8)) & 0xff);
+    }
+}
+
+/* ---- SCM_RIGHTS ---- */
+
+static void send_fd(int sock, int fd)
+{
+    char            c = 'x', buf[CMSG_SPACE(sizeof(int))];
+    struct iovec    iov = { &c, 1 };
+    struct msghdr   m = {0};
+    struct cmsghdr *cm;
+
+    memset(buf, 0, sizeof(buf));
+    m.msg_iov        = &iov;
+    m.msg_iovlen     = 1;
+    m.msg_control    = buf;
+    m.msg_controllen = sizeof(buf);
+    cm               = CMSG_FIRSTHDR(&m);
+    cm->cmsg_level   = SOL_SOCKET;
+    cm->cmsg_type    = SCM_RIGHTS;
+    cm->cmsg_len     = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    CHECK(sendmsg(sock, &m, 0) == 1, "sendmsg");
+}
+
+static int recv_fd(int sock)
+{
+    char            c, buf[CMSG_SPACE(sizeof(int))];
+    struct iovec    iov = { &c, 1 };
+    struct msghdr   m = {0};
+    struct cmsghdr *cm;
+    int             fd;
+
+    m.msg_iov        = &iov;
+    m.msg_iovlen     = 1;
+    m.msg_control    = buf;
+    m.msg_controllen = sizeof(buf);
+    CHECK(recvmsg(sock, &m, 0) == 1, "recvmsg");
+    cm = CMSG_FIRSTHDR(&m);
+    CHECK(cm && cm->cmsg_type == SCM_RIGHTS, "no fd received");
+    memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+    return fd;
+}
+
+static void sync_byte(int sock, char c)
+{
+    CHECK(write(sock, &c, 1) == 1, "sync write");
+}
+
+static char sync_wait(int sock)
+{
+    char c = 0;
+
+    CHECK(read(sock, &c, 1) == 1, "sync read");
+    return c;
+}
+
+/* Run @fn in a child; its exit status must be 0 */
+static void in_child(void (*fn)(void *), void *arg)
+{
+    pid_t pid = fork();
+    int   st;
+
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        fn(arg);
+        _exit(0);
+    }
+    CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+    CHECK(WIFEXITED(st) && (WEXITSTATUS(st) == 0), "child failed (%d)", st);
+}
+
+/* ================= stage 1: nodes, sysfs, INFO ================= */
+
+static void t_nodes_accel(void)
+{
+    struct stat st;
+    DIR        *d;
+    int         n = 0;
+
+    CHECK(stat("/dev/accel/accel0", &st) == 0, "accel0");
+    CHECK(stat("/dev/accel/accel_controlD1", &st) == 0, "controlD1");
+    CHECK_ERR(stat("/dev/accel/accel2", &st), ENOENT, "accel2");
+    CHECK_ERR(access("/dev/hl0", F_OK), ENOENT, "hl0");
+    CHECK((d = opendir("/dev/accel")) != NULL, "opendir");
+    while (readdir(d)) {
+        n++;
+    }
+    closedir(d);
+    CHECK(n == 4 + 2, "dir entries %d", n);
+}
+
+static void t_nodes_legacy(void)
+{
+    struct hl_info_args a = {0};
+    struct gaudi_hl_hw_ip_info hw;
+    int fd, cfd;
+
+    CHECK_ERR(access("/dev/accel", F_OK), ENOENT, "/dev/accel");
+    CHECK(access("/dev/hl_controlD0", F_OK) == 0, "hl_controlD0");
+    check_file("/sys/class/habanalabs/hl1/pci_addr", "0000:17:00.0\n");
+    check_file("/sys/class/habanalabs/hl0/device_type", "GAUDI2\n");
+    CHECK_OK(fd = open("/dev/hl0", O_RDWR), "open hl0");
+    CHECK_OK(cfd = open("/dev/hl_controlD0", O_RDWR), "open ctl");
+    a.return_pointer = (uintptr_t)&hw;
+    a.return_size    = sizeof(hw);
+    a.op             = HL_INFO_HW_IP_INFO;
+    CHECK_OK(ioctl(fd, GAUDI_HL_LEGACY_IOCTL_INFO, &a), "legacy INFO");
+    CHECK(hw.u61.device_id == 0x1020, "device id");
+    CHECK_OK(ioctl(cfd, GAUDI_HL_LEGACY_IOCTL_INFO, &a), "legacy ctl INFO");
+    /* legacy dispatch is by number: the DRM code (nr 0x40) is unknown */
+    CHECK_ERR(ioctl(fd, INFO_CODE, &a), ENOTTY, "DRM code on legacy");
+    CHECK_ERR(ioctl(cfd, GAUDI_HL_LEGACY_IOCTL_MEMORY, &a), ENOTTY,
+              "legacy ctl MEMORY");
+    CHECK_ERR(open("/dev/hl0", O_RDWR), EBUSY, "second open");
+    close(fd);
+    close(cfd);
+}
+
+static void t_sysfs_values(void)
+{
+    char        buf[256];
+    struct stat st;
+    ssize_t     n;
+    int         fd;
+
+    check_file("/sys/class/accel/accel0/device/pci_addr", "0000:10:00.0\n");
+    check_file("/sys/class/accel/accel1/device/pci_addr", "0000:17:00.0\n");
+    check_file("/sys/class/accel/accel0/device/module_id", "5\n");
+    check_file("/sys/class/accel/accel1/device/module_id", "3\n");
+    check_file("/sys/class/accel/accel1/device/device_type", "GAUDI2\n");
+    check_file("/sys/class/accel/accel0/device/status", "operational\n");
+    /* Habana flavour: flat copies on the accel device too (facts 1.1) */
+    check_file("/sys/class/accel/accel1/pci_addr", "0000:17:00.0\n");
+    n = readlink("/sys/class/accel/accel0/device", buf, sizeof(buf) - 1);
+    CHECK(n > 0, "readlink device");
+    buf[n] = '\0';
+    CHECK(strstr(buf, "0000:10:00.0") && !strcmp(strrchr(buf, '/') + 1,
+          "0000:10:00.0"), "device link %s", buf);
+    CHECK(realpath("/sys/class/accel/accel0/device", buf) != NULL,
+          "realpath");
+    CHECK(!strcmp(strrchr(buf, '/') + 1, "0000:10:00.0"), "realpath %s",
+          buf);
+    /* BDF from an open fd via /sys/dev/char (facts 1.3) */
+    CHECK_OK(fd = open_dev(1), "open");
+    CHECK(fstat(fd, &st) == 0 && S_ISCHR(st.st_mode), "fstat chr");
+    snprintf(buf, sizeof(buf), "/sys/dev/char/%u:%u/device/pci_addr",
+             major(st.st_rdev), minor(st.st_rdev));
+    check_file(buf, "0000:17:00.0\n");
+    FILE *f = fopen("/sys/class/accel/accel1/device/device_type", "r");
+    CHECK(f != NULL && fgets(buf, sizeof(buf), f), "fopen sysfs");
+    fclose(f);
+    close(fd);
+}
+
+static void t_sysfs_upstream(void)
+{
+    CHECK(access("/sys/class/accel/accel0/device/pci_addr", R_OK) == 0,
+          "device attr");
+    CHECK_ERR(access("/sys/class/accel/accel0/pci_addr", F_OK), ENOENT,
+              "flat attr on upstream");
+}
+
+static void t_sysfs_types(void)
+{
+    check_file("/sys/class/accel/accel0/device/device_type", "GAUDI2\n");
+    check_file("/sys/class/accel/accel1/device/device_type", "GAUDI\n");
+    check_file("/sys/class/accel/accel2/device/device_type", "GAUDI3\n");
+}
+
+static void t_eight_devices(void)
+{
+    int fds[8], i;
+
+    for (i = 0; i < 8; i++) {
+        CHECK_OK(fds[i] = open_dev(i), "open");
+        CHECK(hw_ip(fds[i]).u61.module_id == (unsigned)i, "module id");
+    }
+    for (i = 0; i < 8; i++) {
+        close(fds[i]);
+    }
+    CHECK_ERR(open_dev(8), ENOENT, "accel8");
+}
+
+static void t_info_hw_ip(void)
+{
+    struct gaudi_hl_hw_ip_info hw, hw2;
+    int fd, cfd;
+
+    CHECK_OK(cfd = open_ctl(0), "ctl");
+    hw = hw_ip(cfd);
+    CHECK(hw.u61.device_id == 0x1020, "device_id %x", hw.u61.device_id);
+    CHECK(hw.u61.dram_page_size == 64 * MB, "page %llx",
+          (unsigned long long)hw.u61.dram_page_size);
+    CHECK(hw.u61.device_mem_alloc_default_page_size == 64 * MB, "def page");
+    /* facts 3.4: base + page * ceil(size / page) */
+    CHECK(hw.u61.dram_base_address == 0x1001000000000000ULL + 16 * GB,
+          "dram base %llx", (unsigned long long)hw.u61.dram_base_address);
+    CHECK(hw.u61.dram_size == 16 * GB - 64 * MB, "dram size");
+    CHECK(hw.reserved_dram_size == 64 * MB, "reserved");
+    CHECK(hw.u61.dram_enabled == 1, "dram_enabled");
+    /* short return size: only those bytes are written */
+    memset(&hw2, 0xEE, sizeof(hw2));
+    CHECK_OK(info(cfd, HL_INFO_HW_IP_INFO, &hw2, 12), "short");
+    CHECK(hw2.u61.sram_base_address == hw.u61.sram_base_address, "copied");
+    CHECK(((uint8_t*)&hw2)[12] == 0xEE && hw2.u61.device_id == 0xEEEEEEEE,
+          "wrote past return_size");
+    /* the U61 256-byte size works too */
+    memset(&hw2, 0xEE, sizeof(hw2));
+    CHECK_OK(info(cfd, HL_INFO_HW_IP_INFO, &hw2, 256), "256");
+    CHECK(hw2.reserved_dram_size == 0xEEEEEEEEEEEEEEEEULL, "past 256");
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK(hw_ip(fd).u61.module_id == 0, "module");
+    close(fd);
+    close(cfd);
+}
+
+static void t_info_models(void)
+{
+    struct gaudi_hl_hw_ip_info hw;
+    int fd;
+
+    CHECK_OK(fd = open_ctl(1), "ctl1");
+    hw = hw_ip(fd);
+    CHECK(hw.u61.device_id == 0x1000, "gaudi1 id");
+    CHECK(hw.u61.dram_base_address == 0x20000000, "gaudi1 base");
+    CHECK(hw.u61.dram_page_size == 2 * MB, "gaudi1 page");
+    CHECK(hw.u61.dram_size == 16 * GB - 512 * MB, "gaudi1 size");
+    close(fd);
+    CHECK_OK(fd = open_ctl(2), "ctl2");
+    hw = hw_ip(fd);
+    CHECK(hw.u61.device_id == 0x1060, "gaudi3 id");
+    CHECK(hw.u61.dram_base_address >= 0x0200000000000000ULL &&
+          hw.u61.dram_base_address < 0x0202000000000000ULL, "gaudi3 base");
+    CHECK(hw.u61.reserved4 != 0, "pdma_user_owned_ch_mask");
+    close(fd);
+}
+
+static void t_info_errors(void)
+{
+    struct hl_info_args a = {0};
+    uint64_t buf[8];
+    int fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    a.return_pointer = (uintptr_t)buf;
+    a.return_size    = sizeof(buf);
+    a.op             = HL_INFO_DEVICE_STATUS;
+    a.pad            = 1;
+    CHECK_ERR(ioctl(fd, INFO_CODE, &a), EINVAL, "pad");
+    a.pad = 0;
+    a.op  = 999;
+    CHECK_ERR(ioctl(fd, INFO_CODE, &a), EINVAL, "unknown op");
+    CHECK_ERR(info(fd, HL_INFO_DEVICE_STATUS, NULL, 8), EINVAL, "null");
+    CHECK_ERR(info(fd, HL_INFO_DEVICE_STATUS, buf, 0), EINVAL, "size 0");
+    CHECK_ERR(info(fd, HL_INFO_DEVICE_STATUS, (void*)8, 8), EFAULT,
+              "bad pointer");
+    CHECK_ERR(ioctl(fd, INFO_CODE, (void*)16), EFAULT, "bad args");
+    /* legacy 'H' codes on an accel node: ENOTTY (facts 1.5) */
+    CHECK_ERR(ioctl(fd, GAUDI_HL_LEGACY_IOCTL_INFO, &a), ENOTTY, "'H'");
+    CHECK_ERR(ioctl(fd, _IOWR('d', 0x50, struct hl_info_args), &a), ENOTTY,
+              "nr 0x50");
+    CHECK_ERR(ioctl(fd, GAUDI_HL_DRM_IOCTL_DEBUG, buf), EFAULT, "debug");
+    close(fd);
+}
+
+static void t_info_ops(void)
+{
+    struct hl_open_stats_info      os;
+    struct hl_info_device_status   ds;
+    struct hl_info_dev_memalloc_page_sizes ps;
+    struct hl_info_reset_count     rc;
+    struct hl_info_cs_counters     cc;
+    struct hl_info_hw_idle         idle;
+    int fd, cfd;
+
+    CHECK_OK(cfd = open_ctl(0), "ctl");
+    CHECK_OK(info(cfd, HL_INFO_OPEN_STATS, &os, sizeof(os)), "open stats");
+    CHECK(os.is_compute_ctx_active == 0 && os.open_counter == 0, "idle");
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(info(cfd, HL_INFO_OPEN_STATS, &os, sizeof(os)), "open stats");
+    CHECK(os.is_compute_ctx_active == 1 && os.open_counter == 1, "active");
+    CHECK_OK(info(fd, HL_INFO_DEVICE_STATUS, &ds, sizeof(ds)), "status");
+    CHECK(ds.status == GAUDI_HL_DEVICE_STATUS_OPERATIONAL, "operational");
+    memset(&ps, 0xff, sizeof(ps));
+    CHECK_OK(info(fd, HL_INFO_DEV_MEM_ALLOC_PAGE_SIZES, &ps, sizeof(ps)),
+             "page sizes");
+    CHECK(ps.page_order_bitmask == 0, "mask 0");
+    CHECK_OK(info(fd, HL_INFO_RESET_COUNT, &rc, sizeof(rc)), "reset cnt");
+    CHECK(rc.hard_reset_cnt == 0, "no resets");
+    CHECK_OK(info(fd, HL_INFO_CS_COUNTERS, &cc, sizeof(cc)), "cs counters");
+    CHECK_OK(info(fd, HL_INFO_HW_IDLE, &idle, sizeof(idle)), "idle");
+    CHECK(idle.is_idle == 1, "is idle");
+    CHECK(dram_free(cfd) == 16 * GB - 64 * MB, "free");
+    close(fd);
+    CHECK_OK(info(cfd, HL_INFO_OPEN_STATS, &os, sizeof(os)), "open stats");
+    CHECK(os.is_compute_ctx_active == 0, "released");
+    close(cfd);
+}
+
+static void t_control_node(void)
+{
+    union hl_cb_args cb = {0};
+    struct hl_info_args a = {0};
+    int fds[5], i;
+
+    for (i = 0; i < 5; i++) {
+        CHECK_OK(fds[i] = open_ctl(0), "ctl open");
+    }
+    CHECK_ERR(ioctl(fds[0], CB_CODE, &cb), ENOTTY, "CB on control");
+    CHECK_ERR(ioctl(fds[0], MEM_CODE, &cb), ENOTTY, "MEM on control");
+    a.op = HL_INFO_GET_EVENTS;
+    CHECK_ERR(ioctl(fds[0], INFO_CODE, &a), EOPNOTSUPP, "events");
+    a.op = HL_INFO_REGISTER_EVENTFD;
+    CHECK_ERR(ioctl(fds[0], INFO_CODE, &a), EOPNOTSUPP, "reg eventfd");
+    a.op = HL_INFO_UNREGISTER_EVENTFD;
+    CHECK_ERR(ioctl(fds[0], INFO_CODE, &a), EOPNOTSUPP, "unreg eventfd");
+    /* control dispatch compares the number only: 'H' nr 1 != 0x40 */
+    CHECK_ERR(ioctl(fds[0], GAUDI_HL_LEGACY_IOCTL_INFO, &a), ENOTTY, "'H'");
+    CHECK(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fds[0], 0) == MAP_FAILED
+          && errno == ENODEV, "control mmap");
+    for (i = 0; i < 5; i++) {
+        close(fds[i]);
+    }
+    CHECK_OK(API(hlsim_set_device_status)(1,
+             GAUDI_HL_DEVICE_STATUS_MALFUNCTION), "set status");
+    CHECK_ERR(open_ctl(1), EPERM, "ctl of disabled device");
+    CHECK_OK(i = open_ctl(0), "other device still fine");
+    close(i);
+}
+
+static void t_drm_version(void)
+{
+    struct {
+        int v[3];
+        size_t nl; uint64_t n; size_t dl; uint64_t d; size_t sl; uint64_t s;
+    } v = {0};
+    char name[32] = {0};
+    int fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    v.nl = sizeof(name);
+    v.n  = (uintptr_t)name;
+    CHECK_OK(ioctl(fd, _IOWR('d', 0, v), &v), "DRM_IOCTL_VERSION");
+    CHECK(!strcmp(name, "habanalabs") && v.nl == 10, "name %s", name);
+    close(fd);
+}
+
+static void t_size_tolerant(void)
+{
+    uint8_t big[64] = {0};
+    struct hl_info_device_status ds = { 7, 7 };
+    struct hl_info_args *a = (struct hl_info_args*)big;
+    int fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    /* 16-byte input: op present, pad zero-extended */
+    a->return_pointer = (uintptr_t)&ds;
+    a->return_size    = sizeof(ds);
+    a->op             = HL_INFO_DEVICE_STATUS;
+    CHECK_OK(ioctl(fd, _IOC(_IOC_READ | _IOC_WRITE, 'd', 0x40, 16), big),
+             "short INFO");
+    CHECK(ds.status == 0, "status");
+    /* larger than the kernel struct: the tail is ignored */
+    big[40] = 0xAB;
+    CHECK_OK(ioctl(fd, _IOC(_IOC_READ | _IOC_WRITE, 'd', 0x40, 64), big),
+             "long INFO");
+    CHECK(big[40] == 0xAB, "tail untouched");
+    close(fd);
+}
+
+/* ================= stage 1: exclusivity, status ================= */
+
+static void t_excl_same_process(void)
+{
+    int fd, fd2, d;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_ERR(open_dev(0), EBUSY, "second open");
+    CHECK_OK(fd2 = open_dev(1), "other device");
+    close(fd2);
+    CHECK_OK(d = dup(fd), "dup");
+    close(fd);
+    CHECK_ERR(open_dev(0), EBUSY, "dup keeps the context");
+    CHECK(hw_ip(d).u61.device_id == 0x1020, "ioctl via dup");
+    close(d);
+    CHECK_OK(fd = open_dev(0), "reopen after close");
+    close(fd);
+    CHECK_ERR(open("/dev/accel/accel0", O_RDWR | O_EXCL), EBUSY, "O_EXCL");
+    CHECK_OK(fd = open("/dev/accel/accel0", O_RDWR), "no O_CLOEXEC");
+    CHECK_OK(d = fcntl(fd, F_DUPFD_CLOEXEC, 100), "F_DUPFD_CLOEXEC");
+    CHECK(d >= 100, "dupfd");
+    close(fd);
+    CHECK(hw_ip(d).u61.device_id == 0x1020, "ioctl via F_DUPFD");
+    CHECK_OK(dup2(d, 50), "dup2");
+    close(d);
+    CHECK_ERR(open_dev(0), EBUSY, "dup2 keeps it");
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_OPEN_FDS, 0) == 1, "fds");
+    close(50);
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_OPEN_FDS, 0) == 0, "fds 0");
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_CONTEXTS, 0) == 0, "ctx 0");
+}
+
+static void holder(void *arg)
+{
+    int *sv = arg, fd = open_dev(0);
+
+    if (fd < 0) {
+        _exit(3);
+    }
+    sync_byte(sv[1], 'o');
+    sync_wait(sv[1]);
+    close(fd);
+    _exit(0);
+}
+
+static void t_excl_other_process(void)
+{
+    int   sv[2], fd, st;
+    pid_t pid;
+
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+    pid = fork();
+    if (pid == 0) {
+        holder(sv);
+    }
+    CHECK(sync_wait(sv[0]) == 'o', "holder");
+    CHECK_ERR(open_dev(0), EBUSY, "owned by another process");
+    sync_byte(sv[0], 'q');
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && !WEXITSTATUS(st), "holder status");
+    CHECK_OK(fd = open_dev(0), "free again");
+    close(fd);
+}
+
+static void t_status_open(void)
+{
+    int (*set)(int, unsigned) = API(hlsim_set_device_status);
+    struct hl_info_device_status ds;
+    uint64_t h;
+    int fd, cfd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(cfd = open_ctl(0), "ctl");
+    CHECK_OK(set(0, GAUDI_HL_DEVICE_STATUS_IN_RESET), "set");
+    check_file("/sys/class/accel/accel0/device/status", "in reset\n");
+    CHECK_ERR(mem_alloc(fd, 4096, &h), EBUSY, "alloc in reset");
+    CHECK_ERR(info(fd, HL_INFO_HW_IDLE, &ds, sizeof(ds)), EBUSY, "idle");
+    CHECK_OK(info(cfd, HL_INFO_DEVICE_STATUS, &ds, sizeof(ds)), "status");
+    CHECK(ds.status == 1, "status in reset");
+    close(fd);
+    CHECK_ERR(open_dev(0), EAGAIN, "open in reset");
+    CHECK_OK(set(0, 5), "after release");
+    check_file("/sys/class/accel/accel0/pci_addr", "0000:10:00.0\n");
+    check_file("/sys/class/accel/accel0/status",
+               "in reset after device release\n");
+    CHECK_ERR(open_dev(0), EAGAIN, "open in reset after release");
+    CHECK_OK(set(0, GAUDI_HL_DEVICE_STATUS_MALFUNCTION), "set");
+    CHECK_ERR(open_dev(0), EPERM, "open disabled");
+    check_file("/sys/class/accel/accel0/device/status", "disabled\n");
+    CHECK_OK(set(0, GAUDI_HL_DEVICE_STATUS_NEEDS_RESET), "set");
+    CHECK_ERR(open_dev(0), EPERM, "open needs reset");
+    CHECK_OK(set(0, GAUDI_HL_DEVICE_STATUS_OPERATIONAL), "set");
+    CHECK_OK(fd = open_dev(0), "open operational");
+    close(fd);
+    close(cfd);
+    CHECK(set(0, 9) == -EINVAL && set(7, 0) == -EINVAL, "bad args");
+}
+
+static void t_reset_timer(void)
+{
+    struct hl_info_reset_count rc;
+    int fd, cfd;
+
+    CHECK_OK(cfd = open_ctl(0), "ctl");
+    CHECK_OK(API(hlsim_reset_device)(0, 100), "reset");
+    CHECK_ERR(open_dev(0), EAGAIN, "open during reset");
+    usleep(300000);
+    check_file("/sys/class/accel/accel0/device/status", "operational\n");
+    CHECK_OK(fd = open_dev(0), "open after reset");
+    CHECK_OK(info(cfd, HL_INFO_RESET_COUNT, &rc, sizeof(rc)), "count");
+    CHECK(rc.hard_reset_cnt == 1, "hard resets %u", rc.hard_reset_cnt);
+    close(fd);
+    close(cfd);
+}
+
+static void t_release_reset(void)
+{
+    int fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    close(fd);
+    CHECK_ERR(open_dev(0), EAGAIN, "Gaudi2 resets upon release");
+    usleep(250000);
+    CHECK_OK(fd = open_dev(0), "after the release reset");
+    close(fd);
+}
+
+/* ================= stage 1: memory ================= */
+
+static void t_mem_alloc_free(void)
+{
+    uint64_t h1, h2, h3, va, total = 2 * GB - 64 * MB;
+    int fd, cfd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(cfd = open_ctl(0), "ctl");
+    CHECK_ERR(mem_alloc(fd, 0, &h1), EINVAL, "size 0");
+    CHECK(h1 == 0, "output zeroed on error");
+    CHECK_OK(mem_alloc(fd, 1, &h1), "alloc 1");
+    CHECK(h1 == 1, "first handle %llu", (unsigned long long)h1);
+    CHECK(dram_free(cfd) == total - 64 * MB, "rounded to a page");
+    CHECK_OK(mem_alloc(fd, 64 * MB + 1, &h2), "alloc 2 pages");
+    CHECK(h2 == 2, "second handle");
+    CHECK(dram_free(fd) == total - 3 * 64 * MB, "3 pages used");
+    CHECK_ERR(mem_alloc(fd, total, &h3), ENOMEM, "too big");
+    CHECK_ERR(mem_free(fd, 77), EINVAL, "unknown handle");
+    CHECK_OK(map_dev(fd, h1, 0, 0, &va), "map");
+    CHECK_ERR(mem_free(fd, h1), EINVAL, "mapped");
+    CHECK_OK(unmap(fd, va), "unmap");
+    CHECK_OK(mem_free(fd, h1), "free");
+    CHECK_ERR(mem_free(fd, h1), EINVAL, "double free");
+    CHECK_OK(mem_alloc(fd, 4096, &h3), "realloc");
+    CHECK(h3 == 1, "lowest free id reused");
+    CHECK_OK(mem_free(fd, h3), "free");
+    /* exhaustion: fill all pages, then one more */
+    CHECK_OK(mem_alloc(fd, total - 2 * 64 * MB, &h3), "fill");
+    CHECK(dram_free(fd) == 0, "full");
+    CHECK_ERR(mem_alloc(fd, 1, &h1), ENOMEM, "exhausted");
+    CHECK_OK(mem_free(fd, h3), "free");
+    CHECK_OK(mem_alloc(fd, 3 * 64 * MB, &h3), "contiguous");
+    CHECK_OK(mem_free(fd, h3), "free");
+    CHECK_OK(mem_free(fd, h2), "free");
+    CHECK(dram_free(cfd) == total, "all free");
+    close(fd);
+    close(cfd);
+}
+
+static void t_mem_map_device(void)
+{
+    struct gaudi_hl_hw_ip_info hw;
+    uint64_t h, h2, va, va2, va3;
+    int fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    hw = hw_ip(fd);
+    CHECK_OK(mem_alloc(fd, 64 * MB, &h), "alloc");
+    CHECK_OK(mem_alloc(fd, 64 * MB, &h2), "alloc");
+    CHECK_ERR(map_dev(fd, 99, 0, 0, &va), EINVAL, "unknown handle");
+    CHECK(va == 0, "zero VA on error");
+    CHECK_OK(map_dev(fd, h, 0, 0, &va), "map");
+    CHECK(va >= hw.u61.dram_base_address && va < 0x1002000000000000ULL,
+          "va %llx in DRAM range", (unsigned long long)va);
+    CHECK((va & (GB - 1)) == 0, "1 GiB aligned");
+    CHECK_OK(map_dev(fd, h, 0, 0, &va2), "map twice");
+    CHECK(va2 != va && (va2 & (GB - 1)) == 0, "second VA");
+    CHECK_ERR(unmap(fd, va + 4096), EINVAL, "inexact unmap");
+    CHECK_ERR(unmap(fd, 0), EINVAL, "unmap 0");
+    CHECK_OK(unmap(fd, va), "unmap");
+    CHECK_ERR(unmap(fd, va), EINVAL, "double unmap");
+    /* hint: honoured when free and aligned; FORCE_HINT fails otherwise */
+    CHECK_OK(map_dev(fd, h2, va + 8 * GB, 0, &va3), "hint");
+    CHECK(va3 == va + 8 * GB, "hint honoured");
+    CHECK_ERR(map_dev(fd, h2, va + 8 * GB + 4096, HL_MEM_FORCE_HINT, &va3),
+              EINVAL, "misaligned forced hint");
+    CHECK_ERR(map_dev(fd, h2, va + 8 * GB, HL_MEM_FORCE_HINT, &va3),
+              ENOMEM, "busy forced hint");
+    CHECK_OK(map_dev(fd, h2, va + 8 * GB + 4096, 0, &va3), "bad hint");
+    CHECK(va3 != va + 8 * GB + 4096, "bad hint ignored");
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_MAPPINGS, 0) == 3, "maps");
+    close(fd);
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_MAPPINGS, 0) == 0, "freed");
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_ALLOCS, 0) == 0, "freed");
+}
+
+static void t_mem_map_host(void)
+{
+    uint64_t va, va2;
+    uint8_t *buf, *huge, *ro, *hole;
+    int fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    buf = malloc(100000);
+    CHECK_OK(map_host(fd, buf + 0x123, 5000, &va), "map");
+    CHECK(va >= 0xFFF0000000000000ULL && va < 0xFFF0800000000000ULL,
+          "host range %llx", (unsigned long long)va);
+    CHECK((va & 0xfff) == (((uintptr_t)buf + 0x123) & 0xfff), "offset kept");
+    CHECK_OK(map_host(fd, buf + 0x123, 5000, &va2), "same range twice");
+    CHECK(va2 != va, "distinct VAs");
+    CHECK_ERR(map_host(fd, buf, 0, &va2), EINVAL, "size 0");
+    CHECK_ERR(map_host(fd, (void*)-4096L, 8192, &va2), EINVAL, "overflow");
+    CHECK_ERR(map_host(fd, NULL, 4096, &va2), EFAULT, "NULL");
+    hole = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    munmap(hole + 4096, 4096);
+    CHECK_ERR(map_host(fd, hole, 3 * 4096, &va2), EFAULT, "hole");
+    CHECK_OK(map_host(fd, hole, 4096, &va2), "before the hole");
+    ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK_ERR(map_host(fd, ro, 4096, &va2), EFAULT, "read-only");
+    huge = aligned_alloc(2 * MB, 4 * MB);
+    memset(huge, 0, 4 * MB);
+    CHECK_OK(map_host(fd, huge, 4 * MB, &va2), "huge");
+    CHECK(va2 >= 0xFFF0800000000000ULL && va2 < 0xFFF1000000000000ULL &&
+          (va2 % (2 * MB)) == 0, "huge range %llx", (unsigned long long)va2);
+    CHECK_ERR(unmap(fd, va + 1), EINVAL, "inexact");
+    CHECK_OK(unmap(fd, va), "unmap");
+    CHECK_OK(unmap(fd, va2), "unmap huge");
+    close(fd);
+    free(buf);
+    free(huge);
+    munmap(ro, 4096);
+    munmap(hole, 4096);
+    munmap(hole + 8192, 4096);
+}
+
+static void t_mem_gaudi1(void)
+{
+    uint64_t h, va, total = 16 * GB - 512 * MB;
+    uint8_t *buf = aligned_alloc(4096, 8192);
+    int fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_ERR(mem_alloc(fd, 0, &h), EINVAL, "size 0");
+    CHECK_OK(mem_alloc(fd, 10 * MB, &h), "alloc accounts");
+    CHECK(h == 0, "handle 0");
+    CHECK(dram_free(fd) == total - 10 * MB, "accounted");
+    CHECK_ERR(map_dev(fd, 0, 0, 0, &va), EINVAL, "map handle 0");
+    CHECK_OK(mem_free(fd, 10 * MB), "free by size");
+    CHECK(dram_free(fd) == total, "unaccounted");
+    CHECK_OK(map_host(fd, buf + 8, 100, &va), "host map");
+    CHECK(va >= 0x1000000000000ULL && va < 0x27FC000000000ULL &&
+          (va & 0xfff) == 8, "gaudi1 host range %llx",
+          (unsigned long long)va);
+    CHECK_OK(unmap(fd, va), "unmap");
+    close(fd);
+    free(buf);
+}
+
+static void t_mem_gaudi3(void)
+{
+    uint64_t h, va;
+    uint8_t *buf = aligned_alloc(4096, 8192);
+    int fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(mem_alloc(fd, 1, &h), "alloc");
+    CHECK_OK(map_dev(fd, h, 0, 0, &va), "map");
+    CHECK(va >= hw_ip(fd).u61.dram_base_address &&
+          va < 0x0202000000000000ULL, "gaudi3 dram va");
+    CHECK_OK(map_host(fd, buf, 8192, &va), "host");
+    CHECK(va >= 0xFF70000000000000ULL && va < 0xFF70800000000000ULL,
+          "gaudi3 host range");
+    close(fd);
+    free(buf);
+}
+
+static void t_mem_export(void)
+{
+    uint64_t h, va, hva, va2;
+    uint8_t *buf = aligned_alloc(4096, 8192);
+    char     hdr[16];
+    int fd, d, d2, d3;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(mem_alloc(fd, 128 * MB, &h), "alloc");
+    CHECK_OK(map_dev(fd, h, 0, 0, &va), "map");
+    CHECK_OK(map_host(fd, buf, 8192, &hva), "host");
+    CHECK_ERR(export_fd(fd, hva, 4096, 0, O_RDWR), EINVAL, "host VA");
+    CHECK_ERR(export_fd(fd, va + 4096, 4096, 0, O_RDWR), EINVAL, "inexact");
+    CHECK_ERR(export_fd(fd, va, 0, 0, O_RDWR), EINVAL, "size 0");
+    CHECK_ERR(export_fd(fd, va, 100, 0, O_RDWR), EINVAL, "size unaligned");
+    CHECK_ERR(export_fd(fd, va, 4096, 100, O_RDWR), EINVAL, "off unaligned");
+    CHECK_ERR(export_fd(fd, va, 64 * MB, 64 * MB + 4096, O_RDWR), EINVAL,
+              "past the mapping");
+    CHECK_ERR(export_fd(fd, h, 4096, 0, O_RDWR), EINVAL, "handle, not VA");
+    CHECK_OK(d = export_fd(fd, va, 64 * MB, 64 * MB, O_RDWR | O_CLOEXEC),
+             "export");
+    CHECK(fcntl(d, F_GETFD) & FD_CLOEXEC, "cloexec");
+    CHECK_OK(d2 = export_fd(fd, va, 4096, 0, O_RDWR), "export no cloexec");
+    CHECK(!(fcntl(d2, F_GETFD) & FD_CLOEXEC), "no cloexec");
+    CHECK(mmap(NULL, 4096, PROT_READ, MAP_SHARED, d, 0) == MAP_FAILED &&
+          errno == EINVAL, "dma-buf mmap must fail");
+    CHECK(pread(d, hdr, sizeof(hdr), 0) == sizeof(hdr), "readable header");
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_DMABUFS, 0) == 2, "dmabufs");
+    CHECK_ERR(unmap(fd, va), EINVAL, "exported");
+    close(d2);
+    CHECK_OK(d3 = dup(d), "dup");
+    close(d);
+    CHECK_ERR(unmap(fd, va), EINVAL, "dup still exported");
+    CHECK(mmap(NULL, 4096, PROT_READ, MAP_SHARED, d3, 0) == MAP_FAILED &&
+          errno == EINVAL, "dup mmap must fail");
+    close(d3);
+    CHECK_OK(unmap(fd, va), "unmap after close");
+    CHECK_OK(map_dev(fd, h, 0, 0, &va2), "remap");
+    close(fd);
+    free(buf);
+}
+
+static void t_export_gaudi1(void)
+{
+    int fd, d;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(d = export_fd(fd, 0x20000000, 2 * MB, 0, O_RDWR | O_CLOEXEC),
+             "physical");
+    CHECK(mmap(NULL, 4096, PROT_READ, MAP_SHARED, d, 0) == MAP_FAILED &&
+          errno == EINVAL, "mmap");
+    close(d);
+    CHECK_ERR(export_fd(fd, 0x20000000, 2 * MB, 4096, O_RDWR), EINVAL,
+              "offset on gaudi1");
+    CHECK_ERR(export_fd(fd, 0x10000000, 2 * MB, 0, O_RDWR), EINVAL,
+              "below user DRAM");
+    CHECK_ERR(export_fd(fd, 16 * GB - 4096, 2 * MB, 0, O_RDWR), EINVAL,
+              "past the end");
+    close(fd);
+}
+
+static void dmabuf_receiver(void *arg)
+{
+    int *sv = arg, d;
+
+    d = recv_fd(sv[1]);
+    if (mmap(NULL, 4096, PROT_READ, MAP_SHARED, d, 0) != MAP_FAILED ||
+        errno != EINVAL) {
+        _exit(4);
+    }
+    sync_byte(sv[1], 'r');
+    sync_wait(sv[1]);
+    close(d);
+    sync_byte(sv[1], 'c');
+    _exit(0);
+}
+
+static void t_dmabuf_other_process(void)
+{
+    uint64_t h, va;
+    int sv[2], fd, d, st;
+    pid_t pid;
+
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(mem_alloc(fd, 64 * MB, &h), "alloc");
+    CHECK_OK(map_dev(fd, h, 0, 0, &va), "map");
+    CHECK_OK(d = export_fd(fd, va, 64 * MB, 0, O_RDWR | O_CLOEXEC), "export");
+    pid = fork();
+    if (pid == 0) {
+        close(fd);
+        dmabuf_receiver(sv);
+    }
+    send_fd(sv[0], d);
+    close(d);
+    CHECK(sync_wait(sv[0]) == 'r', "receiver mmap check");
+    CHECK_ERR(unmap(fd, va), EINVAL, "alive in the other process");
+    sync_byte(sv[0], 'g');
+    CHECK(sync_wait(sv[0]) == 'c', "closed");
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && !WEXITSTATUS(st), "receiver status %d", st);
+    CHECK_OK(unmap(fd, va), "unmap once all copies are closed");
+    close(fd);
+}
+
+static void t_close_frees(void)
+{
+    uint64_t h, va, total = 16 * GB - 64 * MB;
+    uint8_t *buf = malloc(4096);
+    int fd, cfd;
+
+    CHECK_OK(cfd = open_ctl(0), "ctl");
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(mem_alloc(fd, 256 * MB, &h), "alloc");
+    CHECK_OK(map_dev(fd, h, 0, 0, &va), "map");
+    CHECK_OK(map_host(fd, buf, 4096, &va), "host");
+    CHECK(dram_free(cfd) == total - 256 * MB, "used");
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_DRAM_USED, 0) == 256 * MB,
+          "counter");
+    close(fd);
+    CHECK(dram_free(cfd) == total, "freed on close");
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_MAPPINGS, 0) == 0, "maps");
+    CHECK_OK(fd = open_dev(0), "reopen");
+    CHECK_OK(mem_alloc(fd, 1, &h), "alloc");
+    CHECK(h == 1, "fresh handles");
+    close(fd);
+    close(cfd);
+    free(buf);
+}
+
+static void t_faults_env(void)
+{
+    uint64_t h;
+    int fd;
+
+    CHECK_ERR(open_dev(0), EIO, "open #1");
+    CHECK_OK(fd = open_dev(0), "open #2");
+    CHECK_OK(mem_alloc(fd, 1, &h), "alloc #1");
+    CHECK_ERR(mem_alloc(fd, 1, &h), ENOMEM, "alloc #2");
+    CHECK_OK(mem_alloc(fd, 1, &h), "alloc #3");
+    CHECK_ERR(mem_free(fd, h), 123, "numeric errno");
+    close(fd);
+}
+
+static void t_faults_api(void)
+{
+    int (*add)(const char *, unsigned, int) = API(hlsim_fault_add);
+    struct hl_info_device_status ds;
+    uint64_t h, va;
+    uint8_t *buf = malloc(4096);
+    int fd, d;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK(add("nope", 1, EIO) == -EINVAL, "unknown op");
+    CHECK(add("info", 0, EIO) == -EINVAL, "nth 0");
+    CHECK_OK(add("info", 2, ETIMEDOUT), "add");
+    CHECK_OK(info(fd, HL_INFO_DEVICE_STATUS, &ds, sizeof(ds)), "info 1");
+    CHECK_ERR(info(fd, HL_INFO_DEVICE_STATUS, &ds, sizeof(ds)), ETIMEDOUT,
+              "info 2");
+    CHECK_OK(info(fd, HL_INFO_DEVICE_STATUS, &ds, sizeof(ds)), "info 3");
+    CHECK_OK(add("mem_map", 1, EFAULT), "add");
+    CHECK_ERR(map_host(fd, buf, 4096, &va), EFAULT, "map");
+    CHECK_OK(mem_alloc(fd, 1, &h), "alloc");
+    CHECK_OK(map_dev(fd, h, 0, 0, &va), "map");
+    CHECK_OK(add("mem_export", 1, ENODEV), "add");
+    CHECK_ERR(export_fd(fd, va, 4096, 0, O_RDWR), ENODEV, "export");
+    CHECK_OK(add("mem_unmap", 1, EBUSY), "add");
+    CHECK_ERR(unmap(fd, va), EBUSY, "unmap");
+    CHECK_OK(add("mem_free", 1, EIO), "add");
+    CHECK_OK(unmap(fd, va), "unmap");
+    CHECK_ERR(mem_free(fd, h), EIO, "free");
+    CHECK_OK(add("mem_alloc", 1, ENOMEM), "add");
+    CHECK_OK(add("open", 1, ENODEV), "add");
+    CHECK_OK(API(hlsim_fault_clear)(), "clear");
+    CHECK_OK(mem_alloc(fd, 1, &h), "cleared");
+    close(fd);
+    CHECK_OK(fd = open_dev(0), "cleared open");
+    CHECK_OK(d = open_ctl(1), "ctl");
+    CHECK_OK(add("open", 1, EAGAIN), "add");
+    CHECK_ERR(open_ctl(1), EAGAIN, "control open fault");
+    close(d);
+    close(fd);
+    free(buf);
+}
+
+static void fork_child(void *arg)
+{
+    int fd = *(int*)arg;
+
+    /* the inherited fd is usable; closing it here keeps the parent's */
+    if (hw_ip(fd).u61.device_id != 0x1020) {
+        _exit(5);
+    }
+    close(fd);
+    if ((open_dev(0) != -1) || (errno != EBUSY)) {
+        _exit(6);
+    }
+    _exit(0);
+}
+
+static void t_fork(void)
+{
+    uint64_t h, va;
+    int fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(mem_alloc(fd, 64 * MB, &h), "alloc");
+    CHECK_OK(map_dev(fd, h, 0, 0, &va), "map");
+    in_child(fork_child, &fd);
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_DRAM_USED, 0) == 64 * MB,
+          "child close did not free the parent's memory");
+    CHECK_OK(unmap(fd, va), "parent still owns its mapping");
+    close(fd);
+}
+
+/* STAGE2_TESTS */
+
+/* ================= runner ================= */
+
+typedef struct {
+    const char *name;
+    void      (*fn)(void);
+    const char *env;   /* "K=V K=V" */
+} test_t;
+
+static const test_t tests[] = {
+    { "nodes_accel", t_nodes_accel, "" },
+    { "nodes_legacy", t_nodes_legacy, "HLSIM_NODES=legacy" },
+    { "sysfs_values", t_sysfs_values, "HLSIM_MODULE_IDS=5,3" },
+    { "sysfs_upstream", t_sysfs_upstream, "HLSIM_FLAVOUR=upstream" },
+    { "sysfs_types", t_sysfs_types,
+      "HLSIM_NUM_DEVICES=3 HLSIM_ASIC_1=gaudi1 HLSIM_ASIC_2=gaudi3" },
+    { "eight_devices", t_eight_devices, "HLSIM_NUM_DEVICES=8" },
+    { "info_hw_ip", t_info_hw_ip, "" },
+    { "info_models", t_info_models,
+      "HLSIM_NUM_DEVICES=3 HLSIM_ASIC_1=gaudi1 HLSIM_ASIC_2=gaudi3" },
+    { "info_errors", t_info_errors, "" },
+    { "info_ops", t_info_ops, "" },
+    { "control_node", t_control_node, "" },
+    { "drm_version", t_drm_version, "" },
+    { "size_tolerant", t_size_tolerant, "" },
+    { "excl_same_process", t_excl_same_process, "" },
+    { "excl_other_process", t_excl_other_process, "" },
+    { "status_open", t_status_open, "" },
+    { "reset_timer", t_reset_timer, "" },
+    { "release_reset", t_release_reset, "HLSIM_RELEASE_RESET_MS=100" },
+    { "mem_alloc_free", t_mem_alloc_free, "HLSIM_HBM_SIZE=2G" },
+    { "mem_map_device", t_mem_map_device, "" },
+    { "mem_map_host", t_mem_map_host, "" },
+    { "mem_gaudi1", t_mem_gaudi1, "HLSIM_ASIC=gaudi1" },
+    { "mem_gaudi3", t_mem_gaudi3, "HLSIM_ASIC=gaudi3" },
+    { "mem_export", t_mem_export, "" },
+    { "export_gaudi1", t_export_gaudi1, "HLSIM_ASIC=gaudi1" },
+    { "dmabuf_other_process", t_dmabuf_other_process, "" },
+    { "close_frees", t_close_frees, "" },
+    { "faults_env", t_faults_env,
+      "HLSIM_FAULTS=open:1:EIO,mem_alloc:2:ENOMEM,mem_free:1:123" },
+    { "faults_api", t_faults_api, "" },
+    { "fork", t_fork, "" },
+    /* STAGE2_ENTRIES */
+};
+
+static int run_one(const test_t *t, const char *base, int idx)
+{
+    char   root[512], reason[512] = "", env[512], *tok, *save;
+    int    pfd[2], st;
+    ssize_t n;
+    pid_t  pid;
+
+    snprintf(root, sizeof(root), "%s/t%02d-%s", base, idx, t->name);
+    if (pipe(pfd)) {
+        return 0;
+    }
+    pid = fork();
+    if (pid == 0) {
+        close(pfd[0]);
+        report_fd = pfd[1];
+        setenv("HLSIM_ROOT", root, 1);
+        /* a fresh node: defaults unless the test says otherwise */
+        unsetenv("HLSIM_NUM_DEVICES");
+        unsetenv("HLSIM_ASIC");
+        unsetenv("HLSIM_FAULTS");
+        unsetenv("HLSIM_NODES");
+        unsetenv("HLSIM_FLAVOUR");
+        unsetenv("HLSIM_MODULE_IDS");
+        unsetenv("HLSIM_HBM_SIZE");
+        unsetenv("HLSIM_DRAM_PAGE_SIZE");
+        unsetenv("HLSIM_DMA_GBPS");
+        snprintf(env, sizeof(env), "%s", t->env);
+        for (tok = strtok_r(env, " ", &save); tok;
+             tok = strtok_r(NULL, " ", &save)) {
+            putenv(strdup(tok));
+        }
+        alarm(60);
+        t->fn();
+        _exit(0);
+    }
+    close(pfd[1]);
+    n = read(pfd[0], reason, sizeof(reason) - 1);
+    reason[n > 0 ? n : 0] = '\0';
+    close(pfd[0]);
+    waitpid(pid, &st, 0);
+    if (WIFEXITED(st) && (WEXITSTATUS(st) == 0) && !reason[0]) {
+        printf("PASS %s\n", t->name);
+        return 1;
+    }
+    if (!reason[0]) {
+        snprintf(reason, sizeof(reason), "%s %d", WIFSIGNALED(st) ?
+                 "killed by signal" : "exit status", WIFSIGNALED(st) ?
+                 WTERMSIG(st) : WEXITSTATUS(st));
+    }
+    printf("FAIL %s: %s\n", t->name, reason);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    char        base[] = "/tmp/hlsim-test-XXXXXX";
+    char        cmd[600];
+    unsigned    i, pass = 0, failed = 0;
+    int         a, sel;
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (dlsym(RTLD_DEFAULT, "hlsim_fault_add") == NULL) {
+        fprintf(stderr, "test_hlsim: run with LD_PRELOAD=libhlsim.so\n");
+        return 2;
+    }
+    if (mkdtemp(base) == NULL) {
+        perror("mkdtemp");
+        return 2;
+    }
+    for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+        sel = (argc < 2);
+        for (a = 1; a < argc; a++) {
+            sel |= strstr(tests[i].name, argv[a]) != NULL;
+        }
+        if (!sel) {
+            continue;
+        }
+        if (run_one(&tests[i], base, i)) {
+            pass++;
+        } else {
+            failed++;
+        }
+    }
+    if (!getenv("HLSIM_TEST_KEEP")) {
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+        if (system(cmd)) {
+            fprintf(stderr, "cannot remove %s\n", base);
+        }
+    }
+    printf("%u passed, %u failed\n", pass, failed);
+    return failed ? 1 : 0;
+}
