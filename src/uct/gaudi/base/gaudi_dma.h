@@ -1,0 +1,142 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * DMA engine: copies between DMA addresses (device VAs of host mappings,
+ * DRAM VAs on Gaudi2, physical DRAM on Gaudi1) through the kernel CS path
+ * (facts 5). No UCT knowledge: the gaudi_cpy transport and the tests drive
+ * it. Design and figures: docs/performance.md.
+ *
+ * - One engine per user (the transport opens one per iface): completions
+ *   are delivered by uct_gaudi_dma_progress() of that engine only, so they
+ *   run on the thread of the worker that owns the iface. Engines of one
+ *   device share the driver's in-flight CS window; EAGAIN from the driver
+ *   is reported as UCS_ERR_NO_RESOURCE like a full ring.
+ * - A copy is one CS: its transfers are split into pieces and spread over
+ *   the ASIC's DMA queues (one chunk a queue) so that engines run in
+ *   parallel. A CS either is submitted whole or not at all.
+ * - Asynchronous copies complete in submission order from progress; a
+ *   synchronous copy (uct_gaudi_dma_copy/_short) uses a slot of its own
+ *   and waits for it without delivering other completions (no reentrancy).
+ */
+
+#ifndef UCT_GAUDI_DMA_H_
+#define UCT_GAUDI_DMA_H_
+
+#include "gaudi_base.h"
+
+#include <ucs/type/status.h>
+#include <stddef.h>
+#include <stdint.h>
+
+BEGIN_C_DECLS
+
+/* Largest copy one submit accepts (sum of its transfers) */
+#define UCT_GAUDI_DMA_MAX_COPY      (1ul << 30)
+
+/* Largest piece one LIN_DMA packet carries (tsize is a u32, facts 5.5) */
+#define UCT_GAUDI_DMA_MAX_PIECE     (1ul << 30)
+
+
+typedef struct uct_gaudi_dma uct_gaudi_dma_t;
+
+
+/* Tunables; zero fields take the defaults of the ASIC */
+typedef struct uct_gaudi_dma_params {
+    unsigned max_inflight;  /* async CS slots (capped by the driver's window) */
+    unsigned max_queues;    /* DMA queues used (<= what the ASIC offers) */
+    size_t   cb_size;       /* bytes of one command buffer (per queue, slot) */
+    size_t   bounce_size;   /* host bounce bytes of the synchronous slot */
+    size_t   split_min;     /* smallest piece a transfer is split into */
+    double   sync_timeout;  /* seconds a synchronous copy may wait */
+} uct_gaudi_dma_params_t;
+
+
+/* One contiguous transfer between two DMA addresses */
+typedef struct uct_gaudi_dma_xfer {
+    uint64_t src;
+    uint64_t dst;
+    size_t   length;
+} uct_gaudi_dma_xfer_t;
+
+
+/* Completion of an asynchronous copy, called from uct_gaudi_dma_progress */
+typedef void (*uct_gaudi_dma_comp_cb_t)(void *arg, ucs_status_t status);
+
+
+/**
+ * Whether the ASIC of @a ctx offers user DMA through the CS path.
+ * UCS_OK, or UCS_ERR_UNSUPPORTED with @a reason_p set to a sentence that
+ * says why (Gaudi3: no user-visible CS queue, facts 6).
+ */
+ucs_status_t uct_gaudi_dma_check(const uct_gaudi_ctx_t *ctx,
+                                 const char **reason_p);
+
+/* Fill @a params with the defaults of the ASIC of @a ctx */
+void uct_gaudi_dma_params_default(const uct_gaudi_ctx_t *ctx,
+                                  uct_gaudi_dma_params_t *params);
+
+/**
+ * Open an engine on @a ctx (the caller keeps its ctx reference for the
+ * engine's lifetime). Allocates and maps the command buffers and the
+ * bounce buffer once, so that no copy registers memory.
+ */
+ucs_status_t uct_gaudi_dma_create(uct_gaudi_ctx_t *ctx,
+                                  const uct_gaudi_dma_params_t *params,
+                                  uct_gaudi_dma_t **dma_p);
+
+/**
+ * Close an engine. Copies still in flight are waited for (bounded by
+ * sync_timeout) without calling their callbacks, because their buffers
+ * must stay valid until the device is done (facts 5.4).
+ */
+void uct_gaudi_dma_destroy(uct_gaudi_dma_t *dma);
+
+/**
+ * Submit an asynchronous copy of @a count transfers as one CS. @a name
+ * ("put_zcopy", ...) appears in error messages.
+ * UCS_INPROGRESS: @a cb(@a arg, status) will be called from progress;
+ * UCS_OK: nothing to copy (zero length), @a cb is not called;
+ * UCS_ERR_NO_RESOURCE: ring full or driver EAGAIN, or the device is in
+ *   reset: nothing was submitted, retry later;
+ * other errors: nothing was submitted, the reason was logged.
+ */
+ucs_status_t uct_gaudi_dma_submit(uct_gaudi_dma_t *dma,
+                                  const uct_gaudi_dma_xfer_t *xfers,
+                                  unsigned count, const char *name,
+                                  uct_gaudi_dma_comp_cb_t cb, void *arg);
+
+/* Poll completions (WAIT_CS timeout 0) and call up to @a max callbacks */
+unsigned uct_gaudi_dma_progress(uct_gaudi_dma_t *dma, unsigned max);
+
+/* Asynchronous copies submitted and not yet delivered */
+unsigned uct_gaudi_dma_inflight(const uct_gaudi_dma_t *dma);
+
+/* Whether an asynchronous submit would find a free slot now */
+int uct_gaudi_dma_can_submit(const uct_gaudi_dma_t *dma);
+
+/**
+ * Synchronous copy: submit and wait until the device is done (or failed).
+ * Never calls callbacks of asynchronous copies.
+ */
+ucs_status_t uct_gaudi_dma_copy(uct_gaudi_dma_t *dma,
+                                const uct_gaudi_dma_xfer_t *xfers,
+                                unsigned count, const char *name);
+
+/**
+ * Synchronous copy between an unregistered host buffer and a DMA address,
+ * staged through the engine's pre-mapped bounce buffer (no registration,
+ * no lookup). @a to_device: host -> @a dma_addr, else @a dma_addr -> host.
+ */
+ucs_status_t uct_gaudi_dma_short(uct_gaudi_dma_t *dma, int to_device,
+                                 void *host, uint64_t dma_addr,
+                                 size_t length, const char *name);
+
+/* Largest number of transfers one submit accepts */
+unsigned uct_gaudi_dma_max_xfers(const uct_gaudi_dma_t *dma);
+
+/* Device name for messages ("GAUDI_0 (accel0)") */
+const char *uct_gaudi_dma_dev_name(const uct_gaudi_dma_t *dma);
+
+END_C_DECLS
+
+#endif

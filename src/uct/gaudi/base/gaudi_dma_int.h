@@ -1,0 +1,98 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * DMA engine internals shared by the core (gaudi_dma.c: ring, submit,
+ * completion) and the per-ASIC backends (gaudi_dma_queue.c: queue ids,
+ * command buffer memory, chunk form).
+ */
+
+#ifndef UCT_GAUDI_DMA_INT_H_
+#define UCT_GAUDI_DMA_INT_H_
+
+#include "gaudi_dma.h"
+#include "gaudi_packets.h"
+
+#define UCT_GAUDI_DMA_MAX_QUEUES  4
+#define UCT_GAUDI_DMA_NAME_MAX    64
+
+
+typedef enum {
+    UCT_GAUDI_DMA_SLOT_FREE,
+    UCT_GAUDI_DMA_SLOT_INFLIGHT,  /* submitted, not known to be done */
+    UCT_GAUDI_DMA_SLOT_DONE       /* done (status set), not delivered */
+} uct_gaudi_dma_slot_state_t;
+
+
+/* One CS: its command buffers (one per queue) and its completion */
+typedef struct uct_gaudi_dma_slot {
+    uct_gaudi_dma_slot_state_t state;
+    uint64_t                   seq;       /* CS sequence number */
+    ucs_status_t               status;    /* when DONE */
+    ucs_time_t                 busy_since; /* device not operational since */
+    size_t                     length;    /* bytes, for messages */
+    const char                 *name;     /* operation, for messages */
+    uct_gaudi_dma_comp_cb_t    cb;
+    void                       *arg;
+    uint8_t                    *cb_host[UCT_GAUDI_DMA_MAX_QUEUES];
+    uint64_t                   cb_dma[UCT_GAUDI_DMA_MAX_QUEUES];
+} uct_gaudi_dma_slot_t;
+
+
+/* Per-ASIC backend (facts 5.3, 5.4) */
+typedef struct uct_gaudi_dma_backend {
+    const char      *name;
+    gaudi_pkt_gen_t gen;
+    unsigned        num_queues;
+    uint32_t        queues[UCT_GAUDI_DMA_MAX_QUEUES]; /* spreading order */
+    unsigned        max_pending;   /* driver's in-flight CS window */
+    unsigned        def_inflight;  /* default async slots */
+    int             user_cb;       /* chunks carry USER_ALLOC_CB + a VA */
+} uct_gaudi_dma_backend_t;
+
+
+struct uct_gaudi_dma {
+    uct_gaudi_ctx_t               *ctx;
+    const uct_gaudi_dma_backend_t *backend;
+    uct_gaudi_dma_params_t        params;
+    unsigned                      num_queues;
+    unsigned                      cb_capacity; /* LIN_DMA packets per CB */
+
+    /* Async ring: slots are used and delivered in submission order */
+    unsigned                      num_slots;
+    unsigned                      head;       /* oldest undelivered */
+    unsigned                      count;      /* undelivered slots */
+    uct_gaudi_dma_slot_t          *slots;     /* num_slots + 1 (sync) */
+    uct_gaudi_dma_slot_t          *sync;      /* the synchronous slot */
+
+    /* Host memory mapped to the device once (MAP USERPTR): the user CBs
+     * of every slot (Gaudi2) and the bounce buffer of the sync slot */
+    void                          *host_area;
+    size_t                        host_area_size;
+    uint64_t                      host_area_dma;
+    uint8_t                       *bounce;
+    uint64_t                      bounce_dma;
+
+    /* Gaudi1 kernel CBs, one per queue; the driver copies a CB at
+     * submit (facts 5.3), so every slot reuses them */
+    uint64_t                      kcb_handle[UCT_GAUDI_DMA_MAX_QUEUES];
+    void                          *kcb_ptr[UCT_GAUDI_DMA_MAX_QUEUES];
+    size_t                        kcb_map_size;
+
+    int                           reset_logged;
+    char                          name[UCT_GAUDI_DMA_NAME_MAX];
+};
+
+
+/* gaudi_dma_queue.c */
+const uct_gaudi_dma_backend_t *
+uct_gaudi_dma_backend_get(uct_gaudi_asic_t asic, const char **reason_p);
+
+ucs_status_t uct_gaudi_dma_mem_init(uct_gaudi_dma_t *dma);
+
+void uct_gaudi_dma_mem_cleanup(uct_gaudi_dma_t *dma);
+
+void uct_gaudi_dma_fill_chunk(const uct_gaudi_dma_t *dma,
+                              const uct_gaudi_dma_slot_t *slot, unsigned q,
+                              uint32_t size, struct hl_cs_chunk *chunk);
+
+#endif
