@@ -2,8 +2,10 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * QMAN packet encodings used by the DMA engine: LIN_DMA and NOP. The one
- * place that knows packet bits; shared by the DMA engine (gaudi_dma*.c)
- * and the emulator (test/hlsim), so it has no UCX dependency.
+ * place in the plugin that knows packet bits (the emulator keeps its own
+ * parser-side copy, test/hlsim/hlsim_packets.h, derived independently from
+ * the facts so that a mistake in one is caught by the other). No UCX
+ * dependency.
  *
  * Facts: habanalabs-driver-facts.md 5.5 (K612 include/gaudi/gaudi_packets.h,
  * include/gaudi2/gaudi2_packets.h).
@@ -33,22 +35,6 @@
 #define GAUDI_PKT_WAIT              0xD
 #define GAUDI_PKT_LOAD_AND_EXE      0xF
 
-/* The same opcodes under their GAUDI_PKT_OPCODE_* names */
-#define GAUDI_PKT_OPCODE_WREG_32       GAUDI_PKT_WREG_32
-#define GAUDI_PKT_OPCODE_WREG_BULK     GAUDI_PKT_WREG_BULK
-#define GAUDI_PKT_OPCODE_MSG_LONG      GAUDI_PKT_MSG_LONG
-#define GAUDI_PKT_OPCODE_MSG_SHORT     GAUDI_PKT_MSG_SHORT
-#define GAUDI_PKT_OPCODE_CP_DMA        GAUDI_PKT_CP_DMA
-#define GAUDI_PKT_OPCODE_REPEAT        GAUDI_PKT_REPEAT
-#define GAUDI_PKT_OPCODE_MSG_PROT      GAUDI_PKT_MSG_PROT
-#define GAUDI_PKT_OPCODE_FENCE         GAUDI_PKT_FENCE
-#define GAUDI_PKT_OPCODE_LIN_DMA       GAUDI_PKT_LIN_DMA
-#define GAUDI_PKT_OPCODE_NOP           GAUDI_PKT_NOP
-#define GAUDI_PKT_OPCODE_STOP          GAUDI_PKT_STOP
-#define GAUDI_PKT_OPCODE_ARB_POINT     GAUDI_PKT_ARB_POINT
-#define GAUDI_PKT_OPCODE_WAIT          GAUDI_PKT_WAIT
-#define GAUDI_PKT_OPCODE_LOAD_AND_EXE  GAUDI_PKT_LOAD_AND_EXE
-
 /* Packet sizes in bytes (K612 gaudi_packets.h) */
 #define GAUDI_PKT_SIZE_SHORT        8   /* NOP, MSG_SHORT, WREG_32, FENCE... */
 #define GAUDI_PKT_SIZE_MSG_LONG     16
@@ -67,7 +53,6 @@
 #define GAUDI_PKT_LIN_DMA_MEMSET    (1u << 4)
 /* Gaudi1 only: must be 1 for a linear DMA (bit 3 is reserved on Gaudi2) */
 #define GAUDI_PKT_LIN_DMA_LIN       (1u << 3)
-#define GAUDI1_PKT_LIN_DMA_LIN      GAUDI_PKT_LIN_DMA_LIN
 
 /* Gaudi1 dst_addr: bits 0-55 address, 56-63 context_id_high */
 #define GAUDI1_PKT_LIN_DMA_DST_ADDR_MASK 0x00FFFFFFFFFFFFFFull
@@ -107,11 +92,6 @@ typedef enum {
 static inline unsigned gaudi_pkt_opcode(uint32_t ctl)
 {
     return (ctl & GAUDI_PKT_CTL_OPCODE_MASK) >> GAUDI_PKT_CTL_OPCODE_SHIFT;
-}
-
-static inline unsigned gaudi_pkt_ctl_opcode(uint32_t ctl)
-{
-    return gaudi_pkt_opcode(ctl);
 }
 
 /*
