@@ -364,7 +364,10 @@ int hlsim_cs(hlsim_file_t *f, union hl_cs_args *a)
     if ((err = hlsim_fault_hit("cs_timeout"))) {
         fail = HLSIM_CS_TIMEDOUT;
     }
-    reset = hlsim_fault_hit("reset") != 0;
+    /* the CS that triggers an injected reset is among those it aborts */
+    if ((reset = (hlsim_fault_hit("reset") != 0))) {
+        fail = HLSIM_CS_ABORTED;
+    }
     ctx->next_seq++;
     memset(cs, 0, sizeof(*cs));
     cs->seq       = seq;
@@ -444,7 +447,8 @@ int hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a)
     }
     cs = (ctx->cs_ring != NULL) ? &ctx->cs_ring[seq & (max - 1)] : NULL;
     memset(&a->out, 0, sizeof(a->out));
-    if ((seq + max <= ctx->next_seq) || (cs == NULL) || (cs->seq != seq)) {
+    /* older than the window: gone, treated as completed (facts 5.2) */
+    if ((seq + max < ctx->next_seq) || (cs == NULL) || (cs->seq != seq)) {
         pthread_mutex_unlock(&hlsim_lock);
         a->out.status = HL_WAIT_CS_STATUS_COMPLETED;
         a->out.flags  = HL_WAIT_CS_STATUS_FLAG_GONE;
