@@ -5,6 +5,7 @@
 : "${UCX_GAUDI_BUILD:?run through contrib/test.sh}"
 HLSIM_LIB=${HLSIM_LIB:-$UCX_GAUDI_BUILD/lib/libhlsim.so}
 UCX_GAUDI_RUN=${UCX_GAUDI_RUN:-$UCX_GAUDI_BUILD/contrib/ucx-gaudi-run}
+export UCX_GAUDI_LIBDIR=${UCX_GAUDI_LIBDIR:-$UCX_GAUDI_BUILD/lib}
 
 npass=0
 nfail=0
