@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 int hlsim_cb_user_maps;   /* user CB mappings alive: munmap fast path */
 
@@ -56,6 +57,7 @@ static void hlsim_cb_put(hlsim_ctx_t *ctx, hlsim_cb_t *cb)
         }
     }
     hlsim_real.munmap(cb->mem, cb->size);
+    hlsim_real.close(cb->memfd);
     free(cb);
 }
 
@@ -85,10 +87,15 @@ static int hlsim_cb_create(hlsim_ctx_t *ctx, union hl_cb_args *a)
     if (cb == NULL) {
         return -ENOMEM;
     }
-    /* shared anonymous memory: mremap(old_size=0) can alias it for mmap */
-    cb->mem = hlsim_real.mmap(NULL, size, PROT_READ | PROT_WRITE,
-                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (cb->mem == MAP_FAILED) {
+    /* "kernel" CB memory; a memfd lets the user mmap alias it */
+    cb->memfd = memfd_create("hlsim-cb", MFD_CLOEXEC);
+    if ((cb->memfd < 0) || ftruncate(cb->memfd, size) ||
+        ((cb->mem = hlsim_real.mmap(NULL, size, PROT_READ | PROT_WRITE,
+                                    MAP_SHARED, cb->memfd, 0)) ==
+         MAP_FAILED)) {
+        if (cb->memfd >= 0) {
+            hlsim_real.close(cb->memfd);
+        }
         free(cb);
         return -ENOMEM;
     }
@@ -101,6 +108,7 @@ static int hlsim_cb_create(hlsim_ctx_t *ctx, union hl_cb_args *a)
         if (cb->dev_va == 0) {
             free(m);
             hlsim_real.munmap(cb->mem, size);
+            hlsim_real.close(cb->memfd);
             free(cb);
             return -ENOMEM;
         }
@@ -175,7 +183,8 @@ int hlsim_cb(hlsim_file_t *f, union hl_cb_args *a)
 }
 
 /* mmap(fd, offset = handle, exact length, once); lock held */
-void *hlsim_cb_mmap(hlsim_ctx_t *ctx, size_t len, uint64_t off, int *err)
+void *hlsim_cb_mmap(hlsim_ctx_t *ctx, void *addr, size_t len, int prot,
+                    int flags, uint64_t off, int *err)
 {
     hlsim_cb_t *cb = hlsim_cb_find(ctx, off);
     void       *p;
@@ -184,9 +193,9 @@ void *hlsim_cb_mmap(hlsim_ctx_t *ctx, size_t len, uint64_t off, int *err)
         *err = EINVAL;
         return NULL;
     }
-    p = mremap(cb->mem, 0, cb->size, MREMAP_MAYMOVE);
+    p = hlsim_real.mmap(addr, len, prot, flags, cb->memfd, 0);
     if (p == MAP_FAILED) {
-        *err = ENOMEM;
+        *err = errno;
         return NULL;
     }
     cb->user    = p;

@@ -191,6 +191,7 @@ typedef struct hlsim_cb {
     uint32_t         id;
     uint32_t         size;     /* rounded to pages */
     uint8_t         *mem;
+    int              memfd;    /* backs mem and the user's mmap */
     uint8_t         *user;     /* user mmap address, if mapped */
     int              mmapped;  /* ever mmapped (only once, facts 5.1) */
     int              destroyed;
@@ -330,7 +331,8 @@ int  hlsim_map_exported(hlsim_map_t *m);
 int  hlsim_cb(hlsim_file_t *f, union hl_cb_args *a);
 int  hlsim_cs(hlsim_file_t *f, union hl_cs_args *a);
 int  hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a);
-void *hlsim_cb_mmap(hlsim_ctx_t *ctx, size_t len, uint64_t off, int *err);
+void *hlsim_cb_mmap(hlsim_ctx_t *ctx, void *addr, size_t len, int prot,
+                    int flags, uint64_t off, int *err);
 int  hlsim_cb_munmap(void *addr, size_t len);
 void hlsim_cs_ctx_fini(hlsim_ctx_t *ctx);  /* called without the lock */
 void hlsim_cs_abort_dev(int dev);

@@ -106,6 +106,8 @@ int hlsim_copy_from_user(void *dst, uint64_t src, size_t len)
         return -EFAULT;
     }
     if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)len) {
+        /* readable: copy again so memory checkers see defined data */
+        memcpy(dst, (void*)(uintptr_t)src, len);
         return 0;
     }
     if ((errno == ENOSYS) || (errno == EPERM)) {
@@ -126,6 +128,7 @@ int hlsim_copy_to_user(uint64_t dst, const void *src, size_t len)
         return -EFAULT;
     }
     if (process_vm_writev(getpid(), &l, 1, &r, 1, 0) == (ssize_t)len) {
+        memcpy((void*)(uintptr_t)dst, src, len);  /* see copy_from_user */
         return 0;
     }
     if ((errno == ENOSYS) || (errno == EPERM)) {
@@ -468,7 +471,8 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
         pthread_mutex_lock(&hlsim_lock);
         f = hlsim_fd_get(fd);
         if ((f != NULL) && (f->kind == HLSIM_F_COMPUTE)) {
-            p = hlsim_cb_mmap(f->ctx, len, (uint64_t)off, &err);
+            p = hlsim_cb_mmap(f->ctx, addr, len, prot, flags, (uint64_t)off,
+                              &err);
             pthread_mutex_unlock(&hlsim_lock);
             if (p == NULL) {
                 errno = err;

@@ -724,6 +724,7 @@ void hlsim_mem_ctx_fini(hlsim_ctx_t *ctx)
             hlsim_cb_user_maps--;   /* the user mapping stays valid */
         }
         hlsim_real.munmap(cb->mem, cb->size);
+        hlsim_real.close(cb->memfd);
         free(cb);
     }
 }
