@@ -28,6 +28,17 @@
 #  define UCT_GAUDI_MEMORY_TYPE_BORROWED 1
 #endif
 
+/*
+ * DMA-BUF fields of uct_md_mem_attr_t (UCT_MD_MEM_ATTR_FIELD_DMABUF_FD /
+ * _OFFSET) exist from UCX 1.14; 1.13.1 has no dma-buf API at all
+ * (ucx-out-of-tree-module.md section 6).
+ */
+#if UCT_API >= UCT_VERSION(1, 14)
+#  define UCT_GAUDI_HAVE_MEM_ATTR_DMABUF 1
+#else
+#  define UCT_GAUDI_HAVE_MEM_ATTR_DMABUF 0
+#endif
+
 /* "rocm" on UCX < 1.21: what users pass to ucx_perftest -m */
 #define UCT_GAUDI_MEMORY_TYPE_NAME ucs_memory_type_names[UCT_GAUDI_MEMORY_TYPE]
 

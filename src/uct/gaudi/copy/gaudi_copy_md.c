@@ -1,5 +1,10 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * gaudi_copy memory domain: UCT MD ops, memory type detection, rkeys and
+ * the contract with the gaudi_cpy transport. Device memory lives in
+ * gaudi_copy_mem.c, host registration in gaudi_copy_rcache.c.
+ * Design: docs/md.md.
  */
 
 #ifdef HAVE_CONFIG_H
@@ -7,11 +12,14 @@
 #endif
 
 #include "gaudi_copy_md.h"
+#include "gaudi_copy_rcache.h"
 
 #include <uct/gaudi/gaudi_compat.h>
 #include <uct/gaudi/gaudi_device.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
+#include <ucs/memory/memtype_cache.h>
+#include <ucs/sys/sys.h>
 #include <ucs/type/class.h>
 #include <string.h>
 
@@ -21,32 +29,601 @@ static ucs_config_field_t uct_gaudi_copy_md_config_table[] = {
      ucs_offsetof(uct_gaudi_copy_md_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
 
+    {"RCACHE", "try",
+     "Enable the registration cache of host memory (pin + device MMU map):\n"
+     "try - use it if it can be created, yes - fail if not, no - map on\n"
+     "every registration.",
+     ucs_offsetof(uct_gaudi_copy_md_config_t, enable_rcache),
+     UCS_CONFIG_TYPE_TERNARY},
+
+    /* the driver pins whole pages (facts 3.3): page-aligned regions */
+    {"", "RCACHE_ADDR_ALIGN=4096", NULL,
+     ucs_offsetof(uct_gaudi_copy_md_config_t, rcache),
+     UCS_CONFIG_TYPE_TABLE(uct_md_config_rcache_table)},
+
+    {"MEM_REG_OVERHEAD", "10us",
+     "Cost of one host memory registration without the cache (pin + map)",
+     ucs_offsetof(uct_gaudi_copy_md_config_t, uc_reg_cost.c),
+     UCS_CONFIG_TYPE_TIME},
+
+    {"MEM_REG_GROWTH", "0.06ns",
+     "Per-byte cost of a host memory registration without the cache",
+     ucs_offsetof(uct_gaudi_copy_md_config_t, uc_reg_cost.m),
+     UCS_CONFIG_TYPE_TIME},
+
     {NULL}
 };
 
 
+#ifdef ENABLE_STATS
+static ucs_stats_class_t uct_gaudi_copy_md_stats_class = {
+    .name          = "gaudi_copy_md",
+    .num_counters  = UCT_GAUDI_COPY_MD_STAT_LAST,
+    .class_id      = UCS_STATS_CLASS_ID_INVALID,
+    .counter_names = {
+        [UCT_GAUDI_COPY_MD_STAT_RCACHE_HIT]    = "rcache_hit",
+        [UCT_GAUDI_COPY_MD_STAT_RCACHE_MISS]   = "rcache_miss",
+        [UCT_GAUDI_COPY_MD_STAT_DMABUF_EXPORT] = "dmabuf_export",
+        [UCT_GAUDI_COPY_MD_STAT_ALLOC_BYTES]   = "alloc_bytes"
+    }
+};
+#endif
+
+
+/* Memtype cache seeding (ucx-out-of-tree-module.md section 4) */
+
+static pthread_mutex_t uct_gaudi_copy_memtype_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned uct_gaudi_copy_memtype_users       = 0;
+
+/*
+ * UCP's memtype cache only learns device memory from UCM events, which
+ * nobody dispatches for Gaudi: tell it the whole pointer window once.
+ * The cache is created lazily by the first lookup, and an update before
+ * that is dropped, so force it into existence first.
+ */
+static void uct_gaudi_copy_memtype_seed(uct_gaudi_copy_heap_t *heap)
+{
+    ucs_memory_info_t mem_info;
+
+    pthread_mutex_lock(&uct_gaudi_copy_memtype_lock);
+    if (uct_gaudi_copy_memtype_users++ == 0) {
+        (void)ucs_memtype_cache_lookup((void*)heap->win_start, 1, &mem_info);
+        ucs_memtype_cache_update((void*)heap->win_start,
+                                 heap->win_end - heap->win_start,
+                                 UCT_GAUDI_MEMORY_TYPE,
+                                 heap->ctx->info->sys_dev);
+        ucs_debug("gaudi %s: memtype cache %s [0x%" PRIx64 ", 0x%" PRIx64 ")",
+                  uct_gaudi_copy_heap_name(heap),
+                  (ucs_memtype_cache_global_instance != NULL) ?
+                  "seeded with" : "disabled, not seeded with",
+                  heap->win_start, heap->win_end);
+    }
+    pthread_mutex_unlock(&uct_gaudi_copy_memtype_lock);
+}
+
+static void uct_gaudi_copy_memtype_unseed(uct_gaudi_copy_heap_t *heap)
+{
+    pthread_mutex_lock(&uct_gaudi_copy_memtype_lock);
+    if ((--uct_gaudi_copy_memtype_users == 0) &&
+        (ucs_memtype_cache_global_instance != NULL)) {
+        ucs_memtype_cache_remove((void*)heap->win_start,
+                                 heap->win_end - heap->win_start);
+    }
+    pthread_mutex_unlock(&uct_gaudi_copy_memtype_lock);
+}
+
+
+/* Capabilities */
+
 static ucs_status_t
 uct_gaudi_copy_md_query(uct_md_h tl_md, uct_md_attr_t *md_attr)
 {
-    /* Registration, allocation and memory detection are not offered yet:
-     * report no capability rather than a capability that fails */
-    md_attr->cap.flags            = 0;
-    md_attr->cap.reg_mem_types    = 0;
-    md_attr->cap.alloc_mem_types  = 0;
-    md_attr->cap.access_mem_types = 0;
-    md_attr->cap.detect_mem_types = 0;
-    md_attr->cap.max_alloc        = 0;
-    md_attr->cap.max_reg          = 0;
-    md_attr->rkey_packed_size     = 0;
-    md_attr->reg_cost             = ucs_linear_func_make(0, 0);
+    uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
+    uint64_t dram_size      = md->ctx->info->hw_ip.u61.dram_size;
+
+    md_attr->cap.flags            = UCT_MD_FLAG_ALLOC | UCT_MD_FLAG_REG |
+                                    UCT_MD_FLAG_NEED_RKEY;
+    md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) |
+                                    UCS_BIT(UCT_GAUDI_MEMORY_TYPE);
+    md_attr->cap.alloc_mem_types  = UCS_BIT(UCT_GAUDI_MEMORY_TYPE);
+    md_attr->cap.access_mem_types = UCS_BIT(UCT_GAUDI_MEMORY_TYPE);
+    md_attr->cap.detect_mem_types = UCS_BIT(UCT_GAUDI_MEMORY_TYPE);
+    /* the largest allocation the device could satisfy */
+    md_attr->cap.max_alloc        = dram_size;
+    /* host: what can be pinned; device: one allocation */
+    md_attr->cap.max_reg          = ucs_max(ucs_get_phys_mem_size(),
+                                            dram_size);
+    md_attr->rkey_packed_size     = sizeof(uct_gaudi_copy_rkey_t);
+    md_attr->reg_cost             = md->reg_cost;
     memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
     return UCS_OK;
 }
+
+
+/* Device memory */
+
+static ucs_status_t
+uct_gaudi_copy_mem_alloc(uct_md_h tl_md, size_t *length_p, void **address_p,
+                         ucs_memory_type_t mem_type, unsigned flags,
+                         const char *alloc_name, uct_mem_h *memh_p)
+{
+    uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
+    uct_gaudi_copy_buf_t *buf;
+    ucs_status_t status;
+
+    if (mem_type != UCT_GAUDI_MEMORY_TYPE) {
+        ucs_error("gaudi %s: cannot allocate %s memory for '%s': only %s",
+                  uct_gaudi_copy_heap_name(md->heap),
+                  ucs_memory_type_names[mem_type], alloc_name,
+                  UCT_GAUDI_MEMORY_TYPE_NAME);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if (flags & UCT_MD_MEM_FLAG_FIXED) {
+        ucs_error("gaudi %s: fixed-address allocation of '%s' is not "
+                  "supported", uct_gaudi_copy_heap_name(md->heap),
+                  alloc_name);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    status = uct_gaudi_copy_heap_alloc(md->heap, length_p, &buf);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    UCS_STATS_UPDATE_COUNTER(md->stats, UCT_GAUDI_COPY_MD_STAT_ALLOC_BYTES,
+                             *length_p);
+    *address_p = (void*)buf->memh.address;
+    *memh_p    = &buf->memh;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_gaudi_copy_mem_free(uct_md_h tl_md, uct_mem_h memh)
+{
+    uct_gaudi_copy_md_t *md     = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
+    uct_gaudi_copy_heap_t *heap = md->heap;
+    uct_gaudi_copy_memh_t *gmemh = memh;
+    ucs_status_t status;
+
+    pthread_mutex_lock(&heap->lock);
+    if (!uct_gaudi_copy_heap_memh_valid(heap, memh) ||
+        (gmemh->kind != UCT_GAUDI_COPY_MEMH_ALLOC)) {
+        pthread_mutex_unlock(&heap->lock);
+        ucs_error("gaudi %s: mem_free of %p: not a live device allocation "
+                  "(double free or wrong handle)",
+                  uct_gaudi_copy_heap_name(heap), memh);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    UCS_STATS_UPDATE_COUNTER(md->stats, UCT_GAUDI_COPY_MD_STAT_ALLOC_BYTES,
+                             -gmemh->length);
+    status = uct_gaudi_copy_heap_free(heap, gmemh->buf);
+    pthread_mutex_unlock(&heap->lock);
+    return status;
+}
+
+
+/* Registration */
+
+static ucs_status_t
+uct_gaudi_copy_device_reg(uct_gaudi_copy_md_t *md, void *address,
+                          size_t length, unsigned flags,
+                          uct_gaudi_copy_memh_t **memh_p)
+{
+    uct_gaudi_copy_dev_range_t range;
+    uct_gaudi_copy_memh_t *memh;
+    ucs_status_t status;
+
+    /* no ioctl: device memory is always mapped in the context */
+    status = uct_gaudi_copy_heap_resolve(md->heap, (uintptr_t)address, length,
+                                         &range);
+    if (status != UCS_OK) {
+        if (!(flags & UCT_MD_MEM_FLAG_HIDE_ERRORS)) {
+            ucs_error("gaudi %s: registration of device memory %p length "
+                      "%zu: not inside one live allocation",
+                      uct_gaudi_copy_heap_name(md->heap), address, length);
+        }
+        return status;
+    }
+
+    memh = ucs_calloc(1, sizeof(*memh), "gaudi_copy_memh");
+    if (memh == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    memh->tag      = UCT_GAUDI_COPY_MEMH_TAG;
+    memh->kind     = UCT_GAUDI_COPY_MEMH_DEVICE_REG;
+    memh->address  = (uintptr_t)address;
+    memh->length   = length;
+    memh->dma_base = range.dma_base + ((uintptr_t)address - range.base);
+    pthread_mutex_lock(&md->heap->lock);
+    uct_gaudi_copy_heap_memh_add(md->heap, memh);
+    pthread_mutex_unlock(&md->heap->lock);
+    *memh_p = memh;
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_gaudi_copy_host_reg(uct_gaudi_copy_md_t *md, void *address,
+                        size_t length, unsigned flags,
+                        uct_gaudi_copy_memh_t **memh_p)
+{
+    uct_gaudi_copy_memh_t *memh;
+    ucs_status_t status;
+
+    if (md->rcache != NULL) {
+        return uct_gaudi_copy_rcache_reg(md, address, length, flags, memh_p);
+    }
+
+    memh = ucs_calloc(1, sizeof(*memh), "gaudi_copy_memh");
+    if (memh == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = uct_gaudi_copy_host_map(md->heap, address, length, flags, memh);
+    if (status != UCS_OK) {
+        ucs_free(memh);
+        return status;
+    }
+
+    memh->kind = UCT_GAUDI_COPY_MEMH_HOST_REG;
+    pthread_mutex_lock(&md->heap->lock);
+    uct_gaudi_copy_heap_memh_add(md->heap, memh);
+    pthread_mutex_unlock(&md->heap->lock);
+    *memh_p = memh;
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_gaudi_copy_reg(uct_gaudi_copy_md_t *md, void *address, size_t length,
+                   unsigned flags, uct_gaudi_copy_memh_t **memh_p)
+{
+    uct_gaudi_copy_heap_t *heap = md->heap;
+    uint64_t addr               = (uintptr_t)address;
+
+    if (uct_gaudi_copy_heap_in_window(heap, addr, length)) {
+        return uct_gaudi_copy_device_reg(md, address, length, flags, memh_p);
+    }
+
+    if (uct_gaudi_copy_heap_touches_window(heap, addr, length) ||
+        (length > UINT64_MAX - addr)) {
+        ucs_error("gaudi %s: registration of %p length %zu: the range "
+                  "straddles device memory", uct_gaudi_copy_heap_name(heap),
+                  address, length);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    return uct_gaudi_copy_host_reg(md, address, length, flags, memh_p);
+}
+
+static ucs_status_t uct_gaudi_copy_mem_reg(uct_md_h tl_md, void *address,
+                                           size_t length, unsigned flags,
+                                           uct_mem_h *memh_p)
+{
+    uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
+    uct_gaudi_copy_memh_t *memh;
+    ucs_status_t status;
+
+    status = uct_gaudi_copy_reg(md, address, length, flags, &memh);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    UCT_GAUDI_COPY_COUNTER_ADD(md->heap, reg_count, 1);
+    *memh_p = memh;
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_gaudi_copy_dereg(uct_gaudi_copy_md_t *md, uct_gaudi_copy_memh_t *memh)
+{
+    uct_gaudi_copy_heap_t *heap = md->heap;
+    uint32_t kind;
+
+    pthread_mutex_lock(&heap->lock);
+    if (!uct_gaudi_copy_heap_memh_valid(heap, memh) ||
+        (memh->kind == UCT_GAUDI_COPY_MEMH_ALLOC) ||
+        ((memh->kind == UCT_GAUDI_COPY_MEMH_HOST_RCACHE) &&
+         ((md->rcache == NULL) || (memh->user_refs == 0)))) {
+        pthread_mutex_unlock(&heap->lock);
+        ucs_error("gaudi %s: mem_dereg of %p: not a live registration of "
+                  "this memory domain (double dereg or wrong handle)",
+                  uct_gaudi_copy_heap_name(heap), memh);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    kind = memh->kind;
+    if (kind == UCT_GAUDI_COPY_MEMH_HOST_RCACHE) {
+        memh->user_refs--;
+    } else {
+        uct_gaudi_copy_heap_memh_del(heap, memh);
+    }
+    pthread_mutex_unlock(&heap->lock);
+
+    switch (kind) {
+    case UCT_GAUDI_COPY_MEMH_HOST_RCACHE:
+        uct_gaudi_copy_rcache_put(md, memh);
+        break;
+    case UCT_GAUDI_COPY_MEMH_HOST_REG:
+        uct_gaudi_copy_host_unmap(heap, memh);
+        ucs_free(memh);
+        break;
+    default:
+        memh->tag = 0;
+        ucs_free(memh);
+        break;
+    }
+
+    UCT_GAUDI_COPY_COUNTER_ADD(heap, dereg_count, 1);
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_gaudi_copy_mem_dereg(uct_md_h tl_md,
+                         const uct_md_mem_dereg_params_t *params)
+{
+    uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
+
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
+
+    return uct_gaudi_copy_dereg(md, params->memh);
+}
+
+
+/* Memory type detection */
+
+static ucs_status_t
+uct_gaudi_copy_mem_query(uct_md_h tl_md, const void *address, size_t length,
+                         uct_md_mem_attr_t *mem_attr)
+{
+    uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
+    uint64_t addr           = (uintptr_t)address;
+    uct_gaudi_copy_dev_range_t range;
+
+    /* not ours: an error, so that the next detecting MD is asked */
+    if (!uct_gaudi_copy_heap_in_window(md->heap, addr, ucs_max(length, 1))) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    if (uct_gaudi_copy_heap_resolve(md->heap, addr, length, &range) !=
+        UCS_OK) {
+        /* device memory by its address, but not a live allocation */
+        range.base   = addr;
+        range.length = length;
+    }
+
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE) {
+        mem_attr->mem_type = UCT_GAUDI_MEMORY_TYPE;
+    }
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_SYS_DEV) {
+        mem_attr->sys_dev = md->ctx->info->sys_dev;
+    }
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS) {
+        mem_attr->base_address = (void*)range.base;
+    }
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH) {
+        mem_attr->alloc_length = range.length;
+    }
+#if UCT_GAUDI_HAVE_MEM_ATTR_DMABUF
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_DMABUF_FD) {
+        uint64_t offset;
+
+        if (uct_gaudi_copy_heap_dmabuf(md->heap, addr, length,
+                                       &mem_attr->dmabuf_fd,
+                                       &offset) != UCS_OK) {
+            mem_attr->dmabuf_fd = UCT_DMABUF_FD_INVALID;
+            offset              = 0;
+        }
+        if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_DMABUF_OFFSET) {
+            mem_attr->dmabuf_offset = offset;
+        }
+    }
+#endif
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_gaudi_copy_detect_memory_type(uct_md_h tl_md, const void *address,
+                                  size_t length, ucs_memory_type_t *mem_type_p)
+{
+    uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
+    uint64_t addr           = (uintptr_t)address;
+
+    if (uct_gaudi_copy_heap_in_window(md->heap, addr, ucs_max(length, 1))) {
+        *mem_type_p = UCT_GAUDI_MEMORY_TYPE;
+        return UCS_OK;
+    }
+    if (uct_gaudi_copy_heap_touches_window(md->heap, addr, length)) {
+        return UCS_ERR_INVALID_ADDR;   /* straddles the window */
+    }
+
+    *mem_type_p = UCS_MEMORY_TYPE_HOST;
+    return UCS_OK;
+}
+
+
+/* Remote keys */
+
+static ucs_status_t
+uct_gaudi_copy_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
+                         const uct_md_mkey_pack_params_t *params,
+                         void *rkey_buffer)
+{
+    uct_gaudi_copy_md_t *md      = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
+    uct_gaudi_copy_memh_t *gmemh = memh;
+    uct_gaudi_copy_rkey_t *key   = rkey_buffer;
+    int valid;
+
+    pthread_mutex_lock(&md->heap->lock);
+    valid = uct_gaudi_copy_heap_memh_valid(md->heap, memh);
+    if (valid) {
+        key->version   = UCT_GAUDI_COPY_RKEY_VERSION;
+        key->flags     = ((gmemh->kind == UCT_GAUDI_COPY_MEMH_ALLOC) ||
+                          (gmemh->kind == UCT_GAUDI_COPY_MEMH_DEVICE_REG)) ?
+                         UCT_GAUDI_COPY_RKEY_FLAG_DEVICE : 0;
+        key->reserved  = 0;
+        key->module_id = md->ctx->info->module_id;
+        key->ctx_uuid  = md->heap->uuid;
+        key->base      = gmemh->address;
+        key->length    = gmemh->length;
+        key->dma_base  = gmemh->dma_base;
+    }
+    pthread_mutex_unlock(&md->heap->lock);
+
+    if (!valid) {
+        ucs_error("gaudi %s: mkey_pack of %p: not a live memory handle",
+                  uct_gaudi_copy_heap_name(md->heap), memh);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_gaudi_copy_rkey_unpack(uct_component_t *component,
+                           const void *rkey_buffer, uct_rkey_t *rkey_p,
+                           void **handle_p)
+{
+    const uct_gaudi_copy_rkey_t *packed = rkey_buffer;
+    uct_gaudi_copy_rkey_t *key;
+
+    if ((packed->version != UCT_GAUDI_COPY_RKEY_VERSION) ||
+        (packed->reserved != 0) ||
+        (packed->flags & ~UCT_GAUDI_COPY_RKEY_FLAG_DEVICE) ||
+        (packed->length > UINT64_MAX - packed->base)) {
+        ucs_error("gaudi_copy: cannot unpack remote key: version %u "
+                  "(expected %u), flags 0x%x, base 0x%" PRIx64 " length %"
+                  PRIu64, packed->version, UCT_GAUDI_COPY_RKEY_VERSION,
+                  packed->flags, packed->base, packed->length);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    key = ucs_malloc(sizeof(*key), "gaudi_copy_rkey");
+    if (key == NULL) {
+        ucs_error("gaudi_copy: failed to allocate a remote key");
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    *key      = *packed;
+    *handle_p = NULL;
+    *rkey_p   = (uintptr_t)key;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_gaudi_copy_rkey_release(uct_component_t *component,
+                                                uct_rkey_t rkey, void *handle)
+{
+    ucs_free((void*)rkey);
+    return UCS_OK;
+}
+
+ucs_status_t uct_gaudi_copy_rkey_check(uct_gaudi_copy_md_t *md,
+                                       uct_rkey_t rkey, uint64_t remote_addr,
+                                       size_t length)
+{
+    const uct_gaudi_copy_rkey_t *key = (const uct_gaudi_copy_rkey_t*)rkey;
+    const uct_gaudi_dev_info_t *info = md->ctx->info;
+
+    if ((key->module_id != info->module_id) ||
+        (key->ctx_uuid != md->heap->uuid)) {
+        ucs_error("gaudi %s (module %u): remote key of %s (module %u, "
+                  "context 0x%" PRIx64 ", this one 0x%" PRIx64 ") cannot be "
+                  "used here: its DMA addresses belong to another device "
+                  "context", info->name, info->module_id,
+                  (key->module_id != info->module_id) ? "another device" :
+                  "another process", key->module_id, key->ctx_uuid,
+                  md->heap->uuid);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((remote_addr < key->base) || (length > key->length) ||
+        (remote_addr - key->base > key->length - length)) {
+        ucs_error("gaudi %s: remote range [0x%" PRIx64 ", +%zu) is outside "
+                  "the registration [0x%" PRIx64 ", +%" PRIu64 ")",
+                  info->name, remote_addr, length, key->base, key->length);
+        return UCS_ERR_INVALID_ADDR;
+    }
+    return UCS_OK;
+}
+
+
+/* Contract with the gaudi_cpy transport */
+
+int uct_gaudi_copy_md_is_device_mem(uct_gaudi_copy_md_t *md,
+                                    const void *addr, size_t length)
+{
+    return uct_gaudi_copy_heap_in_window(md->heap, (uintptr_t)addr,
+                                         ucs_max(length, 1));
+}
+
+static int uct_gaudi_copy_memh_covers(const uct_gaudi_copy_memh_t *memh,
+                                      uint64_t addr, size_t length)
+{
+    return (addr >= memh->address) && (length <= memh->length) &&
+           (addr - memh->address <= memh->length - length);
+}
+
+ucs_status_t uct_gaudi_copy_md_dma_resolve(uct_gaudi_copy_md_t *md,
+                                           const void *addr, size_t length,
+                                           uct_mem_h memh,
+                                           uct_gaudi_copy_dma_ref_t *ref)
+{
+    uint64_t address             = (uintptr_t)addr;
+    uct_gaudi_copy_memh_t *gmemh = memh;
+    uct_gaudi_copy_dev_range_t range;
+    ucs_status_t status;
+
+    ref->region = NULL;
+    if (uct_gaudi_copy_heap_in_window(md->heap, address, ucs_max(length, 1))) {
+        status = uct_gaudi_copy_heap_resolve(md->heap, address, length,
+                                             &range);
+        if (status != UCS_OK) {
+            ucs_error("gaudi %s: device range %p length %zu is not inside "
+                      "one live allocation", uct_gaudi_copy_heap_name(md->heap),
+                      addr, length);
+            return status;
+        }
+        ref->dma_addr = range.dma_base + (address - range.base);
+        return UCS_OK;
+    }
+
+    /* the caller's registration (trusted: the transport passes UCT's memh) */
+    if ((gmemh != UCT_MEM_HANDLE_NULL) &&
+        (gmemh->tag == UCT_GAUDI_COPY_MEMH_TAG) &&
+        uct_gaudi_copy_memh_covers(gmemh, address, length)) {
+        ref->dma_addr = gmemh->dma_base + (address - gmemh->address);
+        return UCS_OK;
+    }
+
+    /* held until dma_release, through the cache when there is one */
+    status = uct_gaudi_copy_reg(md, (void*)addr, length, 0, &gmemh);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    ref->dma_addr = gmemh->dma_base + (address - gmemh->address);
+    ref->region   = gmemh;
+    return UCS_OK;
+}
+
+void uct_gaudi_copy_md_dma_release(uct_gaudi_copy_md_t *md,
+                                   uct_gaudi_copy_dma_ref_t *ref)
+{
+    if (ref->region != NULL) {
+        (void)uct_gaudi_copy_dereg(md, ref->region);
+        ref->region = NULL;
+    }
+}
+
+
+/* MD lifetime */
 
 static void uct_gaudi_copy_md_close(uct_md_h tl_md)
 {
     uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
 
+    uct_gaudi_copy_rcache_cleanup(md);
+    uct_gaudi_copy_memtype_unseed(md->heap);
+    UCS_STATS_NODE_FREE(md->stats);
+    uct_gaudi_copy_heap_put(md->heap);
     uct_gaudi_ctx_put(md->ctx);
     ucs_free(md);
 }
@@ -54,30 +631,25 @@ static void uct_gaudi_copy_md_close(uct_md_h tl_md)
 static uct_md_ops_t uct_gaudi_copy_md_ops = {
     .close                  = uct_gaudi_copy_md_close,
     .query                  = uct_gaudi_copy_md_query,
-    .mem_alloc              = (uct_md_mem_alloc_func_t)
-                                  ucs_empty_function_return_unsupported,
-    .mem_free               = (uct_md_mem_free_func_t)
-                                  ucs_empty_function_return_unsupported,
+    .mem_alloc              = uct_gaudi_copy_mem_alloc,
+    .mem_free               = uct_gaudi_copy_mem_free,
     .mem_advise             = (uct_md_mem_advise_func_t)
                                   ucs_empty_function_return_unsupported,
-    .mem_reg                = (uct_md_mem_reg_func_t)
-                                  ucs_empty_function_return_unsupported,
-    .mem_dereg              = (uct_md_mem_dereg_func_t)
-                                  ucs_empty_function_return_unsupported,
-    .mem_query              = (uct_md_mem_query_func_t)
-                                  ucs_empty_function_return_unsupported,
-    .mkey_pack              = (uct_md_mkey_pack_func_t)
-                                  ucs_empty_function_return_unsupported,
+    .mem_reg                = uct_gaudi_copy_mem_reg,
+    .mem_dereg              = uct_gaudi_copy_mem_dereg,
+    .mem_query              = uct_gaudi_copy_mem_query,
+    .mkey_pack              = uct_gaudi_copy_mkey_pack,
     .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)
                                   ucs_empty_function_return_zero_int,
-    .detect_memory_type     = (uct_md_detect_memory_type_func_t)
-                                  ucs_empty_function_return_unsupported
+    .detect_memory_type     = uct_gaudi_copy_detect_memory_type
 };
 
 static ucs_status_t
 uct_gaudi_copy_md_open(uct_component_t *component, const char *md_name,
-                       const uct_md_config_t *config, uct_md_h *md_p)
+                       const uct_md_config_t *uct_config, uct_md_h *md_p)
 {
+    const uct_gaudi_copy_md_config_t *config =
+            ucs_derived_of(uct_config, uct_gaudi_copy_md_config_t);
     uct_gaudi_copy_md_t *md;
     uct_gaudi_ctx_t *ctx;
     ucs_status_t status;
@@ -93,17 +665,50 @@ uct_gaudi_copy_md_open(uct_component_t *component, const char *md_name,
         return UCS_ERR_NO_MEMORY;
     }
 
+    md->super.ops       = &uct_gaudi_copy_md_ops;
+    md->super.component = &uct_gaudi_copy_component;
+
     /* The MD's own reference on the process's device */
     status = uct_gaudi_ctx_get(ctx->info->index, &md->ctx);
     if (status != UCS_OK) {
-        ucs_free(md);
-        return status;
+        goto err_free;
     }
 
-    md->super.ops       = &uct_gaudi_copy_md_ops;
-    md->super.component = &uct_gaudi_copy_component;
-    *md_p               = &md->super;
+    status = uct_gaudi_copy_heap_get(md->ctx, &md->heap);
+    if (status != UCS_OK) {
+        goto err_ctx_put;
+    }
+
+    status = UCS_STATS_NODE_ALLOC(&md->stats, &uct_gaudi_copy_md_stats_class,
+                                  ucs_stats_get_root(), "%s",
+                                  md->ctx->info->name);
+    if (status != UCS_OK) {
+        goto err_heap_put;
+    }
+
+    status = uct_gaudi_copy_rcache_init(md, config);
+    if (status != UCS_OK) {
+        goto err_stats;
+    }
+
+    md->reg_cost = (md->rcache != NULL) ?
+                   ucs_linear_func_make(uct_md_rcache_overhead(&config->rcache),
+                                        0) :
+                   config->uc_reg_cost;
+
+    uct_gaudi_copy_memtype_seed(md->heap);
+    *md_p = &md->super;
     return UCS_OK;
+
+err_stats:
+    UCS_STATS_NODE_FREE(md->stats);
+err_heap_put:
+    uct_gaudi_copy_heap_put(md->heap);
+err_ctx_put:
+    uct_gaudi_ctx_put(md->ctx);
+err_free:
+    ucs_free(md);
+    return status;
 }
 
 static ucs_status_t
@@ -123,15 +728,6 @@ uct_gaudi_copy_query_md_resources(uct_component_t *component,
                                            num_resources_p);
 }
 
-static ucs_status_t
-uct_gaudi_copy_rkey_unpack(uct_component_t *component,
-                           const void *rkey_buffer, uct_rkey_t *rkey_p,
-                           void **handle_p)
-{
-    ucs_error("gaudi_copy: remote keys are not supported yet");
-    return UCS_ERR_UNSUPPORTED;
-}
-
 uct_component_t uct_gaudi_copy_component = {
     .query_md_resources = uct_gaudi_copy_query_md_resources,
     .md_open            = uct_gaudi_copy_md_open,
@@ -140,8 +736,7 @@ uct_component_t uct_gaudi_copy_component = {
     .rkey_unpack        = uct_gaudi_copy_rkey_unpack,
     .rkey_ptr           = (uct_component_rkey_ptr_func_t)
                               ucs_empty_function_return_unsupported,
-    .rkey_release       = (uct_component_rkey_release_func_t)
-                              ucs_empty_function_return_success,
+    .rkey_release       = uct_gaudi_copy_rkey_release,
     .name               = UCT_GAUDI_COPY_COMPONENT_NAME,
     .md_config          = {
         .name           = "Gaudi-copy memory domain",
