@@ -1,0 +1,342 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * Test support: re-run in a child process, log capture, fd counting,
+ * emulator control (see gaudi_unit.h).
+ */
+
+#include "gaudi_unit.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define GAUDI_UNIT_CHILD_ENV "GAUDI_UNIT_CHILD"
+
+/* Variables a child must not inherit from the test runner's environment */
+static const char *gaudi_unit_scrubbed[] = {
+    "HLSIM_", "UCX_GAUDI_", "GAUDI_MAPPING_TABLE", "OMPI_COMM_WORLD_LOCAL_RANK",
+    "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+    "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID", "LOCAL_RANK", GAUDI_UNIT_CHILD_ENV,
+    NULL
+};
+
+
+/* The fake SynapseAI entry point; exported (-rdynamic) for dlsym */
+namespace gaudi_unit {
+int fake_synapse_fd    = -1;
+int fake_synapse_calls = 0;
+}
+
+extern "C" int synDeviceGetInfo(uint32_t device_id, void *info)
+{
+    /* synDeviceInfo prefix: 2 x u64, u32 (+pad), 2 x u64, u8 (+pad),
+     * u32 deviceId @44, u32 fd @48 */
+    ++gaudi_unit::fake_synapse_calls;
+    if ((device_id != (uint32_t)-1) || (gaudi_unit::fake_synapse_fd < 0)) {
+        return 26; /* any synStatus other than synSuccess (0) */
+    }
+
+    memset(info, 0, 56);
+    *(uint32_t*)((char*)info + 48) = gaudi_unit::fake_synapse_fd;
+    return 0;
+}
+
+
+namespace gaudi_unit {
+
+static bool scrubbed(const char *var)
+{
+    for (const char **p = gaudi_unit_scrubbed; *p != NULL; ++p) {
+        if (!strncmp(var, *p, strlen(*p))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag,
+                    struct FTW *ftw)
+{
+    return remove(path);
+}
+
+/* LD_PRELOAD with the emulator, unless it is there already */
+static std::string preload_value()
+{
+    const char *cur = getenv("LD_PRELOAD");
+    const char *lib = getenv("HLSIM_LIB");
+    std::string value(cur ? cur : "");
+
+    if (value.find("libhlsim") != std::string::npos) {
+        return value;
+    }
+#ifdef GAUDI_UNIT_HLSIM_LIB
+    if (lib == NULL) {
+        lib = GAUDI_UNIT_HLSIM_LIB;
+    }
+#endif
+    if (lib != NULL) {
+        value = value.empty() ? lib : (std::string(lib) + ":" + value);
+    }
+    return value;
+}
+
+int in_child(const env_t &env)
+{
+    const ::testing::TestInfo *info =
+            ::testing::UnitTest::GetInstance()->current_test_info();
+    std::vector<std::string> vars;
+    std::vector<char*> envp, argv;
+    char root[] = "/tmp/gaudi_unit.XXXXXX";
+    std::string filter, self, out;
+    bool passed;
+    int status;
+    pid_t pid;
+
+    if (getenv(GAUDI_UNIT_CHILD_ENV) != NULL) {
+        if (dlsym(RTLD_DEFAULT, "hlsim_root") == NULL) {
+            ADD_FAILURE() << "the hlsim emulator is not preloaded";
+            return PARENT_DONE;
+        }
+        return IN_CHILD;
+    }
+
+    if (mkdtemp(root) == NULL) {
+        ADD_FAILURE() << "mkdtemp: " << strerror(errno);
+        return PARENT_DONE;
+    }
+
+    for (char **e = environ; *e != NULL; ++e) {
+        if (!scrubbed(*e) && strncmp(*e, "LD_PRELOAD=", 11)) {
+            vars.push_back(*e);
+        }
+    }
+    vars.push_back(std::string("LD_PRELOAD=") + preload_value());
+    vars.push_back(std::string("HLSIM_ROOT=") + root + "/node");
+    vars.push_back(GAUDI_UNIT_CHILD_ENV "=1");
+    for (auto &kv : env) {
+        vars.push_back(kv.first + "=" + kv.second);
+    }
+    for (auto &v : vars) {
+        envp.push_back(&v[0]);
+    }
+    envp.push_back(NULL);
+
+    self   = "/proc/self/exe";
+    filter = std::string("--gtest_filter=") + info->test_suite_name() + "." +
+             info->name();
+    argv.push_back(&self[0]);
+    argv.push_back(&filter[0]);
+    argv.push_back(NULL);
+
+    /* the child's output is shown only if it fails */
+    out = std::string(root) + "/output";
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid == 0) {
+        int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execve(self.c_str(), argv.data(), envp.data());
+        _exit(127);
+    }
+
+    EXPECT_GT(pid, 0);
+    EXPECT_EQ(pid, waitpid(pid, &status, 0));
+    passed = WIFEXITED(status) && (WEXITSTATUS(status) == 0);
+    std::ifstream f(out);
+    std::stringstream text;
+    text << f.rdbuf();
+    if (!passed) {
+        ADD_FAILURE() << "the test failed in its child process (status "
+                      << status << "), its output:\n" << text.str();
+    }
+    nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return (passed && (text.str().find("[  SKIPPED ] 1 test") !=
+                       std::string::npos)) ? PARENT_SKIPPED : PARENT_DONE;
+}
+
+int count_fds()
+{
+    DIR *dir = opendir("/proc/self/fd");
+    int count = 0;
+
+    if (dir == NULL) {
+        return -1;
+    }
+    while (readdir(dir) != NULL) {
+        ++count;
+    }
+    closedir(dir);
+    return count - 3; /* ".", ".." and the dir's own fd */
+}
+
+template <typename F> static F hlsim_sym(const char *name)
+{
+    void *sym = dlsym(RTLD_DEFAULT, name);
+
+    if (sym == NULL) {
+        ADD_FAILURE() << "emulator symbol " << name << " not found";
+    }
+    return (F)sym;
+}
+
+int hlsim_fault_add(const char *op, unsigned nth, int err)
+{
+    auto f = hlsim_sym<int (*)(const char*, unsigned, int)>("hlsim_fault_add");
+    return f ? f(op, nth, err) : -ENOSYS;
+}
+
+int hlsim_set_device_status(int dev, unsigned status)
+{
+    auto f = hlsim_sym<int (*)(int, unsigned)>("hlsim_set_device_status");
+    return f ? f(dev, status) : -ENOSYS;
+}
+
+int hlsim_reset_device(int dev, unsigned ms)
+{
+    auto f = hlsim_sym<int (*)(int, unsigned)>("hlsim_reset_device");
+    return f ? f(dev, ms) : -ENOSYS;
+}
+
+
+std::vector<log_capture::entry> log_capture::entries;
+
+static ucs_log_func_rc_t
+log_capture_handler(const char *file, unsigned line, const char *function,
+                    ucs_log_level_t level,
+                    const ucs_log_component_config_t *comp_conf,
+                    const char *message, va_list ap)
+{
+    char buf[1024];
+    va_list aq;
+
+    if (level > UCS_LOG_LEVEL_WARN) {
+        return UCS_LOG_FUNC_RC_CONTINUE;
+    }
+
+    va_copy(aq, ap);
+    vsnprintf(buf, sizeof(buf), message, aq);
+    va_end(aq);
+    log_capture::entries.push_back({level, buf});
+    return UCS_LOG_FUNC_RC_STOP;
+}
+
+log_capture::log_capture()
+{
+    entries.clear();
+    ucs_log_push_handler(log_capture_handler);
+}
+
+log_capture::~log_capture()
+{
+    ucs_log_pop_handler();
+}
+
+std::string log_capture::find(const std::vector<std::string> &words) const
+{
+    for (auto &e : entries) {
+        bool all = true;
+        for (auto &w : words) {
+            all = all && (e.text.find(w) != std::string::npos);
+        }
+        if (all) {
+            return e.text;
+        }
+    }
+    return "";
+}
+
+size_t log_capture::count(ucs_log_level_t max_level) const
+{
+    size_t n = 0;
+
+    for (auto &e : entries) {
+        n += (e.level <= max_level);
+    }
+    return n;
+}
+
+std::string log_capture::dump() const
+{
+    std::string s;
+
+    for (auto &e : entries) {
+        s += "\n  [" + std::to_string(e.level) + "] " + e.text;
+    }
+    return s.empty() ? "\n  (nothing logged)" : s;
+}
+
+
+node_holder::node_holder(int minor) : m_pid(-1), m_pipe(-1), m_ok(false)
+{
+    char path[64], c = 0;
+    int to_child[2], to_parent[2], fd;
+
+    if (pipe(to_child) || pipe(to_parent)) {
+        return;
+    }
+
+    m_pid = fork();
+    if (m_pid == 0) {
+        close(to_child[1]);
+        close(to_parent[0]);
+        snprintf(path, sizeof(path), GAUDI_HL_ACCEL_NODE_FMT, minor);
+        fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd < 0) {
+            snprintf(path, sizeof(path), GAUDI_HL_LEGACY_NODE_FMT, minor);
+            fd = open(path, O_RDWR | O_CLOEXEC);
+        }
+        c = (fd >= 0) ? 'y' : 'n';
+        (void)!write(to_parent[1], &c, 1);
+        (void)!read(to_child[0], &c, 1);   /* until the parent is done */
+        _exit(0);
+    }
+
+    close(to_child[0]);
+    close(to_parent[1]);
+    m_pipe = to_child[1];
+    m_ok   = (read(to_parent[0], &c, 1) == 1) && (c == 'y');
+    close(to_parent[0]);
+}
+
+node_holder::~node_holder()
+{
+    int status;
+
+    if (m_pid > 0) {
+        close(m_pipe);
+        waitpid(m_pid, &status, 0);
+    }
+}
+
+} // namespace gaudi_unit
+
+
+void gaudi_test::SetUp()
+{
+    m_fds = gaudi_unit::count_fds();
+}
+
+void gaudi_test::TearDown()
+{
+    if (getenv(GAUDI_UNIT_CHILD_ENV) != NULL) {
+        EXPECT_EQ(m_fds, gaudi_unit::count_fds()) << "fd leak";
+    }
+}

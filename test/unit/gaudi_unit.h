@@ -1,0 +1,110 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * Unit tests of src/uct/gaudi/base against the habanalabs emulator
+ * (test/hlsim, LD_PRELOAD). The emulator reads its HLSIM_* environment
+ * once per process, so every test that touches a device re-runs itself in
+ * a fresh process (exec of this binary, filtered to the one test) with a
+ * fresh HLSIM_ROOT: see GAUDI_UNIT_CHILD().
+ */
+
+#ifndef GAUDI_UNIT_H_
+#define GAUDI_UNIT_H_
+
+extern "C" {
+#include <uct/gaudi/base/gaudi_base.h>
+#include <uct/gaudi/base/gaudi_mapping.h>
+#include <ucs/sys/topo/base/topo.h>
+#include <ucs/time/time.h>
+#include <ucs/debug/log_def.h>
+}
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+
+namespace gaudi_unit {
+
+typedef std::map<std::string, std::string> env_t;
+
+enum {
+    PARENT_DONE    = 0,  /* the child ran the test (and it was checked) */
+    IN_CHILD       = 1,  /* we are the child: run the test body */
+    PARENT_SKIPPED = 2   /* the child skipped the test */
+};
+
+/*
+ * In the test process: run the current test in a child process with
+ * HLSIM_ROOT=<fresh dir> and @a env, check that it passed.
+ * In that child: return IN_CHILD (the test body then runs).
+ */
+int in_child(const env_t &env = env_t());
+
+/* Number of open fds of this process */
+int count_fds();
+
+/* hlsim control API, found with dlsym (the emulator is preloaded) */
+int hlsim_fault_add(const char *op, unsigned nth, int err);
+int hlsim_set_device_status(int dev, unsigned status);
+int hlsim_reset_device(int dev, unsigned ms);
+
+/* Messages logged by UCX at warn level or above while alive */
+class log_capture {
+public:
+    log_capture();
+    ~log_capture();
+
+    /* the first message with all of @a words, "" if none */
+    std::string find(const std::vector<std::string> &words) const;
+    size_t count(ucs_log_level_t max_level) const;
+    std::string dump() const;
+
+    struct entry {
+        ucs_log_level_t level;
+        std::string     text;
+    };
+    static std::vector<entry> entries;
+};
+
+/* A process that holds a compute node open until destroyed */
+class node_holder {
+public:
+    explicit node_holder(int minor);
+    ~node_holder();
+    bool ok() const { return m_ok; }
+
+private:
+    pid_t m_pid;
+    int   m_pipe;
+    bool  m_ok;
+};
+
+/* Controls the fake synDeviceGetInfo exported by the test binary */
+extern int fake_synapse_fd;      /* -1: "no device" */
+extern int fake_synapse_calls;
+
+} // namespace gaudi_unit
+
+/* First statement of a test that needs the emulator */
+#define GAUDI_UNIT_CHILD(...) \
+    switch (gaudi_unit::in_child(__VA_ARGS__)) { \
+    case gaudi_unit::IN_CHILD: \
+        break; \
+    case gaudi_unit::PARENT_SKIPPED: \
+        GTEST_SKIP() << "skipped in the child process"; \
+    default: \
+        return; \
+    }
+
+/* Checks that the fds of the child did not leak */
+class gaudi_test : public ::testing::Test {
+protected:
+    void SetUp() override;
+    void TearDown() override;
+    int  m_fds = -1;
+};
+
+#endif

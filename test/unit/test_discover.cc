@@ -1,0 +1,494 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * Discovery, GAUDI_MAPPING_TABLE from the environment, selection
+ * (UCX_GAUDI_*), ownership and sharing of the device context.
+ */
+
+#include "gaudi_unit.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using gaudi_unit::log_capture;
+
+namespace {
+typedef gaudi_test discover;
+typedef gaudi_test select_dev;
+typedef gaudi_test ownership;
+}
+
+
+TEST_F(discover, no_devices)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NUM_DEVICES", "0"}});
+    uct_gaudi_ctx_t *ctx;
+    log_capture log;
+
+    EXPECT_EQ(0u, uct_gaudi_devices()->count);
+    EXPECT_EQ(UCS_ERR_NO_DEVICE, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_EQ(UCS_ERR_NO_DEVICE, uct_gaudi_ctx_get(0, &ctx));
+    EXPECT_EQ(NULL, uct_gaudi_device_by_index(0));
+}
+
+TEST_F(discover, one_device)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NUM_DEVICES", "1"}});
+    const uct_gaudi_devices_t *devs = uct_gaudi_devices();
+
+    ASSERT_EQ(1u, devs->count);
+    const uct_gaudi_dev_info_t &d = devs->dev[0];
+    EXPECT_EQ(0, d.index);
+    EXPECT_EQ(0, d.minor);
+    EXPECT_STREQ("GAUDI_0", d.name);
+    EXPECT_STREQ("accel0", d.node_name);
+    EXPECT_EQ(UCT_GAUDI_ASIC_GAUDI2, d.asic);
+    EXPECT_EQ(GAUDI_HL_ABI_ACCEL, d.abi);
+    EXPECT_EQ((uint32_t)GAUDI_HL_DEVICE_STATUS_OPERATIONAL, d.status);
+    EXPECT_TRUE(d.has_bus_id);
+    EXPECT_STREQ("GAUDI2", d.device_type);
+    EXPECT_STREQ("operational", d.sysfs_status);
+    EXPECT_NE(0u, d.hw_ip.u61.dram_size);
+    EXPECT_NE(0u, d.hw_ip.u61.device_mem_alloc_default_page_size);
+    ASSERT_NE(UCS_SYS_DEVICE_ID_UNKNOWN, d.sys_dev);
+    EXPECT_STREQ("GAUDI_0", ucs_topo_sys_device_get_name(d.sys_dev));
+    /* cached: the same table every time */
+    EXPECT_EQ(devs, uct_gaudi_devices());
+}
+
+TEST_F(discover, eight_devices_mixed_asics)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NUM_DEVICES", "8"},
+                      {"HLSIM_MODULE_IDS", "3,2,1,0,7,6,5,4"},
+                      {"HLSIM_ASIC_2", "gaudi1"},
+                      {"HLSIM_ASIC_5", "gaudi3"}});
+    const uct_gaudi_devices_t *devs = uct_gaudi_devices();
+    static const uint32_t modules[] = {3, 2, 1, 0, 7, 6, 5, 4};
+    char name[16];
+
+    ASSERT_EQ(8u, devs->count);
+    for (int i = 0; i < 8; ++i) {
+        const uct_gaudi_dev_info_t &d = devs->dev[i];
+        snprintf(name, sizeof(name), "GAUDI_%d", i);
+        EXPECT_EQ(i, d.index);
+        EXPECT_EQ(i, d.minor);
+        EXPECT_EQ(modules[i], d.module_id);
+        EXPECT_STREQ(name, d.name);
+        EXPECT_STREQ(name, ucs_topo_sys_device_get_name(d.sys_dev));
+        for (int j = 0; j < i; ++j) {
+            EXPECT_STRNE(devs->dev[j].pci_addr, d.pci_addr);
+        }
+    }
+    EXPECT_EQ(UCT_GAUDI_ASIC_GAUDI1, devs->dev[2].asic);
+    EXPECT_EQ(UCT_GAUDI_ASIC_GAUDI3, devs->dev[5].asic);
+    EXPECT_EQ(UCT_GAUDI_ASIC_GAUDI2, devs->dev[7].asic);
+    EXPECT_EQ(&devs->dev[4], uct_gaudi_device_by_module_id(7));
+    EXPECT_EQ(&devs->dev[6], uct_gaudi_device_by_minor(6));
+}
+
+TEST_F(discover, legacy_nodes)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NODES", "legacy"}});
+    const uct_gaudi_devices_t *devs = uct_gaudi_devices();
+    uct_gaudi_ctx_t *ctx;
+
+    ASSERT_EQ(2u, devs->count);
+    EXPECT_STREQ("hl1", devs->dev[1].node_name);
+    EXPECT_EQ(GAUDI_HL_ABI_LEGACY, devs->dev[1].abi);
+    EXPECT_TRUE(devs->dev[1].has_bus_id);
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(1, &ctx));
+    EXPECT_STREQ("hl1", ctx->hl.name);
+    uct_gaudi_ctx_put(ctx);
+}
+
+TEST_F(discover, disabled_device_skipped)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NUM_DEVICES", "3"}});
+    ASSERT_EQ(0, gaudi_unit::hlsim_set_device_status(
+                      1, GAUDI_HL_DEVICE_STATUS_MALFUNCTION));
+    log_capture log;
+
+    /* control open of a disabled device fails with EPERM (facts 1.2) */
+    const uct_gaudi_devices_t *devs = uct_gaudi_devices();
+    ASSERT_EQ(2u, devs->count);
+    EXPECT_EQ(0, devs->dev[0].minor);
+    EXPECT_EQ(2, devs->dev[1].minor);
+    EXPECT_EQ(1, devs->dev[1].index);
+    EXPECT_NE("", log.find({"accel_controlD1", "skipped"})) << log.dump();
+}
+
+TEST_F(discover, mapping_table_from_env)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NUM_DEVICES", "3"}, {"HLSIM_MODULE_IDS",
+                                                   "10,11,12"}});
+    const uct_gaudi_dev_info_t *d;
+    const uct_gaudi_devices_t *devs;
+    char table[512];
+
+    /* learn the bus ids, then renumber with a table in a fresh discovery */
+    devs = uct_gaudi_devices();
+    ASSERT_EQ(3u, devs->count);
+    snprintf(table, sizeof(table),
+             "[{\"index\": 0, \"module_id\": 12, \"bus_id\": \"%s\"},"
+             " {\"index\": 2, \"module_id\": 10, \"bus_id\": \"%s\"},"
+             " {\"index\": 1, \"module_id\": 99, \"bus_id\": \"0000:ff:00.0\"}]",
+             devs->dev[2].pci_addr, devs->dev[0].pci_addr);
+    setenv("GAUDI_MAPPING_TABLE", table, 1);
+    uct_gaudi_devices_reset();
+
+    log_capture log;
+    devs = uct_gaudi_devices();
+    EXPECT_NE("", log.find({"GAUDI_MAPPING_TABLE", "entry 2", "no device"}))
+            << log.dump();
+    EXPECT_EQ(1u, log.count(UCS_LOG_LEVEL_WARN)) << log.dump();
+    ASSERT_EQ(3u, devs->count);
+    d = uct_gaudi_device_by_index(0);
+    ASSERT_NE(nullptr, d);
+    EXPECT_EQ(2, d->minor);
+    EXPECT_STREQ("GAUDI_0", d->name);
+    EXPECT_STREQ("GAUDI_0", ucs_topo_sys_device_get_name(d->sys_dev));
+    d = uct_gaudi_device_by_index(2);
+    ASSERT_NE(nullptr, d);
+    EXPECT_EQ(0, d->minor);
+    d = uct_gaudi_device_by_index(1); /* not in the valid part: next free */
+    ASSERT_NE(nullptr, d);
+    EXPECT_EQ(1, d->minor);
+
+    /* and the device selected by index 0 is the remapped one */
+    uct_gaudi_ctx_t *ctx;
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(0, &ctx));
+    EXPECT_STREQ("accel2", ctx->hl.name);
+    uct_gaudi_ctx_put(ctx);
+}
+
+TEST_F(discover, malformed_mapping_table_ignored)
+{
+    GAUDI_UNIT_CHILD({{"GAUDI_MAPPING_TABLE", "[{\"index\": 1,"}});
+    log_capture log;
+    const uct_gaudi_devices_t *devs = uct_gaudi_devices();
+
+    ASSERT_EQ(2u, devs->count);
+    EXPECT_EQ(0, devs->dev[0].minor);
+    EXPECT_EQ(1, devs->dev[1].minor);
+    EXPECT_NE("", log.find({"GAUDI_MAPPING_TABLE", "malformed JSON",
+                            "whole table is ignored"})) << log.dump();
+}
+
+
+TEST_F(select_dev, by_index)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NUM_DEVICES", "3"}, {"UCX_GAUDI_DEVICE", "2"}});
+    uct_gaudi_ctx_t *ctx;
+
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_EQ(2, ctx->info->index);
+    EXPECT_STREQ("accel2", ctx->hl.name);
+    EXPECT_STREQ("opened", ctx->source);
+    uct_gaudi_ctx_put(ctx);
+}
+
+TEST_F(select_dev, by_module_id)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NUM_DEVICES", "3"},
+                      {"HLSIM_MODULE_IDS", "5,9,7"},
+                      {"UCX_GAUDI_DEVICE", "module:7"}});
+    uct_gaudi_ctx_t *ctx;
+
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_EQ(7u, ctx->info->module_id);
+    EXPECT_EQ(2, ctx->info->minor);
+    uct_gaudi_ctx_put(ctx);
+}
+
+TEST_F(select_dev, by_local_rank)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NUM_DEVICES", "3"},
+                      {"OMPI_COMM_WORLD_LOCAL_RANK", "4"}});
+    uct_gaudi_ctx_t *ctx;
+
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_EQ(1, ctx->info->index); /* 4 % 3 */
+    uct_gaudi_ctx_put(ctx);
+}
+
+TEST_F(select_dev, by_local_rank_slurm_and_order)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NUM_DEVICES", "4"}, {"SLURM_LOCALID", "2"},
+                      {"LOCAL_RANK", "3"}});
+    uct_gaudi_ctx_t *ctx;
+
+    /* SLURM_LOCALID comes before LOCAL_RANK */
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_EQ(2, ctx->info->index);
+    uct_gaudi_ctx_put(ctx);
+}
+
+TEST_F(select_dev, bad_values)
+{
+    GAUDI_UNIT_CHILD();
+    uct_gaudi_ctx_t *ctx;
+
+    for (const char *value : {"x", "-1", "1x", "module:", "module:-2", ""}) {
+        log_capture log;
+        setenv("UCX_GAUDI_DEVICE", value, 1);
+        uct_gaudi_global_config_reset();
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_gaudi_ctx_get(-1, &ctx))
+                << value;
+        EXPECT_NE("", log.find({"invalid UCX_GAUDI_DEVICE"})) << log.dump();
+    }
+    for (const char *value : {"7", "module:42"}) {
+        log_capture log;
+        setenv("UCX_GAUDI_DEVICE", value, 1);
+        uct_gaudi_global_config_reset();
+        EXPECT_EQ(UCS_ERR_NO_DEVICE, uct_gaudi_ctx_get(-1, &ctx)) << value;
+        EXPECT_NE("", log.find({"UCX_GAUDI_DEVICE", value, "no such device"}))
+                << log.dump();
+    }
+}
+
+TEST_F(select_dev, busy_device_auto_picks_next_free)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NUM_DEVICES", "3"}});
+    gaudi_unit::node_holder other(0);
+    uct_gaudi_ctx_t *ctx;
+    log_capture log;
+
+    ASSERT_TRUE(other.ok());
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_EQ(1, ctx->info->minor);
+    EXPECT_EQ(0u, log.count(UCS_LOG_LEVEL_WARN)) << log.dump();
+    uct_gaudi_ctx_put(ctx);
+}
+
+TEST_F(select_dev, busy_device_explicit_gives_clear_error)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_DEVICE", "0"}});
+    gaudi_unit::node_holder other(0);
+    uct_gaudi_ctx_t *ctx;
+    log_capture log;
+
+    ASSERT_TRUE(other.ok());
+    const uct_gaudi_dev_info_t *d = uct_gaudi_device_by_index(0);
+    ASSERT_NE(nullptr, d);
+    EXPECT_EQ(UCS_ERR_BUSY, uct_gaudi_ctx_get(-1, &ctx));
+    std::string expect = std::string("gaudi GAUDI_0 (accel0, ") + d->pci_addr +
+                         "): device is busy, another process owns its "
+                         "compute context; set UCX_GAUDI_DEVICE or "
+                         "UCX_GAUDI_DEVICE_FD";
+    EXPECT_NE("", log.find({expect})) << log.dump();
+}
+
+TEST_F(select_dev, all_busy)
+{
+    GAUDI_UNIT_CHILD();
+    gaudi_unit::node_holder other0(0), other1(1);
+    uct_gaudi_ctx_t *ctx;
+    log_capture log;
+
+    ASSERT_TRUE(other0.ok() && other1.ok());
+    EXPECT_EQ(UCS_ERR_BUSY, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_NE("", log.find({"no free Gaudi device", "2 of 2 busy"}))
+            << log.dump();
+}
+
+TEST_F(select_dev, eagain_backoff_during_reset)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_DEVICE", "1"},
+                      {"UCX_GAUDI_OPEN_TIMEOUT", "5s"}});
+    uct_gaudi_ctx_t *ctx;
+    ucs_time_t start;
+
+    ASSERT_EQ(2u, uct_gaudi_devices()->count);
+    ASSERT_EQ(0, gaudi_unit::hlsim_reset_device(1, 300));
+    start = ucs_get_time();
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_GE(ucs_time_to_msec(ucs_get_time() - start), 200.0);
+    EXPECT_EQ(1, ctx->info->minor);
+    uct_gaudi_ctx_put(ctx);
+}
+
+TEST_F(select_dev, eagain_timeout)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_DEVICE", "0"},
+                      {"UCX_GAUDI_OPEN_TIMEOUT", "100ms"}});
+    uct_gaudi_ctx_t *ctx;
+    log_capture log;
+
+    ASSERT_EQ(2u, uct_gaudi_devices()->count);
+    ASSERT_EQ(0, gaudi_unit::hlsim_reset_device(0, 3000));
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_NE("", log.find({"gaudi GAUDI_0 (accel0", "still in reset",
+                            "UCX_GAUDI_OPEN_TIMEOUT"})) << log.dump();
+}
+
+TEST_F(select_dev, needs_reset_is_rejected)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_DEVICE", "0"}});
+    uct_gaudi_ctx_t *ctx;
+
+    ASSERT_EQ(2u, uct_gaudi_devices()->count);
+    ASSERT_EQ(0, gaudi_unit::hlsim_set_device_status(
+                      0, GAUDI_HL_DEVICE_STATUS_NEEDS_RESET));
+    log_capture log;
+    EXPECT_EQ(UCS_ERR_REJECTED, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_NE("", log.find({"GAUDI_0", "disabled or needs a reset"}))
+            << log.dump();
+}
+
+
+TEST_F(ownership, shared_refcounted_context)
+{
+    GAUDI_UNIT_CHILD();
+    uct_gaudi_ctx_t *a, *b, *c;
+    int fds = gaudi_unit::count_fds();
+
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &a));
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &b));
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(a->info->index, &c));
+    EXPECT_EQ(a, b);
+    EXPECT_EQ(a, c);
+    EXPECT_EQ(3u, a->refcount);
+    EXPECT_EQ(fds + 1, gaudi_unit::count_fds()) << "one fd per device";
+    uct_gaudi_ctx_put(c);
+    uct_gaudi_ctx_put(b);
+    EXPECT_EQ(fds + 1, gaudi_unit::count_fds());
+    uct_gaudi_ctx_put(a);
+    EXPECT_EQ(fds, gaudi_unit::count_fds()) << "last put closes the node";
+
+    /* opened again after the last put */
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &a));
+    uct_gaudi_ctx_put(a);
+}
+
+TEST_F(ownership, device_fd)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NUM_DEVICES", "3"}});
+    uct_gaudi_ctx_t *ctx, *ctx2;
+    char value[16];
+    int fd;
+
+    fd = open("/dev/accel/accel2", O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    snprintf(value, sizeof(value), "%d", fd);
+    setenv("UCX_GAUDI_DEVICE_FD", value, 1);
+    uct_gaudi_global_config_reset();
+
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_EQ(fd, ctx->hl.fd);
+    EXPECT_EQ(0, ctx->hl.owns_fd);
+    EXPECT_EQ(2, ctx->info->minor);
+    EXPECT_STREQ("UCX_GAUDI_DEVICE_FD", ctx->source);
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(2, &ctx2)); /* same device: shared */
+    EXPECT_EQ(ctx, ctx2);
+    uct_gaudi_ctx_put(ctx2);
+    uct_gaudi_ctx_put(ctx);
+    EXPECT_NE(-1, fcntl(fd, F_GETFD)) << "the application's fd was closed";
+    close(fd);
+}
+
+TEST_F(ownership, device_fd_conflicts_with_device)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_DEVICE", "0"}});
+    uct_gaudi_ctx_t *ctx;
+    char value[16];
+    log_capture log;
+    int fd;
+
+    fd = open("/dev/accel/accel1", O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    snprintf(value, sizeof(value), "%d", fd);
+    setenv("UCX_GAUDI_DEVICE_FD", value, 1);
+    uct_gaudi_global_config_reset();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_NE("", log.find({"UCX_GAUDI_DEVICE=0 selects GAUDI_0",
+                            "belongs to GAUDI_1"})) << log.dump();
+    close(fd);
+}
+
+TEST_F(ownership, device_fd_not_a_device)
+{
+    GAUDI_UNIT_CHILD();
+    uct_gaudi_ctx_t *ctx;
+    char value[16];
+    log_capture log;
+    int fd;
+
+    fd = open("/dev/accel/accel_controlD0", O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    snprintf(value, sizeof(value), "%d", fd);
+    setenv("UCX_GAUDI_DEVICE_FD", value, 1);
+    uct_gaudi_global_config_reset();
+    EXPECT_NE(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_NE("", log.find({"UCX_GAUDI_DEVICE_FD fd", "not a usable"}))
+            << log.dump();
+    close(fd);
+}
+
+TEST_F(ownership, synapse_fd_reused)
+{
+    GAUDI_UNIT_CHILD();
+    uct_gaudi_ctx_t *ctx;
+    int fd;
+
+    fd = open("/dev/accel/accel1", O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    gaudi_unit::fake_synapse_fd = fd;
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_GT(gaudi_unit::fake_synapse_calls, 0);
+    EXPECT_EQ(fd, ctx->hl.fd);
+    EXPECT_EQ(1, ctx->info->minor);
+    EXPECT_STREQ("SynapseAI", ctx->source);
+    uct_gaudi_ctx_put(ctx);
+    EXPECT_NE(-1, fcntl(fd, F_GETFD));
+    gaudi_unit::fake_synapse_fd = -1;
+    close(fd);
+}
+
+TEST_F(ownership, synapse_no_and_yes)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_SYNAPSE", "no"}});
+    uct_gaudi_ctx_t *ctx;
+    int fd;
+
+    fd = open("/dev/accel/accel1", O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    gaudi_unit::fake_synapse_fd = fd;
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx)); /* opens its own */
+    EXPECT_EQ(0, gaudi_unit::fake_synapse_calls);
+    EXPECT_EQ(0, ctx->info->minor);
+    uct_gaudi_ctx_put(ctx);
+    close(fd);
+
+    /* yes, but Synapse holds no device: a clear error */
+    gaudi_unit::fake_synapse_fd = -1;
+    setenv("UCX_GAUDI_SYNAPSE", "yes", 1);
+    uct_gaudi_global_config_reset();
+    log_capture log;
+    EXPECT_EQ(UCS_ERR_NO_DEVICE, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_NE("", log.find({"UCX_GAUDI_SYNAPSE=yes"})) << log.dump();
+}
+
+TEST_F(ownership, forked_child_does_not_reuse_parent_context)
+{
+    GAUDI_UNIT_CHILD();
+    uct_gaudi_ctx_t *ctx;
+    int status;
+    pid_t pid;
+
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    ASSERT_EQ(0, ctx->info->minor);
+    pid = fork();
+    if (pid == 0) {
+        uct_gaudi_ctx_t *child_ctx;
+        /* the parent owns accel0: the child selects the next free one */
+        int ok = (uct_gaudi_ctx_get(-1, &child_ctx) == UCS_OK) &&
+                 (child_ctx != ctx) && (child_ctx->info->minor == 1);
+        _exit(ok ? 0 : 1);
+    }
+    ASSERT_EQ(pid, waitpid(pid, &status, 0));
+    EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0)) << status;
+    uct_gaudi_ctx_put(ctx);
+}
