@@ -25,6 +25,7 @@
  * a device in reset are re-checked */
 #define UCT_GAUDI_DMA_WAIT_STEP_US   100000
 #define UCT_GAUDI_DMA_RETRY_SLEEP_US 1000
+#define UCT_GAUDI_DMA_BUSY_POLL_MS   10
 
 /* Piece sizes are rounded to this, so pieces of a split stay aligned */
 #define UCT_GAUDI_DMA_PIECE_ALIGN    4096
@@ -430,9 +431,18 @@ unsigned uct_gaudi_dma_progress(uct_gaudi_dma_t *dma, unsigned max)
     /* in submission order: stop at the first copy still running */
     while ((dma->count > 0) && (delivered < max)) {
         slot = &dma->slots[dma->head];
-        if ((slot->state == UCT_GAUDI_DMA_SLOT_INFLIGHT) &&
-            !uct_gaudi_dma_slot_poll(dma, slot, 0)) {
-            break;
+        if (slot->state == UCT_GAUDI_DMA_SLOT_INFLIGHT) {
+            if ((slot->busy_since != 0) &&
+                (ucs_get_time() - dma->last_busy_poll <
+                 ucs_time_from_msec(UCT_GAUDI_DMA_BUSY_POLL_MS))) {
+                break;   /* device in reset: poll it only now and then */
+            }
+            if (!uct_gaudi_dma_slot_poll(dma, slot, 0)) {
+                if (slot->busy_since != 0) {
+                    dma->last_busy_poll = ucs_get_time();
+                }
+                break;
+            }
         }
 
         /* pop before the callback: it may submit again */

@@ -79,6 +79,7 @@ struct uct_gaudi_dma {
     size_t                        kcb_map_size;
 
     int                           reset_logged;
+    ucs_time_t                    last_busy_poll; /* device in reset */
     char                          name[UCT_GAUDI_DMA_NAME_MAX];
 };
 

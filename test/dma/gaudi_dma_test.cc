@@ -1,0 +1,500 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * DMA engine tests (src/uct/gaudi/base/gaudi_dma*), run on the habanalabs
+ * emulator (test/hlsim) for the ASIC of HLSIM_ASIC: data read back and
+ * compared for every direction, sizes 1 B .. 64 MiB, unaligned offsets,
+ * multi-transfer copies, the in-flight window, faults, Gaudi3 refusal.
+ * Device memory is only ever touched by DMA: its addresses are never
+ * dereferenced here (the emulator's device VAs are non-canonical).
+ */
+
+#include <gtest/gtest.h>
+
+extern "C" {
+#include <uct/gaudi/base/gaudi_dma.h>
+#include <uct/gaudi/base/gaudi_dma_int.h>
+}
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+extern "C" {
+typedef int (*hlsim_fault_add_fn)(const char*, unsigned, int);
+typedef int (*hlsim_fault_clear_fn)(void);
+typedef int64_t (*hlsim_get_counter_fn)(int, int);
+}
+
+/* hlsim.h counters used here */
+enum {
+    CNT_OPEN_FDS     = 0,
+    CNT_CS_SUBMITTED = 2,
+    CNT_MAPPINGS     = 6
+};
+
+static void *hlsim_sym(const char *name)
+{
+    return dlsym(RTLD_DEFAULT, name);
+}
+
+static int64_t hlsim_counter(int counter)
+{
+    hlsim_get_counter_fn fn = (hlsim_get_counter_fn)
+                              hlsim_sym("hlsim_get_counter");
+    return (fn != NULL) ? fn(counter, 0) : -1;
+}
+
+static void hlsim_fault(const char *op, unsigned nth, int err)
+{
+    hlsim_fault_add_fn fn = (hlsim_fault_add_fn)hlsim_sym("hlsim_fault_add");
+    ASSERT_TRUE(fn != NULL);
+    ASSERT_EQ(0, fn(op, nth, err));
+}
+
+static int count_fds()
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n  = 0;
+
+    while (readdir(d) != NULL) {
+        ++n;
+    }
+    closedir(d);
+    return n;
+}
+
+
+/* GTEST_SKIP returns from the test body only when used in it */
+#define SKIP_GAUDI3() \
+    if (m_asic == UCT_GAUDI_ASIC_GAUDI3) { \
+        GTEST_SKIP() << "Gaudi3 offers no DMA engine"; \
+    }
+
+
+class dma_test : public ::testing::Test {
+protected:
+    static const size_t DEV_SIZE = 200ul << 20;
+
+    void SetUp() override {
+        ASSERT_TRUE(hlsim_sym("hlsim_root") != NULL)
+            << "run with LD_PRELOAD=libhlsim.so";
+        m_fds      = count_fds();
+        m_mappings = hlsim_counter(CNT_MAPPINGS);
+        ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(0, &m_ctx));
+        m_asic = m_ctx->info->asic;
+        if (m_asic == UCT_GAUDI_ASIC_GAUDI3) {
+            return;
+        }
+        uct_gaudi_dma_params_default(m_ctx, &m_params);
+        ASSERT_EQ(UCS_OK, uct_gaudi_dma_create(m_ctx, &m_params, &m_dma));
+        m_dev = dev_alloc(DEV_SIZE);
+    }
+
+    void TearDown() override {
+        hlsim_fault_clear_fn clear = (hlsim_fault_clear_fn)
+                                     hlsim_sym("hlsim_fault_clear");
+        if (clear != NULL) {
+            clear();
+        }
+        if (m_dma != NULL) {
+            uct_gaudi_dma_destroy(m_dma);
+        }
+        for (auto &m : m_host_maps) {
+            EXPECT_EQ(UCS_OK, uct_gaudi_hl_mem_unmap(&m_ctx->hl, m.second));
+        }
+        if (m_dev_va != 0) {
+            EXPECT_EQ(UCS_OK, uct_gaudi_hl_mem_unmap(&m_ctx->hl, m_dev_va));
+            EXPECT_EQ(UCS_OK, uct_gaudi_hl_mem_free(&m_ctx->hl, m_dev_handle));
+        }
+        if (m_ctx != NULL) {
+            uct_gaudi_ctx_put(m_ctx);
+        }
+        /* leak-free: no emulated mapping and no fd left behind */
+        EXPECT_EQ(m_mappings, hlsim_counter(CNT_MAPPINGS));
+        EXPECT_EQ(m_fds, count_fds());
+    }
+
+
+    /* DMA address of @a size bytes of device memory (facts 3.2, 5.3) */
+    uint64_t dev_alloc(size_t size) {
+        const struct hl_info_hw_ip_info *hw = &m_ctx->info->hw_ip.u61;
+
+        if (m_asic == UCT_GAUDI_ASIC_GAUDI1) {
+            /* no DRAM MMU: user space owns the physical user range */
+            EXPECT_GE(hw->dram_size, size);
+            return hw->dram_base_address;
+        }
+        EXPECT_EQ(UCS_OK, uct_gaudi_hl_mem_alloc(&m_ctx->hl, size, 0,
+                                                 &m_dev_handle));
+        EXPECT_EQ(UCS_OK, uct_gaudi_hl_mem_map_device(&m_ctx->hl,
+                                                      m_dev_handle, 0,
+                                                      &m_dev_va));
+        return m_dev_va;
+    }
+
+    /* A host buffer mapped to the device: DMA address of its first byte */
+    uint64_t host_map(std::vector<uint8_t> &buf) {
+        uint64_t va = 0;
+
+        EXPECT_EQ(UCS_OK, uct_gaudi_hl_mem_map_host(&m_ctx->hl, buf.data(),
+                                                    buf.size(), 0, &va));
+        m_host_maps.push_back(std::make_pair(buf.data(), va));
+        return va;
+    }
+
+    static void fill(std::vector<uint8_t> &buf, unsigned seed) {
+        std::mt19937 gen(seed);
+        for (auto &b : buf) {
+            b = (uint8_t)gen();
+        }
+    }
+
+    /* Wait for @a done, driving progress (no timing assertion) */
+    void progress_until(const int &done) {
+        for (int i = 0; !done && (i < 100000000); ++i) {
+            uct_gaudi_dma_progress(m_dma, 64);
+        }
+        ASSERT_TRUE(done) << "copy never completed";
+    }
+
+    struct comp {
+        int          done   = 0;
+        ucs_status_t status = UCS_ERR_LAST;
+    };
+
+    static void comp_cb(void *arg, ucs_status_t status) {
+        comp *c   = (comp*)arg;
+        c->status = status;
+        c->done   = 1;
+    }
+
+    /* Async copy, waited for: the status of its completion */
+    ucs_status_t copy_async(const uct_gaudi_dma_xfer_t *x, unsigned n) {
+        comp c;
+        ucs_status_t status;
+
+        do {
+            status = uct_gaudi_dma_submit(m_dma, x, n, "test", comp_cb, &c);
+            if (status == UCS_ERR_NO_RESOURCE) {
+                uct_gaudi_dma_progress(m_dma, 64);
+            }
+        } while (status == UCS_ERR_NO_RESOURCE);
+        if (status != UCS_INPROGRESS) {
+            return status;
+        }
+        progress_until(c.done);
+        return c.status;
+    }
+
+    ucs_status_t copy1(uint64_t src, uint64_t dst, size_t len, bool async) {
+        uct_gaudi_dma_xfer_t x = { src, dst, len };
+        return async ? copy_async(&x, 1) : uct_gaudi_dma_copy(m_dma, &x, 1,
+                                                               "test");
+    }
+
+    /* host -> dev -> dev -> host, compared */
+    void roundtrip(size_t size, size_t hoff, size_t doff, bool async) {
+        std::vector<uint8_t> src(size + hoff), dst(size + hoff + 1, 0);
+        uint64_t s = host_map(src), d = host_map(dst);
+        uint64_t a = m_dev + doff, b = m_dev + DEV_SIZE / 2 + (doff ^ 5);
+
+        ASSERT_LE(size + 8, DEV_SIZE / 2);
+        fill(src, (unsigned)size);
+        ASSERT_EQ(UCS_OK, copy1(s + hoff, a, size, async));     /* H2D */
+        ASSERT_EQ(UCS_OK, copy1(a, b, size, async));            /* D2D */
+        ASSERT_EQ(UCS_OK, copy1(b, d + hoff + 1, size, async)); /* D2H */
+        ASSERT_EQ(0, memcmp(src.data() + hoff, dst.data() + hoff + 1, size))
+            << "size " << size << " host offset " << hoff << " dev offset "
+            << doff;
+        unmap_all();
+    }
+
+    void unmap_all() {
+        for (auto &m : m_host_maps) {
+            EXPECT_EQ(UCS_OK, uct_gaudi_hl_mem_unmap(&m_ctx->hl, m.second));
+        }
+        m_host_maps.clear();
+    }
+
+    uct_gaudi_ctx_t        *m_ctx  = NULL;
+    uct_gaudi_dma_t        *m_dma  = NULL;
+    uct_gaudi_asic_t       m_asic  = UCT_GAUDI_ASIC_UNKNOWN;
+    uct_gaudi_dma_params_t m_params;
+    uint64_t               m_dev        = 0;
+    uint64_t               m_dev_va     = 0;
+    uint64_t               m_dev_handle = 0;
+    int                    m_fds        = 0;
+    int64_t                m_mappings   = 0;
+    std::vector<std::pair<void*, uint64_t>> m_host_maps;
+};
+
+
+TEST_F(dma_test, asic_support) {
+    const char *reason = NULL;
+    ucs_status_t status = uct_gaudi_dma_check(m_ctx, &reason);
+
+    if (m_asic == UCT_GAUDI_ASIC_GAUDI3) {
+        uct_gaudi_dma_t *dma;
+
+        EXPECT_EQ(UCS_ERR_UNSUPPORTED, status);
+        ASSERT_TRUE(reason != NULL);
+        EXPECT_TRUE(strstr(reason, "Gaudi3") != NULL) << reason;
+        uct_gaudi_dma_params_default(m_ctx, &m_params);
+        EXPECT_EQ(UCS_ERR_UNSUPPORTED,
+                  uct_gaudi_dma_create(m_ctx, &m_params, &dma));
+        return;
+    }
+
+    EXPECT_EQ(UCS_OK, status);
+    /* the ring respects the driver's in-flight window (facts 5.2) */
+    if (m_asic == UCT_GAUDI_ASIC_GAUDI2) {
+        EXPECT_EQ(3u, m_dma->num_queues);
+        EXPECT_LT(m_dma->num_slots, (unsigned)GAUDI_HL_GAUDI2_MAX_PENDING_CS);
+    } else {
+        EXPECT_EQ(4u, m_dma->num_queues);
+        EXPECT_LT(m_dma->num_slots, (unsigned)GAUDI_HL_GAUDI1_MAX_PENDING_CS);
+    }
+}
+
+TEST_F(dma_test, packets) {
+    uint8_t buf[GAUDI_PKT_SIZE_LIN_DMA];
+    gaudi_pkt_lin_dma_t pkt;
+
+    gaudi_pkt_lin_dma_encode(buf, GAUDI_PKT_GEN_GAUDI1, 0x1000, 0x20000000,
+                             77, 0);
+    memcpy(&pkt, buf, sizeof(pkt));
+    EXPECT_EQ(77u, pkt.tsize);
+    EXPECT_EQ((unsigned)GAUDI_PKT_LIN_DMA, gaudi_pkt_opcode(pkt.ctl));
+    EXPECT_TRUE(pkt.ctl & GAUDI_PKT_LIN_DMA_LIN);
+    EXPECT_TRUE(pkt.ctl & GAUDI_PKT_CTL_RB);
+    EXPECT_EQ(0x1000u, pkt.src_addr);
+    EXPECT_EQ(0x20000000u, pkt.dst_addr);
+
+    gaudi_pkt_lin_dma_encode(buf, GAUDI_PKT_GEN_GAUDI2, 1, 2, 3, 1);
+    memcpy(&pkt, buf, sizeof(pkt));
+    EXPECT_FALSE(pkt.ctl & GAUDI_PKT_LIN_DMA_LIN);
+    EXPECT_TRUE(pkt.ctl & GAUDI_PKT_CTL_EB);
+    EXPECT_TRUE(pkt.ctl & GAUDI_PKT_CTL_MB);
+
+    gaudi_pkt_nop_encode(buf, 1);
+    memcpy(&pkt.tsize, buf, 8);
+    EXPECT_EQ((unsigned)GAUDI_PKT_NOP, gaudi_pkt_opcode(pkt.ctl));
+    EXPECT_TRUE(pkt.ctl & GAUDI_PKT_CTL_EB);
+}
+
+TEST_F(dma_test, sizes_sync) {
+    SKIP_GAUDI3();
+    for (size_t size : { 1ul, 2ul, 7ul, 64ul, 4095ul, 4096ul, 65537ul,
+                         (1ul << 20) + 3, 4ul << 20 }) {
+        roundtrip(size, 0, 0, false);
+    }
+}
+
+TEST_F(dma_test, sizes_async) {
+    SKIP_GAUDI3();
+    for (size_t size : { 1ul, 3ul, 4097ul, 300000ul, (4ul << 20) + 1,
+                         (16ul << 20) + 5, 64ul << 20 }) {
+        roundtrip(size, 0, 0, true);
+    }
+}
+
+TEST_F(dma_test, unaligned) {
+    SKIP_GAUDI3();
+    for (size_t hoff = 0; hoff < 8; hoff += 3) {
+        for (size_t doff = 1; doff < 8; doff += 2) {
+            roundtrip(1000 + hoff * 7 + doff, hoff, doff, (hoff & 1) != 0);
+        }
+    }
+    roundtrip((3ul << 20) + 11, 5, 3, true);   /* split and unaligned */
+}
+
+TEST_F(dma_test, multi_xfer) {
+    SKIP_GAUDI3();
+    const unsigned n = 9;
+    std::vector<uint8_t> src(n * 10000), dst(n * 10000, 0);
+    uint64_t s = host_map(src), d = host_map(dst);
+    uct_gaudi_dma_xfer_t x[n];
+    unsigned i;
+
+    fill(src, 42);
+    /* gather: the pieces go to the device in reverse order */
+    for (i = 0; i < n; ++i) {
+        x[i] = { s + i * 10000, m_dev + (n - 1 - i) * 10000 + 1, 10000 - i };
+    }
+    ASSERT_EQ(UCS_OK, copy_async(x, n));
+    for (i = 0; i < n; ++i) {
+        x[i] = { m_dev + (n - 1 - i) * 10000 + 1, d + i * 10000, 10000 - i };
+    }
+    ASSERT_EQ(UCS_OK, uct_gaudi_dma_copy(m_dma, x, n, "test"));
+    for (i = 0; i < n; ++i) {
+        EXPECT_EQ(0, memcmp(&src[i * 10000], &dst[i * 10000], 10000 - i))
+            << "transfer " << i;
+    }
+
+    /* zero-length transfers are no-ops */
+    x[0].length = 0;
+    EXPECT_EQ(UCS_OK, uct_gaudi_dma_submit(m_dma, x, 1, "test", comp_cb,
+                                           NULL));
+}
+
+TEST_F(dma_test, short_bounce) {
+    SKIP_GAUDI3();
+    for (size_t size : { 1ul, 8ul, 4093ul, m_params.bounce_size,
+                         3 * m_params.bounce_size + 17 }) {
+        std::vector<uint8_t> src(size), dst(size, 0);
+
+        fill(src, (unsigned)size);
+        ASSERT_EQ(UCS_OK, uct_gaudi_dma_short(m_dma, 1, src.data(),
+                                              m_dev + 3, size, "put_short"));
+        ASSERT_EQ(UCS_OK, uct_gaudi_dma_short(m_dma, 0, dst.data(),
+                                              m_dev + 3, size, "get_short"));
+        ASSERT_EQ(src, dst) << "size " << size;
+    }
+}
+
+/* More copies than the in-flight window: NO_RESOURCE, then all complete */
+TEST_F(dma_test, many_outstanding) {
+    SKIP_GAUDI3();
+    const unsigned n = 3 * m_dma->num_slots + 10, len = 4096;
+    std::vector<uint8_t> src(n * len), dst(n * len, 0);
+    uint64_t s = host_map(src), d = host_map(dst);
+    std::vector<comp> comps(n);
+    unsigned i, no_resource = 0;
+    ucs_status_t status;
+
+    fill(src, 7);
+    for (i = 0; i < n; ++i) {
+        uct_gaudi_dma_xfer_t x = { s + i * len, m_dev + i * len, len };
+        while ((status = uct_gaudi_dma_submit(m_dma, &x, 1, "test", comp_cb,
+                                              &comps[i])) ==
+               UCS_ERR_NO_RESOURCE) {
+            ++no_resource;
+            /* the window is full exactly when the ring says so */
+            EXPECT_FALSE(uct_gaudi_dma_can_submit(m_dma));
+            uct_gaudi_dma_progress(m_dma, 1);
+        }
+        ASSERT_EQ(UCS_INPROGRESS, status);
+        EXPECT_LE(uct_gaudi_dma_inflight(m_dma), m_dma->num_slots);
+    }
+    EXPECT_GT(no_resource, 0u);
+    for (i = 0; i < n; ++i) {
+        progress_until(comps[i].done);
+        EXPECT_EQ(UCS_OK, comps[i].status);
+    }
+    EXPECT_EQ(0u, uct_gaudi_dma_inflight(m_dma));
+    ASSERT_EQ(UCS_OK, copy1(m_dev, d, n * len, true));
+    EXPECT_EQ(src, dst);
+}
+
+/* A synchronous copy while the async ring is full still goes through */
+TEST_F(dma_test, sync_with_full_ring) {
+    SKIP_GAUDI3();
+    std::vector<comp> comps(m_dma->num_slots);
+    uint8_t a[64], b[64];
+    unsigned i;
+
+    memset(a, 0x5a, sizeof(a));
+    for (i = 0; i < m_dma->num_slots; ++i) {
+        uct_gaudi_dma_xfer_t x = { m_dev + (1 << 20), m_dev + (2 << 20),
+                                   1 << 16 };
+        ASSERT_EQ(UCS_INPROGRESS, uct_gaudi_dma_submit(m_dma, &x, 1, "test",
+                                                       comp_cb, &comps[i]));
+    }
+    EXPECT_FALSE(uct_gaudi_dma_can_submit(m_dma));
+    ASSERT_EQ(UCS_OK, uct_gaudi_dma_short(m_dma, 1, a, m_dev, 64, "put"));
+    ASSERT_EQ(UCS_OK, uct_gaudi_dma_short(m_dma, 0, b, m_dev, 64, "get"));
+    EXPECT_EQ(0, memcmp(a, b, 64));
+    /* the sync copies did not deliver async completions */
+    for (i = 0; i < m_dma->num_slots; ++i) {
+        EXPECT_FALSE(comps[i].done);
+    }
+    for (i = 0; i < m_dma->num_slots; ++i) {
+        progress_until(comps[i].done);
+        EXPECT_EQ(UCS_OK, comps[i].status);
+    }
+}
+
+TEST_F(dma_test, bad_input) {
+    SKIP_GAUDI3();
+    std::vector<uct_gaudi_dma_xfer_t> x(uct_gaudi_dma_max_xfers(m_dma) + 1,
+                                        { m_dev, m_dev + 4096, 1 });
+    int64_t submitted = hlsim_counter(CNT_CS_SUBMITTED);
+
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+              uct_gaudi_dma_submit(m_dma, x.data(), x.size(), "test",
+                                   comp_cb, NULL));
+    x[0].length = UCT_GAUDI_DMA_MAX_COPY + 1;
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+              uct_gaudi_dma_copy(m_dma, x.data(), 1, "test"));
+    /* nothing reached the device */
+    EXPECT_EQ(submitted, hlsim_counter(CNT_CS_SUBMITTED));
+}
+
+/* CS EAGAIN: flow control, the next submit works */
+TEST_F(dma_test, fault_cs_eagain) {
+    SKIP_GAUDI3();
+    uct_gaudi_dma_xfer_t x = { m_dev, m_dev + 8192, 4096 };
+    comp c;
+
+    hlsim_fault("cs", 1, EAGAIN);
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE,
+              uct_gaudi_dma_submit(m_dma, &x, 1, "test", comp_cb, &c));
+    EXPECT_EQ(0u, uct_gaudi_dma_inflight(m_dma));
+    EXPECT_EQ(UCS_OK, copy_async(&x, 1));
+
+    /* a synchronous copy retries EAGAIN by itself */
+    hlsim_fault("cs", 1, EAGAIN);
+    EXPECT_EQ(UCS_OK, uct_gaudi_dma_copy(m_dma, &x, 1, "test"));
+}
+
+/* DMA error: the copy completes with an error, the engine still works */
+TEST_F(dma_test, fault_dma_error) {
+    SKIP_GAUDI3();
+    hlsim_fault("dma_error", 1, EIO);
+    EXPECT_EQ(UCS_ERR_IO_ERROR, copy1(m_dev, m_dev + 4096, 100, true));
+    hlsim_fault("dma_error", 1, EIO);
+    EXPECT_EQ(UCS_ERR_IO_ERROR, copy1(m_dev, m_dev + 4096, 100, false));
+    roundtrip(5000, 1, 2, true);
+}
+
+TEST_F(dma_test, fault_cs_timeout) {
+    SKIP_GAUDI3();
+    hlsim_fault("cs_timeout", 1, ETIMEDOUT);
+    EXPECT_EQ(UCS_ERR_TIMED_OUT, copy1(m_dev, m_dev + 4096, 100, true));
+    hlsim_fault("cs_timeout", 1, ETIMEDOUT);
+    EXPECT_EQ(UCS_ERR_TIMED_OUT, copy1(m_dev, m_dev + 4096, 100, false));
+    roundtrip(5000, 0, 0, false);
+}
+
+/* Device reset: in-flight copies fail, the engine works after recovery */
+TEST_F(dma_test, fault_reset) {
+    SKIP_GAUDI3();
+    uct_gaudi_dma_xfer_t x = { m_dev, m_dev + (8 << 20), 4 << 20 };
+    comp c[2];
+
+    hlsim_fault("reset", 1, EIO);
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_gaudi_dma_submit(m_dma, &x, 1, "test", comp_cb, &c[0]));
+    /* device in reset: a new copy is deferred, not failed */
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE,
+              uct_gaudi_dma_submit(m_dma, &x, 1, "test", comp_cb, &c[1]));
+    progress_until(c[0].done);
+    EXPECT_EQ(UCS_ERR_IO_ERROR, c[0].status);
+    /* a synchronous copy waits for the end of the reset */
+    roundtrip(70000, 3, 1, false);
+    roundtrip(70000, 3, 1, true);
+}
+
+
+int main(int argc, char **argv)
+{
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}
