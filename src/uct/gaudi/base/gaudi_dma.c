@@ -612,11 +612,29 @@ ucs_status_t uct_gaudi_dma_copy(uct_gaudi_dma_t *dma,
     return uct_gaudi_dma_sync_run(dma, xfers, count, name);
 }
 
+void *uct_gaudi_dma_bounce(const uct_gaudi_dma_t *dma, size_t *size_p)
+{
+    *size_p = dma->params.bounce_size;
+    return dma->bounce;
+}
+
+ucs_status_t uct_gaudi_dma_bounce_copy(uct_gaudi_dma_t *dma, int to_device,
+                                       uint64_t dma_addr, size_t length,
+                                       const char *name)
+{
+    uct_gaudi_dma_xfer_t xfer;
+
+    ucs_assert(length <= dma->params.bounce_size);
+    xfer.src    = to_device ? dma->bounce_dma : dma_addr;
+    xfer.dst    = to_device ? dma_addr : dma->bounce_dma;
+    xfer.length = length;
+    return uct_gaudi_dma_sync_run(dma, &xfer, 1, name);
+}
+
 ucs_status_t uct_gaudi_dma_short(uct_gaudi_dma_t *dma, int to_device,
                                  void *host, uint64_t dma_addr,
                                  size_t length, const char *name)
 {
-    uct_gaudi_dma_xfer_t xfer;
     ucs_status_t status;
     size_t off, len;
 
@@ -626,15 +644,10 @@ ucs_status_t uct_gaudi_dma_short(uct_gaudi_dma_t *dma, int to_device,
         len = ucs_min(length - off, dma->params.bounce_size);
         if (to_device) {
             memcpy(dma->bounce, UCS_PTR_BYTE_OFFSET(host, off), len);
-            xfer.src = dma->bounce_dma;
-            xfer.dst = dma_addr + off;
-        } else {
-            xfer.src = dma_addr + off;
-            xfer.dst = dma->bounce_dma;
         }
-        xfer.length = len;
 
-        status = uct_gaudi_dma_sync_run(dma, &xfer, 1, name);
+        status = uct_gaudi_dma_bounce_copy(dma, to_device, dma_addr + off,
+                                           len, name);
         if (status != UCS_OK) {
             return status;
         }
@@ -650,14 +663,14 @@ ucs_status_t uct_gaudi_dma_short(uct_gaudi_dma_t *dma, int to_device,
 
 /* Teardown */
 
-/* Wait for every CS still in flight; 1 if all are done */
-static int uct_gaudi_dma_drain(uct_gaudi_dma_t *dma)
+/* Wait for every CS still in flight (slots [0, @a num)); 1 if all done */
+static int uct_gaudi_dma_drain(uct_gaudi_dma_t *dma, unsigned num)
 {
     ucs_time_t deadline = uct_gaudi_dma_deadline(dma);
     uct_gaudi_dma_slot_t *slot;
     unsigned i;
 
-    for (i = 0; i <= dma->num_slots; i++) {
+    for (i = 0; i < num; i++) {
         slot = &dma->slots[i];
         while (slot->state == UCT_GAUDI_DMA_SLOT_INFLIGHT) {
             if (ucs_get_time() >= deadline) {
@@ -674,6 +687,17 @@ static int uct_gaudi_dma_drain(uct_gaudi_dma_t *dma)
     return 1;
 }
 
+ucs_status_t uct_gaudi_dma_quiesce(uct_gaudi_dma_t *dma)
+{
+    if ((dma->count > 0) && !uct_gaudi_dma_drain(dma, dma->num_slots)) {
+        ucs_error("%s: DMA copies still running after %.0f s", dma->name,
+                  dma->params.sync_timeout);
+        return UCS_ERR_TIMED_OUT;
+    }
+
+    return UCS_OK;
+}
+
 void uct_gaudi_dma_destroy(uct_gaudi_dma_t *dma)
 {
     if (dma->count > 0) {
@@ -681,7 +705,7 @@ void uct_gaudi_dma_destroy(uct_gaudi_dma_t *dma)
                   dma->name, dma->count);
     }
 
-    if (!uct_gaudi_dma_drain(dma)) {
+    if (!uct_gaudi_dma_drain(dma, dma->num_slots + 1)) {
         /* the device may still read the CBs and bounce buffer: leak them
          * rather than let it read freed memory (facts 5.4) */
         ucs_error("%s: DMA copies still running at close, their command "

@@ -131,6 +131,23 @@ ucs_status_t uct_gaudi_dma_short(uct_gaudi_dma_t *dma, int to_device,
                                  void *host, uint64_t dma_addr,
                                  size_t length, const char *name);
 
+/**
+ * The engine's pre-mapped host bounce buffer (for bcopy: pack into it,
+ * then uct_gaudi_dma_bounce_copy); valid until the next synchronous copy.
+ */
+void *uct_gaudi_dma_bounce(const uct_gaudi_dma_t *dma, size_t *size_p);
+
+/* Synchronous copy between the bounce buffer and @a dma_addr */
+ucs_status_t uct_gaudi_dma_bounce_copy(uct_gaudi_dma_t *dma, int to_device,
+                                       uint64_t dma_addr, size_t length,
+                                       const char *name);
+
+/**
+ * Wait until every asynchronous copy submitted so far is done on the
+ * device (for fences); their callbacks still run from progress.
+ */
+ucs_status_t uct_gaudi_dma_quiesce(uct_gaudi_dma_t *dma);
+
 /* Largest number of transfers one submit accepts */
 unsigned uct_gaudi_dma_max_xfers(const uct_gaudi_dma_t *dma);
 

@@ -1,5 +1,11 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * gaudi_cpy ep: data operations. Buffers become DMA addresses through the
+ * MD contract (gaudi_copy_md.h); device addresses are never dereferenced.
+ * - short, bcopy: synchronous; host buffers go through the engine's
+ *   pre-mapped bounce buffer (no registration, no lookup on the hot path);
+ * - zcopy: asynchronous, one CS per operation, completed from progress.
  */
 
 #ifdef HAVE_CONFIG_H
@@ -9,7 +15,12 @@
 #include "gaudi_copy_ep.h"
 #include "gaudi_copy_iface.h"
 
+#include <uct/base/uct_iov.inl>
+#include <ucs/debug/log.h>
+#include <ucs/profile/profile.h>
 #include <ucs/type/class.h>
+#include <inttypes.h>
+#include <string.h>
 
 
 static UCS_CLASS_INIT_FUNC(uct_gaudi_copy_ep_t, const uct_ep_params_t *params)
@@ -19,13 +30,428 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_copy_ep_t, const uct_ep_params_t *params)
 
     UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+    self->num_pending = 0;
     return UCS_OK;
 }
 
 static UCS_CLASS_CLEANUP_FUNC(uct_gaudi_copy_ep_t)
 {
+    uct_gaudi_copy_ep_pending_purge(&self->super.super, NULL, NULL);
 }
 
 UCS_CLASS_DEFINE(uct_gaudi_copy_ep_t, uct_base_ep_t)
 UCS_CLASS_DEFINE_NEW_FUNC(uct_gaudi_copy_ep_t, uct_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DEFINE_DELETE_FUNC(uct_gaudi_copy_ep_t, uct_ep_t);
+
+
+static UCS_F_ALWAYS_INLINE uct_gaudi_copy_iface_t *
+uct_gaudi_copy_ep_iface(uct_ep_h tl_ep)
+{
+    return ucs_derived_of(tl_ep->iface, uct_gaudi_copy_iface_t);
+}
+
+/* Gaudi memory is told by its first byte; resolving checks the range */
+static UCS_F_ALWAYS_INLINE int
+uct_gaudi_copy_is_dev(uct_gaudi_copy_iface_t *iface, const void *ptr)
+{
+    return uct_gaudi_copy_md_is_device_mem(iface->md, ptr, 1);
+}
+
+/* The remote range must be covered by @a rkey of this device */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_gaudi_copy_check_rkey(uct_gaudi_copy_iface_t *iface, uct_rkey_t rkey,
+                          uint64_t remote_addr, size_t length)
+{
+    if ((rkey == UCT_INVALID_RKEY) || (length == 0)) {
+        return UCS_OK;
+    }
+
+    return uct_gaudi_copy_rkey_check(iface->md, rkey, remote_addr, length);
+}
+
+/* DMA address of a device range (no registration is taken) */
+static ucs_status_t uct_gaudi_copy_dev_addr(uct_gaudi_copy_iface_t *iface,
+                                            const void *ptr, size_t length,
+                                            uint64_t *dma_addr)
+{
+    uct_gaudi_copy_dma_ref_t ref;
+    ucs_status_t status;
+
+    status = uct_gaudi_copy_md_dma_resolve(iface->md, ptr, length,
+                                           UCT_MEM_HANDLE_NULL, &ref);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    ucs_assert(ref.region == NULL);
+    *dma_addr = ref.dma_addr;
+    return UCS_OK;
+}
+
+/*
+ * Synchronous copy of @a length bytes from @a src to @a dst, either of
+ * which may be Gaudi memory: device<->device by DMA, host<->device through
+ * the bounce buffer, host<->host by memcpy.
+ */
+static ucs_status_t uct_gaudi_copy_sync(uct_gaudi_copy_iface_t *iface,
+                                        void *dst, const void *src,
+                                        size_t length, const char *name)
+{
+    int src_dev = uct_gaudi_copy_is_dev(iface, src);
+    int dst_dev = uct_gaudi_copy_is_dev(iface, dst);
+    uct_gaudi_dma_xfer_t xfer;
+    ucs_status_t status;
+
+    if (ucs_unlikely(length == 0)) {
+        return UCS_OK;
+    } else if (!src_dev && !dst_dev) {
+        memcpy(dst, src, length);
+        return UCS_OK;
+    }
+
+    status = uct_gaudi_copy_iface_fence_wait(iface);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (src_dev) {
+        status = uct_gaudi_copy_dev_addr(iface, src, length, &xfer.src);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    if (dst_dev) {
+        status = uct_gaudi_copy_dev_addr(iface, dst, length, &xfer.dst);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    if (src_dev && dst_dev) {
+        xfer.length = length;
+        return uct_gaudi_dma_copy(iface->dma, &xfer, 1, name);
+    } else if (dst_dev) {
+        return uct_gaudi_dma_short(iface->dma, 1, (void*)src, xfer.dst,
+                                   length, name);
+    } else {
+        return uct_gaudi_dma_short(iface->dma, 0, dst, xfer.src, length,
+                                   name);
+    }
+}
+
+UCS_PROFILE_FUNC(ucs_status_t, uct_gaudi_copy_ep_put_short,
+                 (tl_ep, buffer, length, remote_addr, rkey),
+                 uct_ep_h tl_ep, const void *buffer, unsigned length,
+                 uint64_t remote_addr, uct_rkey_t rkey)
+{
+    uct_gaudi_copy_iface_t *iface = uct_gaudi_copy_ep_iface(tl_ep);
+    ucs_status_t status;
+
+    status = uct_gaudi_copy_check_rkey(iface, rkey, remote_addr, length);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_copy_sync(iface, (void*)remote_addr, buffer, length,
+                                 "put_short");
+    UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), PUT, SHORT,
+                      length);
+    ucs_trace_data("PUT_SHORT size %u from %p to 0x%" PRIx64 ": %s", length,
+                   buffer, remote_addr, ucs_status_string(status));
+    return status;
+}
+
+UCS_PROFILE_FUNC(ucs_status_t, uct_gaudi_copy_ep_get_short,
+                 (tl_ep, buffer, length, remote_addr, rkey),
+                 uct_ep_h tl_ep, void *buffer, unsigned length,
+                 uint64_t remote_addr, uct_rkey_t rkey)
+{
+    uct_gaudi_copy_iface_t *iface = uct_gaudi_copy_ep_iface(tl_ep);
+    ucs_status_t status;
+
+    status = uct_gaudi_copy_check_rkey(iface, rkey, remote_addr, length);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_copy_sync(iface, buffer, (void*)remote_addr, length,
+                                 "get_short");
+    UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), GET, SHORT,
+                      length);
+    ucs_trace_data("GET_SHORT size %u from 0x%" PRIx64 " to %p: %s", length,
+                   remote_addr, buffer, ucs_status_string(status));
+    return status;
+}
+
+ssize_t uct_gaudi_copy_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                                    void *arg, uint64_t remote_addr,
+                                    uct_rkey_t rkey)
+{
+    uct_gaudi_copy_iface_t *iface = uct_gaudi_copy_ep_iface(tl_ep);
+    uint64_t dma_addr;
+    ucs_status_t status;
+    size_t length, size;
+    void *bounce;
+
+    /* pack straight into the pre-mapped bounce buffer */
+    bounce = uct_gaudi_dma_bounce(iface->dma, &size);
+    length = pack_cb(bounce, arg);
+    ucs_assert(length <= size);
+
+    status = uct_gaudi_copy_check_rkey(iface, rkey, remote_addr, length);
+    if ((status != UCS_OK) || (length == 0)) {
+        goto out;
+    }
+
+    if (!uct_gaudi_copy_is_dev(iface, (void*)remote_addr)) {
+        memcpy((void*)remote_addr, bounce, length);
+        goto out;
+    }
+
+    status = uct_gaudi_copy_iface_fence_wait(iface);
+    if (status != UCS_OK) {
+        goto out;
+    }
+
+    status = uct_gaudi_copy_dev_addr(iface, (void*)remote_addr, length,
+                                     &dma_addr);
+    if (status == UCS_OK) {
+        status = uct_gaudi_dma_bounce_copy(iface->dma, 1, dma_addr, length,
+                                           "put_bcopy");
+    }
+
+out:
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, ucs_derived_of(tl_ep, uct_base_ep_t),
+                                 PUT, BCOPY, length);
+    return (status == UCS_OK) ? (ssize_t)length : (ssize_t)status;
+}
+
+ucs_status_t uct_gaudi_copy_ep_get_bcopy(uct_ep_h tl_ep,
+                                         uct_unpack_callback_t unpack_cb,
+                                         void *arg, size_t length,
+                                         uint64_t remote_addr, uct_rkey_t rkey,
+                                         uct_completion_t *comp)
+{
+    uct_gaudi_copy_iface_t *iface = uct_gaudi_copy_ep_iface(tl_ep);
+    uint64_t dma_addr;
+    ucs_status_t status;
+    void *bounce;
+    size_t size;
+
+    bounce = uct_gaudi_dma_bounce(iface->dma, &size);
+    if (length > size) {
+        ucs_error("%s: get_bcopy of %zu bytes exceeds max_bcopy %zu",
+                  uct_gaudi_dma_dev_name(iface->dma), length, size);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+
+    status = uct_gaudi_copy_check_rkey(iface, rkey, remote_addr, length);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if ((length == 0) || !uct_gaudi_copy_is_dev(iface, (void*)remote_addr)) {
+        unpack_cb(arg, (void*)remote_addr, length);
+        goto out;
+    }
+
+    status = uct_gaudi_copy_iface_fence_wait(iface);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_copy_dev_addr(iface, (void*)remote_addr, length,
+                                     &dma_addr);
+    if (status == UCS_OK) {
+        status = uct_gaudi_dma_bounce_copy(iface->dma, 0, dma_addr, length,
+                                           "get_bcopy");
+    }
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    unpack_cb(arg, bounce, length);
+
+out:
+    UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), GET, BCOPY,
+                      length);
+    return UCS_OK;
+}
+
+
+/* zcopy */
+
+static void uct_gaudi_copy_desc_release(uct_gaudi_copy_desc_t *desc)
+{
+    unsigned i;
+
+    for (i = 0; i < desc->num_refs; i++) {
+        uct_gaudi_copy_md_dma_release(desc->iface->md, &desc->refs[i]);
+    }
+    ucs_mpool_put(desc);
+}
+
+/* DMA engine completion of a zcopy */
+static void uct_gaudi_copy_desc_complete(void *arg, ucs_status_t status)
+{
+    uct_gaudi_copy_desc_t *desc   = arg;
+    uct_gaudi_copy_iface_t *iface = desc->iface;
+    uct_completion_t *comp        = desc->comp;
+
+    uct_gaudi_copy_desc_release(desc);
+    iface->delivered++;
+    if ((comp != NULL) && !iface->closing) {
+        uct_invoke_completion(comp, status);
+    }
+}
+
+/* Turn @a iov and the remote range into DMA transfers held by @a desc */
+static ucs_status_t
+uct_gaudi_copy_zcopy_xfers(uct_gaudi_copy_iface_t *iface,
+                           uct_gaudi_copy_desc_t *desc, const uct_iov_t *iov,
+                           size_t iovcnt, uint64_t remote_addr, size_t total,
+                           int is_put, uct_gaudi_dma_xfer_t *xfers,
+                           unsigned *count_p)
+{
+    uint64_t remote_dma, local_dma;
+    unsigned count = 0;
+    ucs_status_t status;
+    size_t i, k, off = 0;
+    void *buffer;
+
+    /* remote: Gaudi memory (translated) or host memory (registered) */
+    status = uct_gaudi_copy_md_dma_resolve(iface->md, (void*)remote_addr,
+                                           total, UCT_MEM_HANDLE_NULL,
+                                           &desc->refs[desc->num_refs]);
+    if (status != UCS_OK) {
+        return status;
+    }
+    remote_dma = desc->refs[desc->num_refs++].dma_addr;
+
+    for (i = 0; i < iovcnt; i++) {
+        for (k = 0; (k < ucs_max(iov[i].count, 1)) && iov[i].length; k++) {
+            if (count == iface->config.max_iov) {
+                ucs_error("%s: zcopy of more than %u iov elements",
+                          uct_gaudi_dma_dev_name(iface->dma),
+                          iface->config.max_iov);
+                return UCS_ERR_EXCEEDS_LIMIT;
+            }
+
+            buffer = UCS_PTR_BYTE_OFFSET(iov[i].buffer, k * iov[i].stride);
+            status = uct_gaudi_copy_md_dma_resolve(
+                    iface->md, buffer, iov[i].length, iov[i].memh,
+                    &desc->refs[desc->num_refs]);
+            if (status != UCS_OK) {
+                return status;
+            }
+            local_dma = desc->refs[desc->num_refs++].dma_addr;
+
+            xfers[count].src    = is_put ? local_dma : remote_dma + off;
+            xfers[count].dst    = is_put ? remote_dma + off : local_dma;
+            xfers[count].length = iov[i].length;
+            off                += iov[i].length;
+            count++;
+        }
+    }
+
+    *count_p = count;
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_gaudi_copy_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                        uint64_t remote_addr, uct_rkey_t rkey,
+                        uct_completion_t *comp, int is_put, const char *name)
+{
+    uct_gaudi_copy_iface_t *iface = uct_gaudi_copy_ep_iface(tl_ep);
+    uct_gaudi_dma_xfer_t xfers[UCT_GAUDI_COPY_MAX_IOV];
+    size_t total = uct_iov_total_length(iov, iovcnt);
+    uct_gaudi_copy_desc_t *desc;
+    ucs_status_t status;
+    unsigned count;
+
+    if (ucs_unlikely(total > iface->config.max_zcopy)) {
+        ucs_error("%s: %s of %zu bytes exceeds max_zcopy %zu",
+                  uct_gaudi_dma_dev_name(iface->dma), name, total,
+                  iface->config.max_zcopy);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    } else if (ucs_unlikely(total == 0)) {
+        return UCS_OK;
+    }
+
+    /* keep the order of pending requests; resolve nothing in vain */
+    if (!ucs_queue_is_empty(&iface->pending) ||
+        !uct_gaudi_dma_can_submit(iface->dma)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    status = uct_gaudi_copy_check_rkey(iface, rkey, remote_addr, total);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_copy_iface_fence_wait(iface);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    desc = ucs_mpool_get_inline(&iface->desc_mp);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    desc->iface    = iface;
+    desc->comp     = comp;
+    desc->num_refs = 0;
+    status = uct_gaudi_copy_zcopy_xfers(iface, desc, iov, iovcnt, remote_addr,
+                                        total, is_put, xfers, &count);
+    if (status == UCS_OK) {
+        status = uct_gaudi_dma_submit(iface->dma, xfers, count, name,
+                                      uct_gaudi_copy_desc_complete, desc);
+    }
+
+    if (status != UCS_INPROGRESS) {
+        uct_gaudi_copy_desc_release(desc);
+        return status;
+    }
+
+    iface->submitted++;
+    return UCS_INPROGRESS;
+}
+
+UCS_PROFILE_FUNC(ucs_status_t, uct_gaudi_copy_ep_put_zcopy,
+                 (tl_ep, iov, iovcnt, remote_addr, rkey, comp),
+                 uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                 uint64_t remote_addr, uct_rkey_t rkey,
+                 uct_completion_t *comp)
+{
+    ucs_status_t status;
+
+    status = uct_gaudi_copy_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey,
+                                     comp, 1, "put_zcopy");
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, ucs_derived_of(tl_ep, uct_base_ep_t),
+                                 PUT, ZCOPY, uct_iov_total_length(iov, iovcnt));
+    ucs_trace_data("PUT_ZCOPY %zu bytes to 0x%" PRIx64 ": %s",
+                   uct_iov_total_length(iov, iovcnt), remote_addr,
+                   ucs_status_string(status));
+    return status;
+}
+
+UCS_PROFILE_FUNC(ucs_status_t, uct_gaudi_copy_ep_get_zcopy,
+                 (tl_ep, iov, iovcnt, remote_addr, rkey, comp),
+                 uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                 uint64_t remote_addr, uct_rkey_t rkey,
+                 uct_completion_t *comp)
+{
+    ucs_status_t status;
+
+    status = uct_gaudi_copy_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey,
+                                     comp, 0, "get_zcopy");
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, ucs_derived_of(tl_ep, uct_base_ep_t),
+                                 GET, ZCOPY, uct_iov_total_length(iov, iovcnt));
+    ucs_trace_data("GET_ZCOPY %zu bytes from 0x%" PRIx64 ": %s",
+                   uct_iov_total_length(iov, iovcnt), remote_addr,
+                   ucs_status_string(status));
+    return status;
+}

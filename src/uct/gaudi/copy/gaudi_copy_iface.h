@@ -1,28 +1,104 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * gaudi_cpy transport: copies host<->device and device<->device on the
+ * process's Gaudi through the DMA engine (base/gaudi_dma.h). Design and
+ * performance model: docs/performance.md.
  */
 
 #ifndef UCT_GAUDI_COPY_IFACE_H_
 #define UCT_GAUDI_COPY_IFACE_H_
 
+#include "gaudi_copy_md.h"
+
 #include <ucs/sys/math.h>
+#include <ucs/datastruct/mpool.h>
+#include <ucs/datastruct/queue.h>
 #include <uct/base/uct_iface.h>
 #include <uct/gaudi/base/gaudi_base.h>
+#include <uct/gaudi/base/gaudi_dma.h>
+
+/* iov entries of one zcopy (each may be split further by the engine) */
+#define UCT_GAUDI_COPY_MAX_IOV 16
 
 
 /* Only the process's own iface is reachable: an in-process memtype EP */
 typedef uint64_t uct_gaudi_copy_iface_addr_t;
 
 
+/* Copy directions of the performance model */
+typedef enum {
+    UCT_GAUDI_COPY_DIR_H2D,
+    UCT_GAUDI_COPY_DIR_D2H,
+    UCT_GAUDI_COPY_DIR_D2D,
+    UCT_GAUDI_COPY_DIR_LAST
+} uct_gaudi_copy_dir_t;
+
+
 typedef struct uct_gaudi_copy_iface_config {
     uct_iface_config_t super;
+    double             bw[UCT_GAUDI_COPY_DIR_LAST]; /* BW_H2D/D2H/D2D */
+    ucs_time_t         latency;      /* LAT */
+    ucs_time_t         overhead;     /* OVERHEAD */
+    unsigned long      max_inflight; /* MAX_INFLIGHT */
+    size_t             split_min;    /* SPLIT_MIN */
+    size_t             bounce_size;  /* BOUNCE_SIZE */
+    size_t             cb_size;      /* CB_SIZE */
+    double             sync_timeout; /* SYNC_TIMEOUT */
+    unsigned           max_poll;     /* MAX_POLL */
 } uct_gaudi_copy_iface_config_t;
+
+
+/* An asynchronous zcopy: what completes it and what it holds */
+typedef struct uct_gaudi_copy_desc {
+    struct uct_gaudi_copy_iface *iface;
+    uct_completion_t            *comp;
+    unsigned                    num_refs;
+    uct_gaudi_copy_dma_ref_t    refs[UCT_GAUDI_COPY_MAX_IOV + 1];
+} uct_gaudi_copy_desc_t;
+
+
+/* A flush with a completion: done when @a target copies are delivered */
+typedef struct uct_gaudi_copy_flush {
+    ucs_queue_elem_t queue;
+    uint64_t         target;
+    uct_completion_t *comp;
+} uct_gaudi_copy_flush_t;
+
+
+/* What a pending request keeps in uct_pending_req_t::priv */
+typedef struct {
+    ucs_queue_elem_t queue_elem;
+    struct uct_gaudi_copy_ep *ep;
+} uct_gaudi_copy_pending_priv_t;
 
 
 typedef struct uct_gaudi_copy_iface {
     uct_base_iface_t            super;
     uct_gaudi_copy_iface_addr_t id;
     uct_gaudi_ctx_t             *ctx;
+    uct_gaudi_copy_md_t         *md;
+    uct_gaudi_dma_t             *dma;
+    ucs_mpool_t                 desc_mp;
+    ucs_queue_head_t            pending;    /* uct_gaudi_copy_pending_priv_t */
+    ucs_queue_head_t            flushes;    /* uct_gaudi_copy_flush_t */
+    uint64_t                    submitted;  /* async copies submitted */
+    uint64_t                    delivered;  /* async copies completed */
+    int                         fenced;     /* next copy waits for all */
+    int                         closing;    /* completions not delivered */
+    struct {
+        double                  bw[UCT_GAUDI_COPY_DIR_LAST]; /* bytes/s */
+        double                  latency;    /* seconds */
+        double                  overhead;   /* seconds */
+        unsigned                max_poll;
+        size_t                  max_zcopy;
+        size_t                  max_bcopy;
+        unsigned                max_iov;
+    } config;
 } uct_gaudi_copy_iface_t;
+
+
+/* Run the copies waiting behind a fence; called by every data op */
+ucs_status_t uct_gaudi_copy_iface_fence_wait(uct_gaudi_copy_iface_t *iface);
 
 #endif
