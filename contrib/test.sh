@@ -6,9 +6,17 @@
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-build=$("$top/contrib/build.sh") || { echo "build failed"; exit 1; }
-make -C "$build" -j"${JOBS:-$(nproc)}" check >/dev/null ||
-    { echo "building the tests failed"; exit 1; }
+buildlog=$(mktemp)
+if ! build=$("$top/contrib/build.sh" 2>"$buildlog"); then
+    tail -n 60 "$buildlog"; rm -f "$buildlog"
+    echo "build failed"; echo "0 passed, 1 failed"; exit 1
+fi
+rm -f "$buildlog"
+if ! make -C "$build" -j"${JOBS:-$(nproc)}" check >"$build/check-build.log" 2>&1
+then
+    tail -n 60 "$build/check-build.log"
+    echo "building the tests failed"; echo "0 passed, 1 failed"; exit 1
+fi
 
 export UCX_GAUDI_BUILD="$build"
 export UCX_GAUDI_LIBDIR="$build/lib"
@@ -39,7 +47,8 @@ run_suite() {
     local name=$1; shift
     local log="$logdir/$name.log" rc pass fail
     echo "=== $name: $*"
-    "$@" >"$log" 2>&1
+    # a suite that hangs is stopped and counted as failed
+    timeout -k 10 "${UCX_GAUDI_SUITE_TIMEOUT:-1200}" "$@" >"$log" 2>&1
     rc=$?
     read -r pass fail < <(count_results "$log")
     if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then

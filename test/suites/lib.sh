@@ -7,12 +7,6 @@ HLSIM_LIB=${HLSIM_LIB:-$UCX_GAUDI_BUILD/lib/libhlsim.so}
 UCX_GAUDI_RUN=${UCX_GAUDI_RUN:-$UCX_GAUDI_BUILD/contrib/ucx-gaudi-run}
 export UCX_GAUDI_LIBDIR=${UCX_GAUDI_LIBDIR:-$UCX_GAUDI_BUILD/lib}
 
-# The emulator implements the driver's mmap by interposing mmap(); UCM's
-# default "bistro" hook patches that very function and then issues the raw
-# syscall, which bypasses the emulator (docs/hlsim.md). Relocation-table
-# hooks keep the interposition working. Real hardware needs no such setting.
-export UCX_MEM_MMAP_HOOK_MODE=${UCX_MEM_MMAP_HOOK_MODE:-reloc}
-
 npass=0
 nfail=0
 tmpdirs=()
@@ -41,8 +35,10 @@ new_node() {
 }
 
 # Run a command on the emulated node with the Gaudi module loaded
+# (bounded: a hang is a failure, not a stuck CI run)
 on_node() {
-    LD_PRELOAD="$HLSIM_LIB" "$UCX_GAUDI_RUN" "$@"
+    LD_PRELOAD="$HLSIM_LIB" timeout -k 10 "${UCX_GAUDI_TEST_TIMEOUT:-600}" \
+        "$UCX_GAUDI_RUN" "$@"
 }
 
 finish() {
