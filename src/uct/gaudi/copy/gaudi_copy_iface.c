@@ -626,9 +626,15 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_copy_iface_t, uct_md_h md,
                               UCS_STATS_ARG(params->stats_root)
                               UCS_STATS_ARG(UCT_GAUDI_COPY_TL_NAME));
 
-    self->id  = ucs_generate_uuid((uintptr_t)self);
-    self->ctx = gmd->ctx;
-    self->md  = gmd;
+    /* UCS classes are not zeroed */
+    self->id        = ucs_generate_uuid((uintptr_t)self);
+    self->ctx       = gmd->ctx;
+    self->md        = gmd;
+    self->dma       = NULL;
+    self->submitted = 0;
+    self->delivered = 0;
+    self->fenced    = 0;
+    self->closing   = 0;
     ucs_queue_head_init(&self->pending);
     ucs_queue_head_init(&self->flushes);
 
