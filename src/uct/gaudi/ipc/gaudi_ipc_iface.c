@@ -7,10 +7,15 @@
 #endif
 
 #include "gaudi_ipc_iface.h"
+#include "gaudi_ipc_ep.h"
 #include "gaudi_ipc_md.h"
 
 #include <uct/gaudi/gaudi_device.h>
+#include <ucs/debug/log.h>
+#include <inttypes.h>
 #include <ucs/sys/sys.h>
+#include <ucs/sys/uid.h>
+#include <ucs/time/time.h>
 #include <ucs/type/class.h>
 #include <unistd.h>
 
@@ -20,38 +25,69 @@ static ucs_config_field_t uct_gaudi_ipc_iface_config_table[] = {
      ucs_offsetof(uct_gaudi_ipc_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
 
+    {"CACHE_MAX_REGIONS", "256",
+     "Most peer buffers kept imported (op 99 mappings) per interface; the\n"
+     "least recently used idle ones are unmapped first.",
+     ucs_offsetof(uct_gaudi_ipc_iface_config_t, cache_max_regions),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"CACHE_MAX_SIZE", "inf",
+     "Most bytes of peer buffers kept imported per interface.",
+     ucs_offsetof(uct_gaudi_ipc_iface_config_t, cache_max_size),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"FD_METHOD", "auto",
+     "How a peer's dma-buf fd is obtained:\n"
+     " auto   - pidfd_getfd(2), the peer's unix socket (SCM_RIGHTS) when\n"
+     "          ptrace rules refuse it\n"
+     " pidfd  - pidfd_getfd(2) only\n"
+     " socket - the peer's unix socket only",
+     ucs_offsetof(uct_gaudi_ipc_iface_config_t, fd_method),
+     UCS_CONFIG_TYPE_ENUM(uct_gaudi_ipc_fd_method_names)},
+
+    {"FD_TIMEOUT", "1s",
+     "How long to wait for a peer's fd server.",
+     ucs_offsetof(uct_gaudi_ipc_iface_config_t, fd_timeout),
+     UCS_CONFIG_TYPE_TIME},
+
+    {"BW", "24000MBs",
+     "Bandwidth reported to UCP (peer-to-peer DMA through the local engine).",
+     ucs_offsetof(uct_gaudi_ipc_iface_config_t, bw),
+     UCS_CONFIG_TYPE_BW},
+
+    {"LAT", "5us",
+     "Latency reported to UCP (one CS submit and its completion).",
+     ucs_offsetof(uct_gaudi_ipc_iface_config_t, latency),
+     UCS_CONFIG_TYPE_TIME},
+
+    {"MAX_POLL", "16",
+     "Most completions delivered by one progress call.",
+     ucs_offsetof(uct_gaudi_ipc_iface_config_t, max_poll),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"PEER_CHECK_INTERVAL", "100ms",
+     "How often an idle progress looks for exited peers to unmap their\n"
+     "buffers.",
+     ucs_offsetof(uct_gaudi_ipc_iface_config_t, peer_check),
+     UCS_CONFIG_TYPE_TIME},
+
     {NULL}
 };
-
-
-static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_ep_t, const uct_ep_params_t *params)
-{
-    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(params->iface,
-                                                  uct_gaudi_ipc_iface_t);
-
-    UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
-    return UCS_OK;
-}
-
-static UCS_CLASS_CLEANUP_FUNC(uct_gaudi_ipc_ep_t)
-{
-}
-
-UCS_CLASS_DEFINE(uct_gaudi_ipc_ep_t, uct_base_ep_t)
-static UCS_CLASS_DEFINE_NEW_FUNC(uct_gaudi_ipc_ep_t, uct_ep_t,
-                                 const uct_ep_params_t*);
-static UCS_CLASS_DEFINE_DELETE_FUNC(uct_gaudi_ipc_ep_t, uct_ep_t);
 
 
 static void UCS_CLASS_DELETE_FUNC_NAME(uct_gaudi_ipc_iface_t)(uct_iface_t*);
 
 
+/* Addresses and reachability */
+
 static ucs_status_t
 uct_gaudi_ipc_iface_get_device_address(uct_iface_t *tl_iface,
                                        uct_device_addr_t *addr)
 {
-    *(uint64_t*)addr = ucs_get_system_id();
+    uct_gaudi_ipc_device_addr_t *dev_addr = (uct_gaudi_ipc_device_addr_t*)
+                                            addr;
+
+    dev_addr->system_id = ucs_get_system_id();
     return UCS_OK;
 }
 
@@ -59,18 +95,40 @@ static ucs_status_t
 uct_gaudi_ipc_iface_get_address(uct_iface_h tl_iface,
                                 uct_iface_addr_t *iface_addr)
 {
-    *(pid_t*)iface_addr = getpid();
+    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_iface,
+                                                  uct_gaudi_ipc_iface_t);
+    uct_gaudi_ipc_iface_addr_t *addr = (uct_gaudi_ipc_iface_addr_t*)
+                                       iface_addr;
+
+    addr->pidns = iface->pidns;
+    addr->pid   = getpid();
     return UCS_OK;
 }
 
-/* Another process on this node */
+/* Another process of this boot and pid namespace, and our device can
+ * import its buffers */
 static int uct_gaudi_ipc_iface_is_reachable(const uct_iface_h tl_iface,
                                             const uct_device_addr_t *dev_addr,
                                             const uct_iface_addr_t *iface_addr)
 {
-    return (dev_addr != NULL) && (iface_addr != NULL) &&
-           (ucs_get_system_id() == *(const uint64_t*)dev_addr) &&
-           (getpid() != *(const pid_t*)iface_addr);
+    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_iface,
+                                                  uct_gaudi_ipc_iface_t);
+    const uct_gaudi_ipc_device_addr_t *dev = (const void*)dev_addr;
+    const uct_gaudi_ipc_iface_addr_t *addr = (const void*)iface_addr;
+
+    if ((dev == NULL) || (addr == NULL) ||
+        (dev->system_id != ucs_get_system_id()) ||
+        (addr->pidns != iface->pidns) || (addr->pid == getpid())) {
+        return 0;
+    }
+
+    if (!iface->import_ok) {
+        ucs_debug("gaudi_ipc: pid %d unreachable: %s", addr->pid,
+                  iface->reason);
+        return 0;
+    }
+
+    return 1;
 }
 
 static ucs_status_t uct_gaudi_ipc_iface_query(uct_iface_h tl_iface,
@@ -81,36 +139,261 @@ static ucs_status_t uct_gaudi_ipc_iface_query(uct_iface_h tl_iface,
 
     uct_base_iface_query(&iface->super, iface_attr);
 
-    /* No data operation is offered yet (DMA-BUF import is not wired in) */
-    iface_attr->iface_addr_len      = sizeof(pid_t);
-    iface_attr->device_addr_len     = sizeof(uint64_t);
+    iface_attr->iface_addr_len      = sizeof(uct_gaudi_ipc_iface_addr_t);
+    iface_attr->device_addr_len     = sizeof(uct_gaudi_ipc_device_addr_t);
     iface_attr->ep_addr_len         = 0;
-    iface_attr->cap.flags           = UCT_IFACE_FLAG_CONNECT_TO_IFACE;
-    iface_attr->latency             = ucs_linear_func_make(10e-6, 0);
+    iface_attr->cap.flags           = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                                      UCT_IFACE_FLAG_GET_ZCOPY |
+                                      UCT_IFACE_FLAG_PUT_ZCOPY |
+                                      UCT_IFACE_FLAG_PENDING;
+
+    iface_attr->cap.put.min_zcopy       = 0;
+    iface_attr->cap.put.max_zcopy       = UCT_GAUDI_DMA_MAX_COPY;
+    iface_attr->cap.put.opt_zcopy_align = 1;
+    iface_attr->cap.put.align_mtu       = 1;
+    iface_attr->cap.put.max_iov         = 1;
+
+    iface_attr->cap.get.min_zcopy       = 0;
+    iface_attr->cap.get.max_zcopy       = UCT_GAUDI_DMA_MAX_COPY;
+    iface_attr->cap.get.opt_zcopy_align = 1;
+    iface_attr->cap.get.align_mtu       = 1;
+    iface_attr->cap.get.max_iov         = 1;
+
+    iface_attr->latency             = ucs_linear_func_make(
+                                          iface->config.latency, 0);
     iface_attr->bandwidth.dedicated = 0;
-    iface_attr->bandwidth.shared    = 1.0 * UCS_MBYTE;
-    iface_attr->overhead            = 0;
+    iface_attr->bandwidth.shared    = iface->config.bw;
+    iface_attr->overhead            = 1e-6;
     iface_attr->priority            = 0;
     return UCS_OK;
 }
 
+
+/* Completion, flush, fence, pending */
+
+static void uct_gaudi_ipc_iface_flushes_progress(uct_gaudi_ipc_iface_t *iface)
+{
+    uct_gaudi_ipc_flush_t *flush;
+
+    while (!ucs_queue_is_empty(&iface->flushes)) {
+        flush = ucs_queue_head_elem_non_empty(&iface->flushes,
+                                              uct_gaudi_ipc_flush_t, queue);
+        if (flush->target > iface->delivered) {
+            break;
+        }
+        ucs_queue_pull_non_empty(&iface->flushes);
+        uct_invoke_completion(flush->comp, UCS_OK);
+        ucs_free(flush);
+    }
+}
+
+/* Run pending requests while the ring has room */
+static void uct_gaudi_ipc_iface_pending_progress(uct_gaudi_ipc_iface_t *iface)
+{
+    uct_gaudi_ipc_pending_priv_t *priv;
+    uct_pending_req_t *req;
+    ucs_status_t status;
+
+    while (!ucs_queue_is_empty(&iface->pending) &&
+           uct_gaudi_dma_can_submit(iface->dma)) {
+        priv = ucs_queue_pull_elem_non_empty(&iface->pending,
+                                             uct_gaudi_ipc_pending_priv_t,
+                                             queue_elem);
+        req  = ucs_container_of(priv, uct_pending_req_t, priv);
+        --priv->ep->num_pending;
+        status = req->func(req);
+        if (status != UCS_OK) {
+            ucs_queue_push_head(&iface->pending, &priv->queue_elem);
+            ++priv->ep->num_pending;
+            break;
+        }
+    }
+}
+
+static unsigned uct_gaudi_ipc_iface_progress(uct_iface_h tl_iface)
+{
+    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_iface,
+                                                  uct_gaudi_ipc_iface_t);
+    unsigned count;
+    ucs_time_t now;
+
+    if (iface->dma == NULL) {
+        return 0;
+    }
+
+    count = uct_gaudi_dma_progress(iface->dma, iface->config.max_poll);
+    if (count > 0) {
+        uct_gaudi_ipc_iface_flushes_progress(iface);
+    }
+
+    if (!ucs_queue_is_empty(&iface->pending)) {
+        uct_gaudi_ipc_iface_pending_progress(iface);
+    }
+
+    if (count == 0) {
+        /* idle: now and then unmap the buffers of exited exporters */
+        now = ucs_get_time();
+        if (now >= iface->next_check) {
+            uct_gaudi_ipc_cache_sweep(&iface->cache);
+            iface->next_check = now + iface->config.peer_check;
+        }
+    }
+
+    return count;
+}
+
+static ucs_status_t uct_gaudi_ipc_iface_flush(uct_iface_h tl_iface,
+                                              unsigned flags,
+                                              uct_completion_t *comp)
+{
+    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_iface,
+                                                  uct_gaudi_ipc_iface_t);
+    uct_gaudi_ipc_flush_t *flush;
+
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    if (iface->delivered == iface->submitted) {
+        UCT_TL_IFACE_STAT_FLUSH(&iface->super);
+        return UCS_OK;
+    }
+
+    if (comp != NULL) {
+        flush = ucs_malloc(sizeof(*flush), "gaudi_ipc_flush");
+        if (flush == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        flush->target = iface->submitted;
+        flush->comp   = comp;
+        ucs_queue_push(&iface->flushes, &flush->queue);
+    }
+
+    UCT_TL_IFACE_STAT_FLUSH_WAIT(&iface->super);
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t uct_gaudi_ipc_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                                    uct_completion_t *comp)
+{
+    uct_gaudi_ipc_ep_t *ep = ucs_derived_of(tl_ep, uct_gaudi_ipc_ep_t);
+    ucs_status_t status;
+
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        uct_gaudi_ipc_ep_pending_purge(tl_ep, NULL, NULL);
+        flags &= ~UCT_FLUSH_FLAG_CANCEL;
+    } else if (ep->num_pending > 0) {
+        /* pending requests are not posted yet: flush after they are */
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    /* copies are not tracked per ep: wait for every copy of the iface */
+    status = uct_gaudi_ipc_iface_flush(tl_ep->iface, flags, comp);
+    if (status == UCS_OK) {
+        UCT_TL_EP_STAT_FLUSH(&ep->super);
+    } else if (status == UCS_INPROGRESS) {
+        UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
+    }
+    return status;
+}
+
+static ucs_status_t uct_gaudi_ipc_iface_fence(uct_iface_h tl_iface,
+                                              unsigned flags)
+{
+    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_iface,
+                                                  uct_gaudi_ipc_iface_t);
+
+    /* the pieces of one copy run on several queues and copies complete
+     * out of order: the next copy waits until everything before is done */
+    iface->fenced = (iface->dma != NULL) &&
+                    (uct_gaudi_dma_inflight(iface->dma) > 0);
+    UCT_TL_IFACE_STAT_FENCE(&iface->super);
+    return UCS_OK;
+}
+
+ucs_status_t uct_gaudi_ipc_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+    UCT_TL_EP_STAT_FENCE(ucs_derived_of(tl_ep, uct_base_ep_t));
+    return uct_gaudi_ipc_iface_fence(tl_ep->iface, flags);
+}
+
+ucs_status_t uct_gaudi_ipc_iface_fence_wait(uct_gaudi_ipc_iface_t *iface)
+{
+    ucs_status_t status;
+
+    if (ucs_likely(!iface->fenced)) {
+        return UCS_OK;
+    }
+
+    status = uct_gaudi_dma_quiesce(iface->dma);
+    if (status == UCS_OK) {
+        iface->fenced = 0;
+    }
+    return status;
+}
+
+ucs_status_t uct_gaudi_ipc_ep_pending_add(uct_ep_h tl_ep,
+                                          uct_pending_req_t *req,
+                                          unsigned flags)
+{
+    uct_gaudi_ipc_ep_t *ep       = ucs_derived_of(tl_ep, uct_gaudi_ipc_ep_t);
+    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                                  uct_gaudi_ipc_iface_t);
+    uct_gaudi_ipc_pending_priv_t *priv =
+            (uct_gaudi_ipc_pending_priv_t*)&req->priv;
+
+    UCS_STATIC_ASSERT(sizeof(*priv) <= UCT_PENDING_REQ_PRIV_LEN);
+
+    /* resources are available: the caller should retry right away */
+    if ((iface->dma == NULL) ||
+        (ucs_queue_is_empty(&iface->pending) &&
+         uct_gaudi_dma_can_submit(iface->dma))) {
+        return UCS_ERR_BUSY;
+    }
+
+    priv->ep = ep;
+    uct_pending_req_queue_push(&iface->pending, req);
+    ++ep->num_pending;
+    UCT_TL_EP_STAT_PEND(&ep->super);
+    return UCS_OK;
+}
+
+void uct_gaudi_ipc_ep_pending_purge(uct_ep_h tl_ep,
+                                    uct_pending_purge_callback_t cb,
+                                    void *arg)
+{
+    uct_gaudi_ipc_ep_t *ep       = ucs_derived_of(tl_ep, uct_gaudi_ipc_ep_t);
+    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                                  uct_gaudi_ipc_iface_t);
+    uct_gaudi_ipc_pending_priv_t *priv;
+    ucs_queue_iter_t iter;
+
+    ucs_queue_for_each_safe(priv, iter, &iface->pending, queue_elem) {
+        if (priv->ep == ep) {
+            ucs_queue_del_iter(&iface->pending, iter);
+            --ep->num_pending;
+            if (cb != NULL) {
+                cb(ucs_container_of(priv, uct_pending_req_t, priv), arg);
+            }
+        }
+    }
+}
+
+
 static uct_iface_ops_t uct_gaudi_ipc_iface_ops = {
-    .ep_pending_add           = (uct_ep_pending_add_func_t)
-                                    ucs_empty_function_return_busy,
-    .ep_pending_purge         = (uct_ep_pending_purge_func_t)
-                                    ucs_empty_function,
-    .ep_flush                 = uct_base_ep_flush,
-    .ep_fence                 = uct_base_ep_fence,
+    .ep_put_zcopy             = uct_gaudi_ipc_ep_put_zcopy,
+    .ep_get_zcopy             = uct_gaudi_ipc_ep_get_zcopy,
+    .ep_pending_add           = uct_gaudi_ipc_ep_pending_add,
+    .ep_pending_purge         = uct_gaudi_ipc_ep_pending_purge,
+    .ep_flush                 = uct_gaudi_ipc_ep_flush,
+    .ep_fence                 = uct_gaudi_ipc_ep_fence,
     .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_gaudi_ipc_ep_t),
     .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_gaudi_ipc_ep_t),
-    .iface_flush              = uct_base_iface_flush,
-    .iface_fence              = uct_base_iface_fence,
-    .iface_progress_enable    = (uct_iface_progress_enable_func_t)
-                                    ucs_empty_function,
-    .iface_progress_disable   = (uct_iface_progress_disable_func_t)
-                                    ucs_empty_function,
-    .iface_progress           = (uct_iface_progress_func_t)
-                                    ucs_empty_function_return_zero,
+    .iface_flush              = uct_gaudi_ipc_iface_flush,
+    .iface_fence              = uct_gaudi_ipc_iface_fence,
+    .iface_progress_enable    = uct_base_iface_progress_enable,
+    .iface_progress_disable   = uct_base_iface_progress_disable,
+    .iface_progress           = uct_gaudi_ipc_iface_progress,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(
                                     uct_gaudi_ipc_iface_t),
     .iface_query              = uct_gaudi_ipc_iface_query,
@@ -128,11 +411,82 @@ static uct_iface_internal_ops_t uct_gaudi_ipc_iface_internal_ops = {
                                ucs_empty_function_return_unsupported
 };
 
+static ucs_mpool_ops_t uct_gaudi_ipc_desc_mpool_ops = {
+    .chunk_alloc   = ucs_mpool_chunk_malloc,
+    .chunk_release = ucs_mpool_chunk_free,
+    .obj_init      = NULL,
+    .obj_cleanup   = NULL,
+    .obj_str       = NULL
+};
+
+
+/* Whether our device can import peer buffers: a DMA queue (not Gaudi3,
+ * facts 6) and op 99 (Habana's driver only, facts 4.3). Never fatal. */
+static void uct_gaudi_ipc_iface_probe(uct_gaudi_ipc_iface_t *iface)
+{
+    static int logged = 0;
+    const char *reason;
+    ucs_status_t status;
+    int supported = 0;
+
+    iface->import_ok = 0;
+    if (uct_gaudi_dma_check(iface->ctx, &reason) != UCS_OK) {
+        iface->reason = reason;
+        goto out;
+    }
+
+    pthread_mutex_lock(&iface->ctx->lock);
+    status = uct_gaudi_hl_probe_reg_dmabuf(&iface->ctx->hl, &supported);
+    pthread_mutex_unlock(&iface->ctx->lock);
+    if (status != UCS_OK) {
+        iface->reason = "the DMA-BUF import probe (op 99) failed";
+    } else if (!supported) {
+        iface->reason = "the driver cannot import DMA-BUF (op 99 "
+                        "HL_MEM_OP_REG_DMABUF_FD exists only in Habana's "
+                        "out-of-tree driver); UCP uses host-staged "
+                        "rendezvous instead";
+    } else {
+        iface->import_ok = 1;
+        iface->reason    = NULL;
+    }
+
+out:
+    if (!iface->import_ok && !logged) {
+        logged = 1;
+        ucs_diag("gaudi_ipc: %s (%s): other processes are unreachable: %s",
+                 iface->ctx->info->name, iface->ctx->info->node_name,
+                 iface->reason);
+    }
+}
+
+/* A private gaudi_copy MD: turns local buffers (device, or host through
+ * its registration cache) into DMA addresses, per the copy MD contract */
+static ucs_status_t uct_gaudi_ipc_iface_open_copy_md(uct_md_h *md_p)
+{
+    uct_md_config_t *md_config;
+    ucs_status_t status;
+
+    status = uct_md_config_read(&uct_gaudi_copy_component, NULL, NULL,
+                                &md_config);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_copy_component.md_open(&uct_gaudi_copy_component,
+                                              UCT_GAUDI_COPY_COMPONENT_NAME,
+                                              md_config, md_p);
+    uct_config_release(md_config);
+    return status;
+}
+
 static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
                            uct_worker_h worker,
                            const uct_iface_params_t *params,
                            const uct_iface_config_t *tl_config)
 {
+    const uct_gaudi_ipc_iface_config_t *config =
+            ucs_derived_of(tl_config, uct_gaudi_ipc_iface_config_t);
+    uct_gaudi_dma_params_t dma_params;
     ucs_status_t status;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_gaudi_ipc_iface_ops,
@@ -141,17 +495,92 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
                               UCS_STATS_ARG(params->stats_root)
                               UCS_STATS_ARG(UCT_GAUDI_IPC_TL_NAME));
 
-    status = uct_gaudi_device_get(&self->ctx);
+    /* UCS classes are not zeroed */
+    self->ctx        = ucs_derived_of(md, uct_gaudi_ipc_md_t)->ctx;
+    self->copy_md    = NULL;
+    self->dma        = NULL;
+    self->pidns      = uct_gaudi_ipc_pidns();
+    self->submitted  = 0;
+    self->delivered  = 0;
+    self->fenced     = 0;
+    self->closing    = 0;
+    self->next_check = 0;
+    ucs_queue_head_init(&self->pending);
+    ucs_queue_head_init(&self->flushes);
+
+    self->config.bw         = config->bw;
+    self->config.latency    = config->latency;
+    self->config.max_poll   = ucs_max(config->max_poll, 1);
+    self->config.peer_check = ucs_time_from_sec(config->peer_check);
+
+    uct_gaudi_ipc_cache_init(&self->cache, self->ctx,
+                             config->cache_max_regions,
+                             config->cache_max_size, config->fd_method,
+                             config->fd_timeout);
+
+    status = ucs_mpool_init(&self->desc_mp, 0, sizeof(uct_gaudi_ipc_desc_t),
+                            0, UCS_SYS_CACHE_LINE_SIZE, 128, UINT_MAX,
+                            &uct_gaudi_ipc_desc_mpool_ops, "gaudi_ipc_desc");
     if (status != UCS_OK) {
         return status;
     }
 
-    return uct_gaudi_ctx_get(self->ctx->info->index, &self->ctx);
+    uct_gaudi_ipc_iface_probe(self);
+    if (!self->import_ok) {
+        /* opened, but every peer is unreachable (is_reachable) */
+        return UCS_OK;
+    }
+
+    status = uct_gaudi_ipc_iface_open_copy_md(&self->copy_md);
+    if (status != UCS_OK) {
+        goto err_mpool;
+    }
+
+    uct_gaudi_dma_params_default(self->ctx, &dma_params);
+    status = uct_gaudi_dma_create(self->ctx, &dma_params, &self->dma);
+    if (status != UCS_OK) {
+        goto err_md;
+    }
+
+    return UCS_OK;
+
+err_md:
+    self->copy_md->ops->close(self->copy_md);
+err_mpool:
+    ucs_mpool_cleanup(&self->desc_mp, 1);
+    return status;
 }
 
 static UCS_CLASS_CLEANUP_FUNC(uct_gaudi_ipc_iface_t)
 {
-    uct_gaudi_ctx_put(self->ctx);
+    uct_gaudi_ipc_flush_t *flush;
+
+    uct_base_iface_progress_disable(&self->super.super,
+                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+
+    if (self->dma != NULL) {
+        /* let the device finish, then release what the copies hold
+         * without calling back: the close cancels the operations */
+        if (uct_gaudi_dma_quiesce(self->dma) == UCS_OK) {
+            self->closing = 1;
+            while (uct_gaudi_dma_inflight(self->dma) > 0) {
+                uct_gaudi_dma_progress(self->dma, UINT_MAX);
+            }
+        }
+        uct_gaudi_dma_destroy(self->dma);
+    }
+
+    while (!ucs_queue_is_empty(&self->flushes)) {
+        flush = ucs_queue_pull_elem_non_empty(&self->flushes,
+                                              uct_gaudi_ipc_flush_t, queue);
+        ucs_free(flush);
+    }
+
+    uct_gaudi_ipc_cache_cleanup(&self->cache);
+    if (self->copy_md != NULL) {
+        self->copy_md->ops->close(self->copy_md);
+    }
+    ucs_mpool_cleanup(&self->desc_mp, 1);
 }
 
 UCS_CLASS_DEFINE(uct_gaudi_ipc_iface_t, uct_base_iface_t);

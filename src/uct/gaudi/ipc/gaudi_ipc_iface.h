@@ -1,28 +1,99 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * gaudi_ipc transport: put/get zcopy between a local buffer and a buffer
+ * of another process on the node, imported into the local device (op 99,
+ * facts 4.3) and copied by the local DMA engine (base/gaudi_dma.h).
+ * Design: docs/ipc.md.
  */
 
 #ifndef UCT_GAUDI_IPC_IFACE_H_
 #define UCT_GAUDI_IPC_IFACE_H_
 
+#include "gaudi_ipc_cache.h"
+#include "gaudi_ipc_md.h"
+
 #include <ucs/sys/math.h>
+#include <ucs/datastruct/mpool.h>
+#include <ucs/datastruct/queue.h>
 #include <uct/base/uct_iface.h>
 #include <uct/gaudi/base/gaudi_base.h>
+#include <uct/gaudi/base/gaudi_dma.h>
+#include <uct/gaudi/copy/gaudi_copy_md.h>
+
+
+/* Device address: the node (boot id) */
+typedef struct UCS_S_PACKED uct_gaudi_ipc_device_addr {
+    uint64_t system_id;   /* ucs_get_system_id(): from the boot id */
+} uct_gaudi_ipc_device_addr_t;
+
+/* Interface address: the process */
+typedef struct UCS_S_PACKED uct_gaudi_ipc_iface_addr {
+    uint64_t pidns;
+    int32_t  pid;
+} uct_gaudi_ipc_iface_addr_t;
 
 
 typedef struct uct_gaudi_ipc_iface_config {
-    uct_iface_config_t super;
+    uct_iface_config_t        super;
+    unsigned                  cache_max_regions; /* CACHE_MAX_REGIONS */
+    size_t                    cache_max_size;    /* CACHE_MAX_SIZE */
+    uct_gaudi_ipc_fd_method_t fd_method;         /* FD_METHOD */
+    double                    fd_timeout;        /* FD_TIMEOUT */
+    double                    bw;                /* BW */
+    double                    latency;           /* LAT */
+    unsigned                  max_poll;          /* MAX_POLL */
+    double                    peer_check;        /* PEER_CHECK_INTERVAL */
 } uct_gaudi_ipc_iface_config_t;
 
 
+/* An asynchronous zcopy: what completes it and what it holds */
+typedef struct uct_gaudi_ipc_desc {
+    struct uct_gaudi_ipc_iface *iface;
+    uct_completion_t           *comp;
+    uct_gaudi_ipc_region_t     *region;
+    uct_gaudi_copy_dma_ref_t   local;
+    const char                 *name;
+    size_t                     length;
+} uct_gaudi_ipc_desc_t;
+
+
+/* A flush with a completion: done when @a target copies are delivered */
+typedef struct uct_gaudi_ipc_flush {
+    ucs_queue_elem_t queue;
+    uint64_t         target;
+    uct_completion_t *comp;
+} uct_gaudi_ipc_flush_t;
+
+
 typedef struct uct_gaudi_ipc_iface {
-    uct_base_iface_t super;
-    uct_gaudi_ctx_t  *ctx;
+    uct_base_iface_t      super;
+    uct_gaudi_ctx_t       *ctx;
+    uct_md_h              copy_md;   /* private gaudi_copy MD: local
+                                        buffers -> DMA addresses */
+    uct_gaudi_dma_t       *dma;      /* NULL when import is unsupported */
+    int                   import_ok; /* op 99 available on our device */
+    const char            *reason;   /* why not, for the log */
+    uint64_t              pidns;
+    uct_gaudi_ipc_cache_t cache;
+    ucs_mpool_t           desc_mp;
+    ucs_queue_head_t      pending;   /* uct_pending_req_t */
+    ucs_queue_head_t      flushes;   /* uct_gaudi_ipc_flush_t */
+    uint64_t              submitted;
+    uint64_t              delivered;
+    int                   fenced;
+    int                   closing;
+    ucs_time_t            next_check; /* next sweep of exited peers */
+    struct {
+        double            bw;
+        double            latency;
+        unsigned          max_poll;
+        ucs_time_t        peer_check;
+    } config;
 } uct_gaudi_ipc_iface_t;
 
 
-typedef struct uct_gaudi_ipc_ep {
-    uct_base_ep_t super;
-} uct_gaudi_ipc_ep_t;
+/* Wait for the copies before a fence; called by every data op */
+ucs_status_t uct_gaudi_ipc_iface_fence_wait(uct_gaudi_ipc_iface_t *iface);
 
 #endif

@@ -7,12 +7,22 @@
 #endif
 
 #include "gaudi_ipc_md.h"
+#include "gaudi_ipc_fd.h"
 
 #include <uct/gaudi/gaudi_compat.h>
 #include <uct/gaudi/gaudi_device.h>
 #include <ucs/debug/log.h>
+#include <inttypes.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/math.h>
+#include <ucs/sys/sys.h>
+#include <ucs/sys/uid.h>
 #include <ucs/type/class.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 
 static ucs_config_field_t uct_gaudi_ipc_md_config_table[] = {
@@ -24,25 +34,239 @@ static ucs_config_field_t uct_gaudi_ipc_md_config_table[] = {
 };
 
 
+/*
+ * The process's exports: one list for every MD, because the fd server
+ * answers for all of them and because registrations of one allocation
+ * through several MDs must share one identity.
+ */
+static struct {
+    pthread_mutex_t lock;
+    ucs_list_link_t list;
+    unsigned        count;
+} uct_gaudi_ipc_exports = {
+    .lock  = PTHREAD_MUTEX_INITIALIZER,
+    .list  = UCS_LIST_INITIALIZER(&uct_gaudi_ipc_exports.list,
+                                  &uct_gaudi_ipc_exports.list),
+    .count = 0
+};
+
+
+uint64_t uct_gaudi_ipc_pidns(void)
+{
+    struct stat st;
+
+    return (stat("/proc/self/ns/pid", &st) == 0) ? (uint64_t)st.st_ino : 0;
+}
+
+int uct_gaudi_ipc_export_dup(const uct_gaudi_ipc_buf_id_t *id, int fd)
+{
+    uct_gaudi_ipc_export_t *exp;
+    int dup_fd = -1;
+
+    pthread_mutex_lock(&uct_gaudi_ipc_exports.lock);
+    ucs_list_for_each(exp, &uct_gaudi_ipc_exports.list, list) {
+        if ((exp->fd == fd) && !memcmp(&exp->id, id, sizeof(*id))) {
+            dup_fd = fcntl(exp->fd, F_DUPFD_CLOEXEC, 0);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&uct_gaudi_ipc_exports.lock);
+    return dup_fd;
+}
+
+unsigned uct_gaudi_ipc_export_count(void)
+{
+    return uct_gaudi_ipc_exports.count;
+}
+
+
 static ucs_status_t
 uct_gaudi_ipc_md_query(uct_md_h md, uct_md_attr_t *md_attr)
 {
-    /* DMA-BUF export and import are not offered yet */
-    md_attr->cap.flags            = 0;
-    md_attr->cap.reg_mem_types    = 0;
+    md_attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+    md_attr->cap.reg_mem_types    = UCS_BIT(UCT_GAUDI_MEMORY_TYPE);
     md_attr->cap.alloc_mem_types  = 0;
-    md_attr->cap.access_mem_types = 0;
+    md_attr->cap.access_mem_types = UCS_BIT(UCT_GAUDI_MEMORY_TYPE);
     md_attr->cap.detect_mem_types = 0;
     md_attr->cap.max_alloc        = 0;
-    md_attr->cap.max_reg          = 0;
-    md_attr->rkey_packed_size     = 0;
-    md_attr->reg_cost             = ucs_linear_func_make(0, 0);
+    md_attr->cap.max_reg          = ULONG_MAX;
+    md_attr->rkey_packed_size     = sizeof(uct_gaudi_ipc_rkey_t);
+    /* one dup + fstat; the export itself is kept by the heap */
+    md_attr->reg_cost             = ucs_linear_func_make(1e-6, 0);
     memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
     return UCS_OK;
 }
 
+/* An export of the allocation behind [address, +length): shared if one
+ * of the same dma-buf file exists, else a new identity */
+static ucs_status_t
+uct_gaudi_ipc_export_get(uct_gaudi_ipc_md_t *md,
+                         const uct_gaudi_copy_dev_range_t *range,
+                         uct_gaudi_ipc_export_t **exp_p)
+{
+    uct_gaudi_ipc_export_t *exp;
+    ucs_status_t status;
+    uint64_t offset;
+    struct stat st;
+    int fd;
+
+    /* the heap exports once per allocation (facts 4.1) and gives a dup */
+    status = uct_gaudi_copy_heap_dmabuf(md->heap, range->base, range->length,
+                                        &fd, &offset);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (fstat(fd, &st) < 0) {
+        ucs_error("gaudi_ipc: fstat of dma-buf fd %d failed: %m", fd);
+        close(fd);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    pthread_mutex_lock(&uct_gaudi_ipc_exports.lock);
+    ucs_list_for_each(exp, &uct_gaudi_ipc_exports.list, list) {
+        if ((exp->base == range->base) &&
+            (exp->id.ino == (uint64_t)st.st_ino) &&
+            (exp->id.dev == (uint64_t)st.st_dev)) {
+            ++exp->refcount;
+            pthread_mutex_unlock(&uct_gaudi_ipc_exports.lock);
+            close(fd);
+            *exp_p = exp;
+            return UCS_OK;
+        }
+    }
+
+    exp = ucs_calloc(1, sizeof(*exp), "gaudi_ipc_export");
+    if (exp == NULL) {
+        pthread_mutex_unlock(&uct_gaudi_ipc_exports.lock);
+        close(fd);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    exp->id.ino     = st.st_ino;
+    exp->id.dev     = st.st_dev;
+    exp->id.uid     = ucs_generate_uuid((uintptr_t)exp ^ st.st_ino);
+    exp->fd         = fd;
+    exp->base       = range->base;
+    exp->length     = range->length;
+    exp->offset     = offset;
+    exp->import_len = ucs_align_up(offset + range->length,
+                                   md->heap->host_page);
+    exp->refcount   = 1;
+    ucs_list_add_tail(&uct_gaudi_ipc_exports.list, &exp->list);
+    ++uct_gaudi_ipc_exports.count;
+    pthread_mutex_unlock(&uct_gaudi_ipc_exports.lock);
+
+    ucs_debug("gaudi_ipc: exported 0x%" PRIx64 "+%" PRIu64 " as fd %d "
+              "(ino %" PRIu64 ", id 0x%" PRIx64 ", offset %" PRIu64 ")",
+              exp->base, exp->length, fd, exp->id.ino, exp->id.uid,
+              offset);
+    *exp_p = exp;
+    return UCS_OK;
+}
+
+static void uct_gaudi_ipc_export_put(uct_gaudi_ipc_export_t *exp)
+{
+    pthread_mutex_lock(&uct_gaudi_ipc_exports.lock);
+    if (--exp->refcount > 0) {
+        pthread_mutex_unlock(&uct_gaudi_ipc_exports.lock);
+        return;
+    }
+    ucs_list_del(&exp->list);
+    --uct_gaudi_ipc_exports.count;
+    pthread_mutex_unlock(&uct_gaudi_ipc_exports.lock);
+
+    ucs_debug("gaudi_ipc: closed export 0x%" PRIx64 " fd %d", exp->base,
+              exp->fd);
+    close(exp->fd);
+    ucs_free(exp);
+}
+
+static ucs_status_t uct_gaudi_ipc_mem_reg(uct_md_h tl_md, void *address,
+                                          size_t length, unsigned flags,
+                                          uct_mem_h *memh_p)
+{
+    uct_gaudi_ipc_md_t *md = ucs_derived_of(tl_md, uct_gaudi_ipc_md_t);
+    uct_gaudi_copy_dev_range_t range;
+    uct_gaudi_ipc_export_t *exp;
+    ucs_status_t status;
+
+    if ((length == 0) ||
+        !uct_gaudi_copy_heap_in_window(md->heap, (uintptr_t)address,
+                                       length)) {
+        ucs_debug("gaudi_ipc: %p+%zu is not Gaudi memory", address, length);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    status = uct_gaudi_copy_heap_resolve(md->heap, (uintptr_t)address,
+                                         length, &range);
+    if ((status == UCS_OK) && (range.buf == NULL)) {
+        /* foreign allocation (e.g. SynapseAI's): no export handle */
+        status = UCS_ERR_UNSUPPORTED;
+    }
+    if (status != UCS_OK) {
+        ucs_error("gaudi_ipc: cannot register %p+%zu: not inside one "
+                  "device allocation of the plugin (%s)", address, length,
+                  ucs_status_string(status));
+        return status;
+    }
+
+    status = uct_gaudi_ipc_export_get(md, &range, &exp);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    *memh_p = exp;
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_gaudi_ipc_mem_dereg(uct_md_h tl_md,
+                        const uct_md_mem_dereg_params_t *params)
+{
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
+
+    uct_gaudi_ipc_export_put(params->memh);
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_gaudi_ipc_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
+                        const uct_md_mkey_pack_params_t *params,
+                        void *rkey_buffer)
+{
+    uct_gaudi_ipc_md_t *md            = ucs_derived_of(tl_md,
+                                                       uct_gaudi_ipc_md_t);
+    const uct_gaudi_ipc_export_t *exp = memh;
+    uct_gaudi_ipc_rkey_t key;
+
+    memset(&key, 0, sizeof(key));
+    key.version    = UCT_GAUDI_IPC_RKEY_VERSION;
+    key.module_id  = md->ctx->info->module_id;
+    key.system_id  = ucs_get_system_id();
+    key.pidns      = uct_gaudi_ipc_pidns();
+    key.pid        = getpid();
+    key.fd         = exp->fd;
+    key.id         = exp->id;
+    key.base       = exp->base;
+    key.length     = exp->length;
+    key.offset     = exp->offset;
+    key.import_len = exp->import_len;
+    memcpy(rkey_buffer, &key, sizeof(key));
+    return UCS_OK;
+}
+
+static void uct_gaudi_ipc_md_close(uct_md_h tl_md)
+{
+    uct_gaudi_ipc_md_t *md = ucs_derived_of(tl_md, uct_gaudi_ipc_md_t);
+
+    uct_gaudi_ipc_fd_server_put();
+    uct_gaudi_copy_heap_put(md->heap);
+    ucs_free(md);
+}
+
 static uct_md_ops_t uct_gaudi_ipc_md_ops = {
-    .close                  = (uct_md_close_func_t)ucs_empty_function,
+    .close                  = uct_gaudi_ipc_md_close,
     .query                  = uct_gaudi_ipc_md_query,
     .mem_alloc              = (uct_md_mem_alloc_func_t)
                                   ucs_empty_function_return_unsupported,
@@ -50,30 +274,22 @@ static uct_md_ops_t uct_gaudi_ipc_md_ops = {
                                   ucs_empty_function_return_unsupported,
     .mem_advise             = (uct_md_mem_advise_func_t)
                                   ucs_empty_function_return_unsupported,
-    .mem_reg                = (uct_md_mem_reg_func_t)
-                                  ucs_empty_function_return_unsupported,
-    .mem_dereg              = (uct_md_mem_dereg_func_t)
-                                  ucs_empty_function_return_unsupported,
+    .mem_reg                = uct_gaudi_ipc_mem_reg,
+    .mem_dereg              = uct_gaudi_ipc_mem_dereg,
     .mem_query              = (uct_md_mem_query_func_t)
                                   ucs_empty_function_return_unsupported,
-    .mkey_pack              = (uct_md_mkey_pack_func_t)
-                                  ucs_empty_function_return_unsupported,
+    .mkey_pack              = uct_gaudi_ipc_mkey_pack,
     .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)
                                   ucs_empty_function_return_zero_int,
     .detect_memory_type     = (uct_md_detect_memory_type_func_t)
                                   ucs_empty_function_return_unsupported
 };
 
-/* A singleton: the MD holds no state beyond the process's device */
-static uct_md_t uct_gaudi_ipc_md = {
-    .ops       = &uct_gaudi_ipc_md_ops,
-    .component = &uct_gaudi_ipc_component
-};
-
 static ucs_status_t
 uct_gaudi_ipc_md_open(uct_component_t *component, const char *md_name,
                       const uct_md_config_t *config, uct_md_h *md_p)
 {
+    uct_gaudi_ipc_md_t *md;
     uct_gaudi_ctx_t *ctx;
     ucs_status_t status;
 
@@ -82,8 +298,34 @@ uct_gaudi_ipc_md_open(uct_component_t *component, const char *md_name,
         return status;
     }
 
-    *md_p = &uct_gaudi_ipc_md;
+    md = ucs_calloc(1, sizeof(*md), "gaudi_ipc_md");
+    if (md == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    md->super.ops       = &uct_gaudi_ipc_md_ops;
+    md->super.component = &uct_gaudi_ipc_component;
+    md->ctx             = ctx;
+
+    status = uct_gaudi_copy_heap_get(ctx, &md->heap);
+    if (status != UCS_OK) {
+        goto err_free;
+    }
+
+    /* importers that may not pidfd_getfd our fds ask this socket */
+    status = uct_gaudi_ipc_fd_server_get();
+    if (status != UCS_OK) {
+        goto err_heap;
+    }
+
+    *md_p = &md->super;
     return UCS_OK;
+
+err_heap:
+    uct_gaudi_copy_heap_put(md->heap);
+err_free:
+    ucs_free(md);
+    return status;
 }
 
 static ucs_status_t
@@ -107,8 +349,32 @@ uct_gaudi_ipc_rkey_unpack(uct_component_t *component,
                           const void *rkey_buffer, uct_rkey_t *rkey_p,
                           void **handle_p)
 {
-    ucs_error("gaudi_ipc: remote keys are not supported yet");
-    return UCS_ERR_UNSUPPORTED;
+    const uct_gaudi_ipc_rkey_t *packed = rkey_buffer;
+    uct_gaudi_ipc_rkey_t *key;
+
+    if (packed->version != UCT_GAUDI_IPC_RKEY_VERSION) {
+        ucs_error("gaudi_ipc: rkey version %u, expected %u (mixed plugin "
+                  "versions on one node?)", packed->version,
+                  UCT_GAUDI_IPC_RKEY_VERSION);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    key = ucs_malloc(sizeof(*key), "gaudi_ipc_rkey");
+    if (key == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    memcpy(key, packed, sizeof(*key));
+    *rkey_p   = (uintptr_t)key;
+    *handle_p = NULL;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_gaudi_ipc_rkey_release(uct_component_t *component,
+                                               uct_rkey_t rkey, void *handle)
+{
+    ucs_free((void*)rkey);
+    return UCS_OK;
 }
 
 uct_component_t uct_gaudi_ipc_component = {
@@ -119,8 +385,7 @@ uct_component_t uct_gaudi_ipc_component = {
     .rkey_unpack        = uct_gaudi_ipc_rkey_unpack,
     .rkey_ptr           = (uct_component_rkey_ptr_func_t)
                               ucs_empty_function_return_unsupported,
-    .rkey_release       = (uct_component_rkey_release_func_t)
-                              ucs_empty_function_return_success,
+    .rkey_release       = uct_gaudi_ipc_rkey_release,
     .name               = UCT_GAUDI_IPC_COMPONENT_NAME,
     .md_config          = {
         .name           = "Gaudi-IPC memory domain",

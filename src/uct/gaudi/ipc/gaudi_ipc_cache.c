@@ -1,0 +1,350 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "gaudi_ipc_cache.h"
+
+#include <ucs/debug/assert.h>
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/math.h>
+#include <inttypes.h>
+#include <string.h>
+#include <unistd.h>
+
+
+void uct_gaudi_ipc_cache_init(uct_gaudi_ipc_cache_t *cache,
+                              uct_gaudi_ctx_t *ctx, unsigned max_regions,
+                              size_t max_size,
+                              uct_gaudi_ipc_fd_method_t fd_method,
+                              double fd_timeout)
+{
+    memset(cache, 0, sizeof(*cache));
+    cache->ctx         = ctx;
+    cache->max_regions = ucs_max(max_regions, 1);
+    cache->max_size    = max_size;
+    cache->fd_method   = fd_method;
+    cache->fd_timeout  = fd_timeout;
+    ucs_list_head_init(&cache->lru);
+    ucs_list_head_init(&cache->peers);
+}
+
+
+/* Peers */
+
+static void uct_gaudi_ipc_peer_release(uct_gaudi_ipc_peer_t *peer)
+{
+    ucs_list_del(&peer->list);
+    close(peer->pidfd);
+    ucs_free(peer);
+}
+
+static ucs_status_t uct_gaudi_ipc_peer_get(uct_gaudi_ipc_cache_t *cache,
+                                           const uct_gaudi_ipc_rkey_t *key,
+                                           uct_gaudi_ipc_peer_t **peer_p)
+{
+    uct_gaudi_ipc_peer_t *peer;
+    ucs_status_t status;
+    int pidfd;
+
+    ucs_list_for_each(peer, &cache->peers, list) {
+        if ((peer->pid == key->pid) && (peer->pidns == key->pidns) &&
+            !peer->dead) {
+            *peer_p = peer;
+            return UCS_OK;
+        }
+    }
+
+    status = uct_gaudi_ipc_pidfd_open(key->pid, &pidfd);
+    if (status == UCS_ERR_CONNECTION_RESET) {
+        ucs_error("gaudi_ipc: exporter pid %d has exited", key->pid);
+    }
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    peer = ucs_calloc(1, sizeof(*peer), "gaudi_ipc_peer");
+    if (peer == NULL) {
+        close(pidfd);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    peer->pid   = key->pid;
+    peer->pidns = key->pidns;
+    peer->pidfd = pidfd;
+    ucs_list_add_tail(&cache->peers, &peer->list);
+    *peer_p = peer;
+    return UCS_OK;
+}
+
+
+/* Regions */
+
+static void uct_gaudi_ipc_region_unmap(uct_gaudi_ipc_cache_t *cache,
+                                       uct_gaudi_ipc_region_t *region)
+{
+    uct_gaudi_ipc_peer_t *peer = region->peer;
+    ucs_status_t status;
+
+    pthread_mutex_lock(&cache->ctx->lock);
+    status = uct_gaudi_hl_mem_unmap(&cache->ctx->hl, region->va);
+    pthread_mutex_unlock(&cache->ctx->lock);
+    if (status != UCS_OK) {
+        ucs_warn("gaudi_ipc: unmap of imported 0x%" PRIx64 " (pid %d "
+                 "buffer 0x%" PRIx64 ") failed: %s", region->va, peer->pid,
+                 region->base, ucs_status_string(status));
+    }
+
+    close(region->fd);
+    ucs_trace("gaudi_ipc: unmapped pid %d buffer 0x%" PRIx64 " from 0x%"
+              PRIx64, peer->pid, region->base, region->va);
+    ucs_free(region);
+
+    if ((--peer->regions == 0) && peer->dead) {
+        uct_gaudi_ipc_peer_release(peer);
+    }
+}
+
+/* Take @a region out of the cache; unmapped now or by its last put */
+static void uct_gaudi_ipc_region_drop(uct_gaudi_ipc_cache_t *cache,
+                                      uct_gaudi_ipc_region_t *region)
+{
+    ucs_assert(!region->stale);
+    ucs_list_del(&region->list);
+    --cache->count;
+    cache->bytes -= region->import_len;
+    region->stale = 1;
+    if (region->refcount == 0) {
+        uct_gaudi_ipc_region_unmap(cache, region);
+    }
+}
+
+static void uct_gaudi_ipc_peer_drop(uct_gaudi_ipc_cache_t *cache,
+                                    uct_gaudi_ipc_peer_t *peer)
+{
+    uct_gaudi_ipc_region_t *region, *tmp;
+
+    peer->dead = 1;
+    ++peer->regions; /* keep the peer while its regions go */
+    ucs_list_for_each_safe(region, tmp, &cache->lru, list) {
+        if (region->peer == peer) {
+            ++cache->stats.dead;
+            uct_gaudi_ipc_region_drop(cache, region);
+        }
+    }
+    if (--peer->regions == 0) {
+        uct_gaudi_ipc_peer_release(peer);
+    }
+}
+
+int uct_gaudi_ipc_cache_peer_alive(uct_gaudi_ipc_cache_t *cache,
+                                   uct_gaudi_ipc_peer_t *peer)
+{
+    if (peer->dead) {
+        return 0;
+    }
+    if (uct_gaudi_ipc_pidfd_alive(peer->pidfd)) {
+        return 1;
+    }
+
+    ucs_diag("gaudi_ipc: exporter pid %d exited: unmapping its buffers",
+             peer->pid);
+    uct_gaudi_ipc_peer_drop(cache, peer);
+    return 0;
+}
+
+void uct_gaudi_ipc_cache_sweep(uct_gaudi_ipc_cache_t *cache)
+{
+    uct_gaudi_ipc_peer_t *peer, *tmp;
+
+    ucs_list_for_each_safe(peer, tmp, &cache->peers, list) {
+        if (!peer->dead) {
+            (void)uct_gaudi_ipc_cache_peer_alive(cache, peer);
+        }
+    }
+}
+
+/* Drop least recently used idle regions until @a need more fit */
+static void uct_gaudi_ipc_cache_trim(uct_gaudi_ipc_cache_t *cache,
+                                     size_t need)
+{
+    ucs_list_link_t *link = cache->lru.prev;
+    uct_gaudi_ipc_region_t *region;
+    ucs_list_link_t *prev;
+
+    while ((link != &cache->lru) &&
+           ((cache->count >= cache->max_regions) ||
+            (cache->bytes + need > cache->max_size))) {
+        prev   = link->prev;
+        region = ucs_container_of(link, uct_gaudi_ipc_region_t, list);
+        if (region->refcount == 0) {
+            ++cache->stats.evictions;
+            uct_gaudi_ipc_region_drop(cache, region);
+        }
+        link = prev;
+    }
+}
+
+/* Import the buffer of @a key: fetch and verify the fd, op 99 */
+static ucs_status_t uct_gaudi_ipc_region_map(uct_gaudi_ipc_cache_t *cache,
+                                             uct_gaudi_ipc_peer_t *peer,
+                                             const uct_gaudi_ipc_rkey_t *key,
+                                             uct_gaudi_ipc_region_t **region_p)
+{
+    uct_gaudi_ipc_region_t *region;
+    ucs_status_t status;
+    uint64_t va;
+    int fd;
+
+    status = uct_gaudi_ipc_fd_fetch(peer->pidfd, key, cache->fd_method,
+                                    cache->fd_timeout, &fd);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* the fd number may have been reused for another file since the key
+     * was packed: use it only if it is the same dma-buf */
+    if (!uct_gaudi_ipc_fd_check(fd, &key->id)) {
+        ucs_error("gaudi_ipc: fd %d of pid %d is no longer the dma-buf of "
+                  "buffer 0x%" PRIx64 " (freed; stale rkey)", key->fd,
+                  key->pid, key->base);
+        close(fd);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    pthread_mutex_lock(&cache->ctx->lock);
+    status = uct_gaudi_hl_reg_dmabuf(&cache->ctx->hl, fd, key->import_len,
+                                     &va);
+    pthread_mutex_unlock(&cache->ctx->lock);
+    if (status != UCS_OK) {
+        ucs_error("gaudi_ipc: import (op 99) of pid %d buffer 0x%" PRIx64
+                  " (%" PRIu64 " bytes) failed: %s", key->pid, key->base,
+                  key->import_len, ucs_status_string(status));
+        close(fd);
+        return status;
+    }
+
+    region = ucs_calloc(1, sizeof(*region), "gaudi_ipc_region");
+    if (region == NULL) {
+        pthread_mutex_lock(&cache->ctx->lock);
+        (void)uct_gaudi_hl_mem_unmap(&cache->ctx->hl, va);
+        pthread_mutex_unlock(&cache->ctx->lock);
+        close(fd);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    region->peer       = peer;
+    region->id         = key->id;
+    region->base       = key->base;
+    region->length     = key->length;
+    region->offset     = key->offset;
+    region->import_len = key->import_len;
+    region->fd         = fd;
+    region->va         = va;
+    ++peer->regions;
+    ucs_trace("gaudi_ipc: mapped pid %d buffer 0x%" PRIx64 "+%" PRIu64
+              " at 0x%" PRIx64, key->pid, key->base, key->length, va);
+    *region_p = region;
+    return UCS_OK;
+}
+
+static int uct_gaudi_ipc_region_overlaps(const uct_gaudi_ipc_region_t *region,
+                                         const uct_gaudi_ipc_rkey_t *key)
+{
+    return (region->base < key->base + key->length) &&
+           (key->base < region->base + region->length);
+}
+
+ucs_status_t uct_gaudi_ipc_cache_get(uct_gaudi_ipc_cache_t *cache,
+                                     const uct_gaudi_ipc_rkey_t *key,
+                                     uct_gaudi_ipc_region_t **region_p)
+{
+    uct_gaudi_ipc_region_t *region, *tmp;
+    uct_gaudi_ipc_peer_t *peer;
+    ucs_status_t status;
+
+    status = uct_gaudi_ipc_peer_get(cache, key, &peer);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    ucs_list_for_each_safe(region, tmp, &cache->lru, list) {
+        if (region->peer != peer) {
+            continue;
+        }
+        if (!memcmp(&region->id, &key->id, sizeof(key->id))) {
+            ++cache->stats.hits;
+            ucs_list_del(&region->list);
+            ucs_list_add_head(&cache->lru, &region->list);
+            ++region->refcount;
+            *region_p = region;
+            return UCS_OK;
+        }
+        if (uct_gaudi_ipc_region_overlaps(region, key)) {
+            /* the exporter freed that buffer and reused its address */
+            ucs_debug("gaudi_ipc: pid %d buffer 0x%" PRIx64 " changed "
+                      "identity: remapping", peer->pid, key->base);
+            ++cache->stats.remaps;
+            uct_gaudi_ipc_region_drop(cache, region);
+        }
+    }
+
+    /* a miss is where an exited exporter is noticed */
+    if (!uct_gaudi_ipc_cache_peer_alive(cache, peer)) {
+        ucs_error("gaudi_ipc: exporter pid %d has exited", key->pid);
+        return UCS_ERR_CONNECTION_RESET;
+    }
+
+    ++cache->stats.misses;
+    uct_gaudi_ipc_cache_trim(cache, key->import_len);
+    status = uct_gaudi_ipc_region_map(cache, peer, key, &region);
+    if (status != UCS_OK) {
+        if ((status == UCS_ERR_CONNECTION_RESET) ||
+            !uct_gaudi_ipc_cache_peer_alive(cache, peer)) {
+            return UCS_ERR_CONNECTION_RESET;
+        }
+        return status;
+    }
+
+    ucs_list_add_head(&cache->lru, &region->list);
+    ++cache->count;
+    cache->bytes     += region->import_len;
+    region->refcount  = 1;
+    *region_p         = region;
+    return UCS_OK;
+}
+
+void uct_gaudi_ipc_cache_put(uct_gaudi_ipc_cache_t *cache,
+                             uct_gaudi_ipc_region_t *region)
+{
+    ucs_assert(region->refcount > 0);
+    if ((--region->refcount == 0) && region->stale) {
+        uct_gaudi_ipc_region_unmap(cache, region);
+    }
+}
+
+void uct_gaudi_ipc_cache_cleanup(uct_gaudi_ipc_cache_t *cache)
+{
+    uct_gaudi_ipc_region_t *region, *tmp;
+    uct_gaudi_ipc_peer_t *peer, *ptmp;
+
+    ucs_list_for_each_safe(region, tmp, &cache->lru, list) {
+        if (region->refcount > 0) {
+            ucs_warn("gaudi_ipc: closing with %u transfers on pid %d "
+                     "buffer 0x%" PRIx64, region->refcount,
+                     region->peer->pid, region->base);
+            region->refcount = 0;
+        }
+        uct_gaudi_ipc_region_drop(cache, region);
+    }
+
+    ucs_list_for_each_safe(peer, ptmp, &cache->peers, list) {
+        if (peer->regions == 0) {
+            uct_gaudi_ipc_peer_release(peer);
+        }
+    }
+}

@@ -1,0 +1,56 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * Getting another process's dma-buf fd. A fd number means nothing outside
+ * its process: the importer duplicates it with pidfd_getfd(2), and where
+ * ptrace rules refuse that (EPERM), asks the exporter for it over a unix
+ * socket that the exporter serves from UCX's async thread (SCM_RIGHTS).
+ */
+
+#ifndef UCT_GAUDI_IPC_FD_H_
+#define UCT_GAUDI_IPC_FD_H_
+
+#include "gaudi_ipc_md.h"
+
+#include <ucs/type/status.h>
+#include <sys/types.h>
+
+
+/* How an importer gets an exporter's fd (UCX_GAUDI_IPC_FD_METHOD) */
+typedef enum {
+    UCT_GAUDI_IPC_FD_AUTO,    /* pidfd_getfd, the socket when refused */
+    UCT_GAUDI_IPC_FD_PIDFD,   /* pidfd_getfd only */
+    UCT_GAUDI_IPC_FD_SOCKET,  /* the exporter's socket only */
+    UCT_GAUDI_IPC_FD_LAST
+} uct_gaudi_ipc_fd_method_t;
+
+extern const char *uct_gaudi_ipc_fd_method_names[];
+
+
+/* pidfd_open(2): a fd that becomes readable when @a pid exits */
+ucs_status_t uct_gaudi_ipc_pidfd_open(pid_t pid, int *pidfd_p);
+
+/* Whether the process of @a pidfd is still running */
+int uct_gaudi_ipc_pidfd_alive(int pidfd);
+
+/*
+ * Get a fd of the exporter's dma-buf described by @a key, by @a method;
+ * @a pidfd is the exporter's pidfd. @a timeout (seconds) bounds the socket
+ * exchange. The fd is not verified here (uct_gaudi_ipc_fd_check).
+ * UCS_ERR_CONNECTION_RESET: the exporter is gone.
+ */
+ucs_status_t uct_gaudi_ipc_fd_fetch(int pidfd, const uct_gaudi_ipc_rkey_t *key,
+                                    uct_gaudi_ipc_fd_method_t method,
+                                    double timeout, int *fd_p);
+
+/* Whether @a fd is the file of @a id (fstat: device and inode) */
+int uct_gaudi_ipc_fd_check(int fd, const uct_gaudi_ipc_buf_id_t *id);
+
+
+/* Exporter: start (first call) / stop (last call) serving this process's
+ * exports on its socket */
+ucs_status_t uct_gaudi_ipc_fd_server_get(void);
+
+void uct_gaudi_ipc_fd_server_put(void);
+
+#endif
