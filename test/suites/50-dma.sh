@@ -8,16 +8,17 @@
 # Gaudi1 kernel CBs need (CB handle = mmap offset, facts 5.1).
 . "$(dirname "$0")/lib.sh"
 
-gtest=$UCX_GAUDI_BUILD/test/dma/gaudi_dma_test
+dma_test=$GAUDI_UCX_BUILD/test/dma/gaudi_dma_test
+cpy_test=$GAUDI_UCX_BUILD/test/dma/gaudi_cpy_test
 total_pass=0
 total_fail=0
 failed=()
 
 run_asic() {
-    local asic=$1 filter=$2 log rc p f
+    local asic=$1 gtest=$2 filter=$3 log rc p f
     log=$(mktemp); tmpdirs+=("$log")
     new_node
-    echo "=== HLSIM_ASIC=$asic"
+    echo "=== HLSIM_ASIC=$asic $(basename "$gtest")"
     HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=1 UCX_MEM_EVENTS=no \
         LD_PRELOAD="$HLSIM_LIB" "$gtest" --gtest_filter="$filter" \
         > "$log" 2>&1
@@ -28,16 +29,33 @@ run_asic() {
         "$log" | tail -1)
     p=${p:-0}; f=${f:-0}
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-        f=1; failed+=("$asic: exit $rc")
+        f=1
     fi
-    [ "$f" -ne 0 ] && failed+=("$asic")
+    [ "$f" -ne 0 ] && failed+=("$asic $(basename "$gtest") (exit $rc)")
     total_pass=$((total_pass + p))
     total_fail=$((total_fail + f))
 }
 
-run_asic gaudi2 '*'
-run_asic gaudi1 '*'
-run_asic gaudi3 '*asic_support:*packets'
+run_asic gaudi2 "$dma_test" '*'
+run_asic gaudi1 "$dma_test" '*'
+run_asic gaudi3 "$dma_test" '*asic_support:*packets'
+run_asic gaudi2 "$cpy_test" '*'
+run_asic gaudi1 "$cpy_test" '*'
+run_asic gaudi3 "$cpy_test" '*no_transport_gaudi3'
+
+# Gaudi3: ucx_info -d says why the transport is not offered
+out=$(mktemp); tmpdirs+=("$out")
+new_node
+HLSIM_ASIC=gaudi3 HLSIM_NUM_DEVICES=1 on_node ucx_info -d > "$out" 2>&1
+echo "=== HLSIM_ASIC=gaudi3 ucx_info -d"
+if grep -q 'Gaudi3 has no user-visible command-submission DMA queue' "$out" &&
+   grep -q '^# Memory domain: gaudi_copy$' "$out" &&
+   ! grep -q 'Transport: gaudi_cpy' "$out"; then
+    echo "[       OK ] ucx_info.gaudi3_reason"; total_pass=$((total_pass + 1))
+else
+    echo "[  FAILED  ] ucx_info.gaudi3_reason"; cat "$out"
+    total_fail=$((total_fail + 1)); failed+=("ucx_info gaudi3 reason")
+fi
 
 for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
 echo "[==========] all ASIC models"

@@ -1,0 +1,510 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * gaudi_cpy transport tests through the public UCT API, on the emulator:
+ * put/get short, bcopy and zcopy in every direction (H2D, D2H, D2D) with
+ * data read back, multi-entry iov, more outstanding copies than the CS
+ * window (pending queue), flush with a completion, fence, bad input.
+ * libuct_gaudi.so is dlopen'ed (GAUDI_CPY_TEST_MODULE) so that its
+ * component registers with UCT. Gaudi memory is never dereferenced here.
+ */
+
+#include <gtest/gtest.h>
+
+extern "C" {
+#include <uct/api/uct.h>
+#include <uct/api/v2/uct_v2.h>
+#include <ucs/async/async.h>
+}
+
+#include <dlfcn.h>
+#include <string.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+
+class cpy_test : public ::testing::Test {
+protected:
+    void SetUp() override {
+        uct_component_h *comps;
+        uct_component_attr_t cattr;
+        uct_md_config_t *md_config;
+        uct_iface_config_t *if_config;
+        uct_tl_resource_desc_t *tls;
+        uct_md_attr_t md_attr;
+        unsigned i, n, num_tls;
+
+        ASSERT_TRUE(dlsym(RTLD_DEFAULT, "hlsim_root") != NULL)
+            << "run with LD_PRELOAD=libhlsim.so";
+        ASSERT_EQ(UCS_OK, uct_query_components(&comps, &n));
+        for (i = 0; i < n; ++i) {
+            cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
+            uct_component_query(comps[i], &cattr);
+            if (!strcmp(cattr.name, "gaudi_copy")) {
+                m_comp = comps[i];
+            }
+        }
+        uct_release_component_list(comps);
+        ASSERT_TRUE(m_comp != NULL) << "gaudi_copy component not loaded";
+
+        ASSERT_EQ(UCS_OK, uct_md_config_read(m_comp, NULL, NULL, &md_config));
+        ASSERT_EQ(UCS_OK, uct_md_open(m_comp, "gaudi_copy", md_config, &m_md));
+        uct_config_release(md_config);
+        ASSERT_EQ(UCS_OK, uct_md_query(m_md, &md_attr));
+        ASSERT_NE(0u, md_attr.cap.alloc_mem_types);
+        m_mem_type = (ucs_memory_type_t)
+                     ucs_ffs64(md_attr.cap.alloc_mem_types);
+
+        ASSERT_EQ(UCS_OK, uct_md_query_tl_resources(m_md, &tls, &num_tls));
+        for (i = 0; i < num_tls; ++i) {
+            if (!strcmp(tls[i].tl_name, "gaudi_cpy")) {
+                m_dev_name = tls[i].dev_name;
+            }
+        }
+        uct_release_tl_resource_list(tls);
+        if (m_dev_name.empty()) {
+            m_no_tl = true;   /* Gaudi3: checked by no_transport_gaudi3 */
+            return;
+        }
+
+        ASSERT_EQ(UCS_OK, ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
+                                                   &m_async));
+        ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
+                                            &m_worker));
+        ASSERT_EQ(UCS_OK, uct_md_iface_config_read(m_md, "gaudi_cpy", NULL,
+                                                   NULL, &if_config));
+        uct_iface_params_t params = {};
+        params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                      UCT_IFACE_PARAM_FIELD_DEVICE;
+        params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+        params.mode.device.tl_name  = "gaudi_cpy";
+        params.mode.device.dev_name = m_dev_name.c_str();
+        ASSERT_EQ(UCS_OK, uct_iface_open(m_md, m_worker, &params, if_config,
+                                         &m_iface));
+        uct_config_release(if_config);
+        ASSERT_EQ(UCS_OK, uct_iface_query(m_iface, &m_attr));
+        uct_iface_progress_enable(m_iface, UCT_PROGRESS_SEND |
+                                           UCT_PROGRESS_RECV);
+
+        std::vector<char> addr(m_attr.iface_addr_len);
+        ASSERT_EQ(UCS_OK, uct_iface_get_address(m_iface,
+                                                (uct_iface_addr_t*)addr.data()));
+        ASSERT_TRUE(uct_iface_is_reachable(m_iface, NULL,
+                                           (uct_iface_addr_t*)addr.data()));
+        uct_ep_params_t ep_params = {};
+        ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                               UCT_EP_PARAM_FIELD_DEV_ADDR |
+                               UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        ep_params.iface      = m_iface;
+        ep_params.dev_addr   = NULL;
+        ep_params.iface_addr = (uct_iface_addr_t*)addr.data();
+        ASSERT_EQ(UCS_OK, uct_ep_create(&ep_params, &m_ep));
+    }
+
+    void TearDown() override {
+        for (auto &m : m_dev_mem) {
+            uct_mem_free(&m);
+        }
+        for (auto &r : m_rkeys) {
+            uct_rkey_release(m_comp, &r);
+        }
+        for (auto &h : m_host_regs) {
+            uct_md_mem_dereg(m_md, h);
+        }
+        if (m_ep != NULL) {
+            uct_ep_destroy(m_ep);
+        }
+        if (m_iface != NULL) {
+            uct_iface_close(m_iface);
+        }
+        if (m_worker != NULL) {
+            uct_worker_destroy(m_worker);
+        }
+        if (m_async != NULL) {
+            ucs_async_context_destroy(m_async);
+        }
+        if (m_md != NULL) {
+            uct_md_close(m_md);
+        }
+    }
+
+    /* Gaudi memory from the MD, with its rkey */
+    void *dev_alloc(size_t size, uct_rkey_t *rkey) {
+        uct_allocated_memory_t mem;
+        uct_alloc_method_t method = UCT_ALLOC_METHOD_MD;
+        uct_mem_alloc_params_t params = {};
+        uct_rkey_bundle_t bundle;
+
+        params.field_mask = UCT_MEM_ALLOC_PARAM_FIELD_FLAGS |
+                            UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE |
+                            UCT_MEM_ALLOC_PARAM_FIELD_MDS |
+                            UCT_MEM_ALLOC_PARAM_FIELD_NAME;
+        params.flags      = UCT_MD_MEM_ACCESS_ALL;
+        params.mem_type   = m_mem_type;
+        params.mds.mds    = &m_md;
+        params.mds.count  = 1;
+        params.name       = "cpy_test";
+        EXPECT_EQ(UCS_OK, uct_mem_alloc(size, &method, 1, &params, &mem));
+        m_dev_mem.push_back(mem);
+        std::vector<char> packed(64 + 256);
+        EXPECT_EQ(UCS_OK, uct_md_mkey_pack(m_md, mem.memh, packed.data()));
+        EXPECT_EQ(UCS_OK, uct_rkey_unpack(m_comp, packed.data(), &bundle));
+        m_rkeys.push_back(bundle);
+        *rkey = bundle.rkey;
+        return mem.address;
+    }
+
+    uct_mem_h host_reg(std::vector<uint8_t> &buf) {
+        uct_mem_h memh;
+        EXPECT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf.data(), buf.size(),
+                                         UCT_MD_MEM_ACCESS_ALL, &memh));
+        m_host_regs.push_back(memh);
+        return memh;
+    }
+
+    static void fill(std::vector<uint8_t> &buf, unsigned seed) {
+        std::mt19937 gen(seed);
+        for (auto &b : buf) {
+            b = (uint8_t)gen();
+        }
+    }
+
+    struct comp_t {
+        uct_completion_t uct;
+        ucs_status_t     status;
+    };
+
+    static void comp_cb(uct_completion_t *self) {
+        comp_t *c = ucs_container_of(self, comp_t, uct);
+        c->status = self->status;
+    }
+
+    void comp_init(comp_t &c) {
+        c.uct.func   = comp_cb;
+        c.uct.count  = 1;
+        c.uct.status = UCS_OK;
+        c.status     = UCS_ERR_LAST;
+    }
+
+    void wait(comp_t &c) {
+        while (c.uct.count > 0) {
+            uct_worker_progress(m_worker);
+        }
+    }
+
+    /* zcopy with retries on NO_RESOURCE, then waited for */
+    ucs_status_t zcopy(bool put, const uct_iov_t *iov, size_t cnt,
+                       uint64_t raddr, uct_rkey_t rkey) {
+        comp_t c;
+        ucs_status_t status;
+
+        comp_init(c);
+        do {
+            status = put ? uct_ep_put_zcopy(m_ep, iov, cnt, raddr, rkey, &c.uct)
+                         : uct_ep_get_zcopy(m_ep, iov, cnt, raddr, rkey, &c.uct);
+            if (status == UCS_ERR_NO_RESOURCE) {
+                uct_worker_progress(m_worker);
+            }
+        } while (status == UCS_ERR_NO_RESOURCE);
+        if (status == UCS_INPROGRESS) {
+            wait(c);
+            return c.status;
+        }
+        return status;
+    }
+
+    void flush() {
+        ucs_status_t status;
+        while ((status = uct_iface_flush(m_iface, 0, NULL)) == UCS_INPROGRESS) {
+            uct_worker_progress(m_worker);
+        }
+        ASSERT_EQ(UCS_OK, status);
+    }
+
+    uct_component_h                m_comp   = NULL;
+    uct_md_h                       m_md     = NULL;
+    ucs_async_context_t            *m_async = NULL;
+    uct_worker_h                   m_worker = NULL;
+    uct_iface_h                    m_iface  = NULL;
+    uct_ep_h                       m_ep     = NULL;
+    uct_iface_attr_t               m_attr;
+    ucs_memory_type_t              m_mem_type = UCS_MEMORY_TYPE_HOST;
+    std::string                    m_dev_name;
+    bool                           m_no_tl = false;
+    std::vector<uct_allocated_memory_t> m_dev_mem;
+    std::vector<uct_rkey_bundle_t> m_rkeys;
+    std::vector<uct_mem_h>         m_host_regs;
+};
+
+#define SKIP_NO_TL() \
+    if (m_no_tl) { \
+        GTEST_SKIP() << "gaudi_cpy not offered on this ASIC"; \
+    }
+
+
+TEST_F(cpy_test, no_transport_gaudi3) {
+    const char *asic = getenv("HLSIM_ASIC");
+
+    /* Gaudi3: the MD works, the transport is not offered (facts 6) */
+    EXPECT_EQ((asic != NULL) && !strcmp(asic, "gaudi3"), m_no_tl);
+}
+
+TEST_F(cpy_test, caps) {
+    SKIP_NO_TL();
+    uint64_t need = UCT_IFACE_FLAG_CONNECT_TO_IFACE | UCT_IFACE_FLAG_PUT_SHORT |
+                    UCT_IFACE_FLAG_GET_SHORT | UCT_IFACE_FLAG_PUT_ZCOPY |
+                    UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PENDING;
+    EXPECT_EQ(need, m_attr.cap.flags & need);
+    EXPECT_GT(m_attr.cap.put.max_iov, 1u);
+    EXPECT_GT(m_attr.cap.put.max_zcopy, 64ul << 20);
+    EXPECT_GT(m_attr.bandwidth.shared, 0);
+
+    /* per-direction estimates */
+    uct_perf_attr_t perf = {};
+    perf.field_mask        = UCT_PERF_ATTR_FIELD_OPERATION |
+                             UCT_PERF_ATTR_FIELD_LOCAL_MEMORY_TYPE |
+                             UCT_PERF_ATTR_FIELD_REMOTE_MEMORY_TYPE |
+                             UCT_PERF_ATTR_FIELD_BANDWIDTH |
+                             UCT_PERF_ATTR_FIELD_LATENCY;
+    perf.operation          = UCT_EP_OP_PUT_ZCOPY;
+    perf.local_memory_type  = m_mem_type;
+    perf.remote_memory_type = m_mem_type;
+    ASSERT_EQ(UCS_OK, uct_iface_estimate_perf(m_iface, &perf));
+    double d2d = perf.bandwidth.shared;
+    perf.local_memory_type = UCS_MEMORY_TYPE_HOST;
+    ASSERT_EQ(UCS_OK, uct_iface_estimate_perf(m_iface, &perf));
+    EXPECT_GT(d2d, perf.bandwidth.shared);   /* D2D faster than H2D */
+    EXPECT_GT(perf.latency.c, 0);
+}
+
+/* put_short/get_short: host <-> Gaudi, and Gaudi <-> Gaudi */
+TEST_F(cpy_test, short_all_directions) {
+    SKIP_NO_TL();
+    uct_rkey_t rkey, rkey2;
+    char *dev  = (char*)dev_alloc(1 << 20, &rkey);
+    char *dev2 = (char*)dev_alloc(1 << 20, &rkey2);
+
+    for (unsigned size : { 1u, 5u, 4096u, 70001u, 600000u }) {
+        std::vector<uint8_t> src(size), dst(size, 0);
+        fill(src, size);
+        ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, src.data(), size,
+                                           (uintptr_t)dev + 3, rkey));
+        /* D2D: local buffer is Gaudi memory too */
+        ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, dev + 3, size,
+                                           (uintptr_t)dev2 + 1, rkey2));
+        ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, dst.data(), size,
+                                           (uintptr_t)dev2 + 1, rkey2));
+        ASSERT_EQ(src, dst) << "size " << size;
+    }
+}
+
+TEST_F(cpy_test, bcopy) {
+    SKIP_NO_TL();
+    uct_rkey_t rkey;
+    char *dev = (char*)dev_alloc(1 << 20, &rkey);
+    std::vector<uint8_t> src(5000), dst(5000, 0);
+
+    fill(src, 9);
+    ssize_t len = uct_ep_put_bcopy(m_ep, [](void *dest, void *arg) -> size_t {
+        memcpy(dest, arg, 5000);
+        return 5000;
+    }, src.data(), (uintptr_t)dev + 11, rkey);
+    ASSERT_EQ(5000, len);
+    ASSERT_EQ(UCS_OK, uct_ep_get_bcopy(m_ep, [](void *arg, const void *data,
+                                                size_t length) {
+        memcpy(arg, data, length);
+    }, dst.data(), 5000, (uintptr_t)dev + 11, rkey, NULL));
+    EXPECT_EQ(src, dst);
+}
+
+/* zcopy H2D (iov of several entries), D2D, D2H; unaligned; large */
+TEST_F(cpy_test, zcopy_all_directions) {
+    SKIP_NO_TL();
+    uct_rkey_t rkey, rkey2;
+    const size_t max = 40ul << 20;
+    char *dev  = (char*)dev_alloc(max + 4096, &rkey);
+    char *dev2 = (char*)dev_alloc(max + 4096, &rkey2);
+
+    for (size_t size : { 1ul, 1000ul, 65536ul, (1ul << 20) + 7, 33ul << 20 }) {
+        std::vector<uint8_t> src(size + 16), dst(size + 16, 0);
+        uct_mem_h smemh = host_reg(src), dmemh = host_reg(dst);
+        uct_iov_t iov[3];
+        size_t part = size / 3;
+
+        fill(src, (unsigned)size);
+        iov[0] = { src.data() + 1, part, smemh, 0, 1 };
+        iov[1] = { src.data() + 1 + part, part, smemh, 0, 1 };
+        iov[2] = { src.data() + 1 + 2 * part, size - 2 * part, smemh, 0, 1 };
+        ASSERT_EQ(UCS_OK, zcopy(true, iov, 3, (uintptr_t)dev + 5, rkey));
+
+        /* D2D: local iov is Gaudi memory (no memh needed) */
+        iov[0] = { dev + 5, size, NULL, 0, 1 };
+        ASSERT_EQ(UCS_OK, zcopy(true, iov, 1, (uintptr_t)dev2 + 2, rkey2));
+
+        /* D2H by get_zcopy into a host iov */
+        iov[0] = { dst.data() + 3, size, dmemh, 0, 1 };
+        ASSERT_EQ(UCS_OK, zcopy(false, iov, 1, (uintptr_t)dev2 + 2, rkey2));
+        ASSERT_EQ(0, memcmp(src.data() + 1, dst.data() + 3, size))
+            << "size " << size;
+    }
+}
+
+/* More outstanding copies than the CS window: NO_RESOURCE + pending */
+TEST_F(cpy_test, many_outstanding_pending) {
+    SKIP_NO_TL();
+    const unsigned n = 300, len = 8192;
+    uct_rkey_t rkey;
+    char *dev = (char*)dev_alloc(n * len, &rkey);
+    std::vector<uint8_t> src(n * len), dst(n * len, 0);
+    uct_mem_h smemh = host_reg(src);
+    std::vector<comp_t> comps(n);
+    unsigned i, posted = 0, no_resource = 0, pend_calls = 0;
+
+    struct pend_t {
+        uct_pending_req_t req;
+        unsigned          *calls;
+    } pend;
+
+    fill(src, 3);
+    pend.req.func = [](uct_pending_req_t *self) -> ucs_status_t {
+        ++*ucs_container_of(self, pend_t, req)->calls;
+        return UCS_OK;
+    };
+    pend.calls = &pend_calls;
+
+    for (i = 0; i < n; ++i) {
+        comp_init(comps[i]);
+    }
+    while (posted < n) {
+        uct_iov_t iov = { src.data() + posted * len, len, smemh, 0, 1 };
+        ucs_status_t status = uct_ep_put_zcopy(m_ep, &iov, 1,
+                                               (uintptr_t)dev + posted * len,
+                                               rkey, &comps[posted].uct);
+        if (status == UCS_ERR_NO_RESOURCE) {
+            ++no_resource;
+            /* UCP's way: park a request, progress until it is dispatched */
+            unsigned before = pend_calls;
+            status = uct_ep_pending_add(m_ep, &pend.req, 0);
+            if (status == UCS_OK) {
+                while (pend_calls == before) {
+                    uct_worker_progress(m_worker);
+                }
+            } else {
+                ASSERT_EQ(UCS_ERR_BUSY, status);
+            }
+            continue;
+        }
+        ASSERT_EQ(UCS_INPROGRESS, status);
+        ++posted;
+    }
+    EXPECT_GT(no_resource, 0u);
+    EXPECT_GT(pend_calls, 0u);
+
+    /* flush with a completion covers every copy posted before it */
+    comp_t fc;
+    comp_init(fc);
+    ucs_status_t status = uct_ep_flush(m_ep, 0, &fc.uct);
+    if (status == UCS_INPROGRESS) {
+        wait(fc);
+    } else {
+        ASSERT_EQ(UCS_OK, status);
+    }
+    for (i = 0; i < n; ++i) {
+        EXPECT_EQ(0u, comps[i].uct.count) << "copy " << i;
+        EXPECT_EQ(UCS_OK, comps[i].status);
+    }
+
+    std::vector<uint8_t> back(n * len);
+    ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), n * len,
+                                       (uintptr_t)dev, rkey));
+    EXPECT_EQ(src, back);
+}
+
+/* A fence orders a get after an earlier put to the same Gaudi memory */
+TEST_F(cpy_test, fence) {
+    SKIP_NO_TL();
+    uct_rkey_t rkey;
+    char *dev = (char*)dev_alloc(8 << 20, &rkey);
+    std::vector<uint8_t> src(8 << 20), dst(8 << 20, 0);
+    uct_mem_h smemh = host_reg(src), dmemh = host_reg(dst);
+    comp_t c1, c2;
+
+    fill(src, 1);
+    comp_init(c1);
+    comp_init(c2);
+    uct_iov_t iov = { src.data(), src.size(), smemh, 0, 1 };
+    ucs_status_t status = uct_ep_put_zcopy(m_ep, &iov, 1, (uintptr_t)dev,
+                                           rkey, &c1.uct);
+    ASSERT_EQ(UCS_INPROGRESS, status);
+    ASSERT_EQ(UCS_OK, uct_ep_fence(m_ep, 0));
+    iov = { dst.data(), dst.size(), dmemh, 0, 1 };
+    status = uct_ep_get_zcopy(m_ep, &iov, 1, (uintptr_t)dev, rkey, &c2.uct);
+    ASSERT_EQ(UCS_INPROGRESS, status);
+    wait(c1);
+    wait(c2);
+    EXPECT_EQ(src, dst);
+    flush();
+}
+
+/* Bad input: clear errors, nothing reaches the device */
+TEST_F(cpy_test, bad_input) {
+    SKIP_NO_TL();
+    uct_rkey_t rkey;
+    char *dev = (char*)dev_alloc(1 << 20, &rkey);
+    std::vector<uint8_t> buf(4096);
+    uct_mem_h memh = host_reg(buf);
+    uct_iov_t iov  = { buf.data(), buf.size(), memh, 0, 1 };
+
+    /* remote range outside the rkey's registration */
+    EXPECT_NE(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev + (1 << 20), rkey));
+    /* Gaudi range that is not an allocation (past the end of one) */
+    EXPECT_NE(UCS_OK, uct_ep_put_short(m_ep, buf.data(), 64,
+                                       (uintptr_t)dev + (2ul << 20),
+                                       UCT_INVALID_RKEY));
+    iov.length = 64;
+    EXPECT_NE(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev + (2ul << 20),
+                            UCT_INVALID_RKEY));
+    /* longer than max_zcopy */
+    iov.length = m_attr.cap.put.max_zcopy + 1;
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT, uct_ep_put_zcopy(m_ep, &iov, 1,
+                                                      (uintptr_t)dev, rkey,
+                                                      NULL));
+    /* an rkey of another device (module id differs, packed rkey v1:
+     * u8 version, u8 flags, u16 reserved, u32 module_id @4) */
+    std::vector<char> packed(256);
+    uct_rkey_bundle_t other;
+    uint32_t module_id;
+    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, m_dev_mem[0].memh,
+                                       packed.data()));
+    memcpy(&module_id, packed.data() + 4, 4);
+    module_id += 1;
+    memcpy(packed.data() + 4, &module_id, 4);
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_comp, packed.data(), &other));
+    typedef int64_t (*counter_fn)(int, int);
+    counter_fn counter = (counter_fn)dlsym(RTLD_DEFAULT, "hlsim_get_counter");
+    ASSERT_TRUE(counter != NULL);
+    int64_t submitted = counter(2 /* HLSIM_COUNTER_CS_SUBMITTED */, 0);
+    iov.length = 64;
+    EXPECT_NE(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev, other.rkey));
+    EXPECT_NE(UCS_OK, uct_ep_get_short(m_ep, buf.data(), 64, (uintptr_t)dev,
+                                       other.rkey));
+    EXPECT_EQ(submitted, counter(2, 0));   /* nothing reached the device */
+    uct_rkey_release(m_comp, &other);
+
+    /* the iface still works */
+    iov.length = buf.size();
+    EXPECT_EQ(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
+}
+
+
+int main(int argc, char **argv)
+{
+    ::testing::InitGoogleTest(&argc, argv);
+    if (dlopen(GAUDI_CPY_TEST_MODULE, RTLD_NOW | RTLD_GLOBAL) == NULL) {
+        fprintf(stderr, "dlopen %s: %s\n", GAUDI_CPY_TEST_MODULE, dlerror());
+        return 1;
+    }
+    return RUN_ALL_TESTS();
+}
