@@ -11,7 +11,7 @@ build=$("$top/contrib/build.sh")
 export HLSIM_ROOT=$(mktemp -d /tmp/hlsim-demo.XXXXXX)
 export HLSIM_NUM_DEVICES=${HLSIM_NUM_DEVICES:-2}
 export HLSIM_ASIC=${HLSIM_ASIC:-gaudi2}
-export UCX_GAUDI_LIBDIR="$build/lib"
+export GAUDI_UCX_LIBDIR="$build/lib"
 trap 'rm -rf "$HLSIM_ROOT"' EXIT
 
 run() {

@@ -18,8 +18,8 @@ then
     echo "building the tests failed"; echo "0 passed, 1 failed"; exit 1
 fi
 
-export UCX_GAUDI_BUILD="$build"
-export UCX_GAUDI_LIBDIR="$build/lib"
+export GAUDI_UCX_BUILD="$build"
+export GAUDI_UCX_LIBDIR="$build/lib"
 export HLSIM_LIB="$build/lib/libhlsim.so"
 export PATH="$build/contrib:$PATH"
 logdir="$build/test-logs"
@@ -48,7 +48,7 @@ run_suite() {
     local log="$logdir/$name.log" rc pass fail
     echo "=== $name: $*"
     # a suite that hangs is stopped and counted as failed
-    timeout -k 10 "${UCX_GAUDI_SUITE_TIMEOUT:-1200}" "$@" >"$log" 2>&1
+    timeout -k 10 "${GAUDI_UCX_SUITE_TIMEOUT:-1200}" "$@" >"$log" 2>&1
     rc=$?
     read -r pass fail < <(count_results "$log")
     if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then

@@ -8,11 +8,11 @@
 # apt is pointed at it with -o options.
 #
 # Usage: contrib/ucx-src.sh [CACHE_DIR]
-#   CACHE_DIR defaults to $UCX_GAUDI_CACHE or ~/.cache/ucx-gaudi
+#   CACHE_DIR defaults to $GAUDI_UCX_CACHE or ~/.cache/ucx-gaudi
 #
 set -euo pipefail
 
-cache=${1:-${UCX_GAUDI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ucx-gaudi}}
+cache=${1:-${GAUDI_UCX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ucx-gaudi}}
 log() { echo "ucx-src: $*" >&2; }
 
 pkgver=$(dpkg-query -W -f='${Version}' libucx0 2>/dev/null || true)

@@ -4,10 +4,10 @@
 # cost with an rcache hit, a miss and the rcache off, in one run, and the
 # hit/miss ratio (goal <= 5%). Reports only, asserts nothing.
 # Usage: bench/md/run.sh [iterations [buffer_bytes]]
-#   UCX_GAUDI_BUILD=<build dir> (default: the current directory)
+#   GAUDI_UCX_BUILD=<build dir> (default: the current directory)
 #
 set -eu
-build=${UCX_GAUDI_BUILD:-$PWD}
+build=${GAUDI_UCX_BUILD:-$PWD}
 bench=$build/test/md/gaudi_md_bench
 [ -x "$bench" ] || make -C "$build/test/md" gaudi_md_bench >/dev/null
 root=$(mktemp -d /tmp/hlsim-bench.XXXXXX)

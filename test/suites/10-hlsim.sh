@@ -1,7 +1,7 @@
 # The habanalabs emulator's own tests (test/hlsim/test_hlsim.c)
 . "$(dirname "$0")/lib.sh"
 new_node
-LD_PRELOAD="$HLSIM_LIB" "$UCX_GAUDI_BUILD/test/hlsim/test_hlsim"
+LD_PRELOAD="$HLSIM_LIB" "$GAUDI_UCX_BUILD/test/hlsim/test_hlsim"
 rc=$?
 for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
 exit $rc

@@ -2,4 +2,4 @@
 # ownership); each device test re-runs itself in a fresh process with its
 # own emulated node (test/unit/gaudi_unit.cc)
 . "$(dirname "$0")/lib.sh"
-"$UCX_GAUDI_BUILD/test/unit/gaudi_unit"
+"$GAUDI_UCX_BUILD/test/unit/gaudi_unit"

@@ -9,7 +9,7 @@
 # VM_UNMAPPED. The rcache tests need those events: use UCX's default.
 export UCX_MEM_MMAP_HOOK_MODE=bistro
 
-gtest=$UCX_GAUDI_BUILD/test/md/gaudi_md_test
+gtest=$GAUDI_UCX_BUILD/test/md/gaudi_md_test
 total_pass=0
 total_fail=0
 failed=()

@@ -7,7 +7,7 @@
 #   (test/gtest/common/mem_buffer.cc) and aborts for the ROCM slot.
 . "$(dirname "$0")/lib.sh"
 
-gtest=$UCX_GAUDI_BUILD/test/ucx_gtest/ucx_gtest
+gtest=$GAUDI_UCX_BUILD/test/ucx_gtest/ucx_gtest
 filter='gaudi_copy/test_md.*:gaudi_ipc/test_md.*:gaudi_cpy/*'
 exclude='*mem_type_detect_mds*'
 

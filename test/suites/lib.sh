@@ -2,10 +2,13 @@
 # "PASS name" / "FAIL name: why" line per check and ends with
 # "N passed, N failed".
 
-: "${UCX_GAUDI_BUILD:?run through contrib/test.sh}"
-HLSIM_LIB=${HLSIM_LIB:-$UCX_GAUDI_BUILD/lib/libhlsim.so}
-UCX_GAUDI_RUN=${UCX_GAUDI_RUN:-$UCX_GAUDI_BUILD/contrib/ucx-gaudi-run}
-export UCX_GAUDI_LIBDIR=${UCX_GAUDI_LIBDIR:-$UCX_GAUDI_BUILD/lib}
+: "${GAUDI_UCX_BUILD:?run through contrib/test.sh}"
+# Not UCX_-prefixed on purpose: UCX warns about UCX_* variables it does not
+# know. The old names stay usable inside suites as plain shell variables.
+UCX_GAUDI_BUILD=$GAUDI_UCX_BUILD
+HLSIM_LIB=${HLSIM_LIB:-$GAUDI_UCX_BUILD/lib/libhlsim.so}
+GAUDI_UCX_RUN=${GAUDI_UCX_RUN:-$GAUDI_UCX_BUILD/contrib/ucx-gaudi-run}
+export GAUDI_UCX_LIBDIR=${GAUDI_UCX_LIBDIR:-$GAUDI_UCX_BUILD/lib}
 
 npass=0
 nfail=0
@@ -37,8 +40,8 @@ new_node() {
 # Run a command on the emulated node with the Gaudi module loaded
 # (bounded: a hang is a failure, not a stuck CI run)
 on_node() {
-    LD_PRELOAD="$HLSIM_LIB" timeout -k 10 "${UCX_GAUDI_TEST_TIMEOUT:-600}" \
-        "$UCX_GAUDI_RUN" "$@"
+    LD_PRELOAD="$HLSIM_LIB" timeout -k 10 "${GAUDI_UCX_TEST_TIMEOUT:-600}" \
+        "$GAUDI_UCX_RUN" "$@"
 }
 
 finish() {

@@ -76,6 +76,22 @@ ucs_status_t uct_gaudi_dmabuf_get(const void *ptr, size_t length, int *fd_p,
                                   uint64_t *offset_p);
 
 
+/**
+ * Copy @a length bytes between any two of host and Gaudi memory of this
+ * process's device, on the device's DMA engines; returns when the copy is
+ * complete. Host-to-host is a plain memmove. A range that is not wholly
+ * host memory or wholly inside one Gaudi allocation is refused.
+ */
+ucs_status_t uct_gaudi_memcpy(void *dst, const void *src, size_t length);
+
+
+/**
+ * Fill @a length bytes at @a ptr (host or Gaudi memory) with the byte
+ * @a value; returns when done.
+ */
+ucs_status_t uct_gaudi_memset(void *ptr, int value, size_t length);
+
+
 /* Process-wide counters of the gaudi_copy memory domain (diagnostics) */
 typedef struct uct_gaudi_counters {
     uint64_t alloc_count;     /* device allocations made */

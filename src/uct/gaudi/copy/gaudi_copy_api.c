@@ -10,15 +10,27 @@
 
 #include "gaudi_copy_mem.h"
 
+#include <uct/gaudi/base/gaudi_dma.h>
+
 #include <uct/gaudi/api/uct_gaudi.h>
 #include <uct/gaudi/gaudi_compat.h>
 #include <uct/gaudi/gaudi_device.h>
 #include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/math.h>
 #include <string.h>
+
+
+/* Largest host buffer uct_gaudi_memset() fills at a time */
+#define UCT_GAUDI_API_MEMSET_CHUNK (1ul << 20)
 
 
 static pthread_mutex_t uct_gaudi_api_lock = PTHREAD_MUTEX_INITIALIZER;
 static uct_gaudi_copy_heap_t *uct_gaudi_api_heap = NULL;
+
+/* The API's own DMA engine; its lock serializes the synchronous copies */
+static pthread_mutex_t uct_gaudi_api_dma_lock = PTHREAD_MUTEX_INITIALIZER;
+static uct_gaudi_dma_t *uct_gaudi_api_dma     = NULL;
 
 
 /* The heap, with a reference kept for the life of the process */
@@ -126,4 +138,207 @@ ucs_status_t uct_gaudi_counters_get(uct_gaudi_counters_t *counters)
         memcpy(counters, &heap->counters, sizeof(*counters)); /* racy reads are fine */
     }
     return UCS_OK;
+}
+
+
+/* The API's DMA engine, created at the first copy; call with dma_lock held */
+static ucs_status_t uct_gaudi_api_dma_get(uct_gaudi_copy_heap_t *heap,
+                                          uct_gaudi_dma_t **dma_p)
+{
+    uct_gaudi_dma_params_t params;
+    const char *reason;
+    ucs_status_t status;
+
+    if (uct_gaudi_api_dma == NULL) {
+        status = uct_gaudi_dma_check(heap->ctx, &reason);
+        if (status != UCS_OK) {
+            ucs_error("gaudi %s: copies to and from device memory are not "
+                      "available: %s", heap->ctx->info->name, reason);
+            return status;
+        }
+
+        uct_gaudi_dma_params_default(heap->ctx, &params);
+        status = uct_gaudi_dma_create(heap->ctx, &params, &uct_gaudi_api_dma);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    *dma_p = uct_gaudi_api_dma;
+    return UCS_OK;
+}
+
+/*
+ * Whether [ptr, ptr+length) is device memory; if so, its DMA address.
+ * A range that is only partly in the device window is an error: the CPU
+ * must never touch its device part.
+ */
+static ucs_status_t uct_gaudi_api_classify(uct_gaudi_copy_heap_t *heap,
+                                           const void *ptr, size_t length,
+                                           const char *op, int *is_dev_p,
+                                           uint64_t *dma_addr_p)
+{
+    uct_gaudi_copy_dev_range_t range;
+    ucs_status_t status;
+
+    if (!uct_gaudi_copy_heap_touches_window(heap, (uintptr_t)ptr, length)) {
+        *is_dev_p = 0;
+        return UCS_OK;
+    }
+
+    if (!uct_gaudi_copy_heap_in_window(heap, (uintptr_t)ptr, length)) {
+        ucs_error("%s: range %p..+%zu is partly Gaudi memory", op, ptr,
+                  length);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    status = uct_gaudi_copy_heap_resolve(heap, (uintptr_t)ptr, length,
+                                         &range);
+    if (status != UCS_OK) {
+        ucs_error("%s: %p..+%zu is not inside one Gaudi allocation", op, ptr,
+                  length);
+        return status;
+    }
+
+    *is_dev_p   = 1;
+    *dma_addr_p = range.dma_base + ((uintptr_t)ptr - range.base);
+    return UCS_OK;
+}
+
+static ucs_status_t uct_gaudi_api_copy(uct_gaudi_copy_heap_t *heap,
+                                       void *dst, int dst_dev,
+                                       uint64_t dst_dma, const void *src,
+                                       int src_dev, uint64_t src_dma,
+                                       size_t length)
+{
+    uct_gaudi_dma_xfer_t xfer;
+    uct_gaudi_dma_t *dma;
+    ucs_status_t status;
+
+    pthread_mutex_lock(&uct_gaudi_api_dma_lock);
+    status = uct_gaudi_api_dma_get(heap, &dma);
+    if (status != UCS_OK) {
+        goto out;
+    }
+
+    if (dst_dev && src_dev) {
+        xfer.src    = src_dma;
+        xfer.dst    = dst_dma;
+        xfer.length = length;
+        status      = uct_gaudi_dma_copy(dma, &xfer, 1, "uct_gaudi_memcpy");
+    } else if (dst_dev) {
+        /* the engine copies from its pre-mapped bounce buffer: the host
+         * side needs no registration and is only read */
+        status = uct_gaudi_dma_short(dma, 1, (void*)src, dst_dma, length,
+                                     "uct_gaudi_memcpy");
+    } else {
+        status = uct_gaudi_dma_short(dma, 0, dst, src_dma, length,
+                                     "uct_gaudi_memcpy");
+    }
+
+out:
+    pthread_mutex_unlock(&uct_gaudi_api_dma_lock);
+    return status;
+}
+
+ucs_status_t uct_gaudi_memcpy(void *dst, const void *src, size_t length)
+{
+    uint64_t dst_dma = 0, src_dma = 0;
+    uct_gaudi_copy_heap_t *heap;
+    int dst_dev, src_dev;
+    ucs_status_t status;
+
+    if (length == 0) {
+        return UCS_OK;
+    }
+
+    if ((dst == NULL) || (src == NULL)) {
+        ucs_error("uct_gaudi_memcpy(%p, %p, %zu): NULL pointer", dst, src,
+                  length);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = uct_gaudi_api_heap_get(&heap);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_api_classify(heap, dst, length, "uct_gaudi_memcpy",
+                                    &dst_dev, &dst_dma);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_api_classify(heap, src, length, "uct_gaudi_memcpy",
+                                    &src_dev, &src_dma);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (!dst_dev && !src_dev) {
+        memmove(dst, src, length);
+        return UCS_OK;
+    }
+
+    return uct_gaudi_api_copy(heap, dst, dst_dev, dst_dma, src, src_dev,
+                              src_dma, length);
+}
+
+ucs_status_t uct_gaudi_memset(void *ptr, int value, size_t length)
+{
+    uct_gaudi_copy_heap_t *heap;
+    size_t chunk, offset;
+    ucs_status_t status;
+    uint64_t dma_addr;
+    void *fill;
+    int is_dev;
+
+    if (length == 0) {
+        return UCS_OK;
+    }
+
+    status = uct_gaudi_api_heap_get(&heap);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_api_classify(heap, ptr, length, "uct_gaudi_memset",
+                                    &is_dev, &dma_addr);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (!is_dev) {
+        memset(ptr, value, length);
+        return UCS_OK;
+    }
+
+    /* Copies of a host pattern buffer: the device gets the bytes through
+     * the same DMA path as any host-to-device copy */
+    chunk = ucs_min(length, UCT_GAUDI_API_MEMSET_CHUNK);
+    fill  = ucs_malloc(chunk, "uct_gaudi_memset");
+    if (fill == NULL) {
+        ucs_error("uct_gaudi_memset: failed to allocate %zu bytes", chunk);
+        return UCS_ERR_NO_MEMORY;
+    }
+    memset(fill, value, chunk);
+
+    for (offset = 0; offset < length; offset += chunk) {
+        chunk  = ucs_min(chunk, length - offset);
+        status = uct_gaudi_api_copy(heap, NULL, 1, dma_addr + offset, fill, 0,
+                                    0, chunk);
+        if (status != UCS_OK) {
+            break;
+        }
+    }
+
+    ucs_free(fill);
+    return status;
+}
+
+UCS_STATIC_CLEANUP {
+    if (uct_gaudi_api_dma != NULL) {
+        uct_gaudi_dma_destroy(uct_gaudi_api_dma);
+        uct_gaudi_api_dma = NULL;
+    }
 }
