@@ -13,6 +13,9 @@
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
 #include <inttypes.h>
+#include <errno.h>
+#include <linux/kcmp.h>
+#include <sys/syscall.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -157,13 +160,43 @@ int uct_gaudi_ipc_cache_peer_alive(uct_gaudi_ipc_cache_t *cache,
     return 0;
 }
 
+/*
+ * Whether the exporter still holds the export of @a region: kcmp(2) tells
+ * whether its fd number still refers to the file description we share
+ * (pidfd_getfd and SCM_RIGHTS both give the same description). Unknown
+ * (kcmp refused or missing) counts as held.
+ */
+static int uct_gaudi_ipc_region_exported(const uct_gaudi_ipc_region_t *region)
+{
+    long ret = syscall(SYS_kcmp, getpid(), region->peer->pid, KCMP_FILE,
+                       region->fd, region->remote_fd);
+
+    if (ret == 0) {
+        return 1;
+    }
+    return (ret < 0) && (errno != EBADF);
+}
+
 void uct_gaudi_ipc_cache_sweep(uct_gaudi_ipc_cache_t *cache)
 {
+    uct_gaudi_ipc_region_t *region, *rtmp;
     uct_gaudi_ipc_peer_t *peer, *tmp;
 
     ucs_list_for_each_safe(peer, tmp, &cache->peers, list) {
         if (!peer->dead) {
             (void)uct_gaudi_ipc_cache_peer_alive(cache, peer);
+        }
+    }
+
+    /* a deregistered buffer may be freed by its exporter, which cannot
+     * unmap it while our import holds its dma-buf (facts 3.3): let go */
+    ucs_list_for_each_safe(region, rtmp, &cache->lru, list) {
+        if ((region->refcount == 0) &&
+            !uct_gaudi_ipc_region_exported(region)) {
+            ucs_debug("gaudi_ipc: pid %d deregistered buffer 0x%" PRIx64
+                      ": unmapping it", region->peer->pid, region->base);
+            ++cache->stats.released;
+            uct_gaudi_ipc_region_drop(cache, region);
         }
     }
 }
@@ -244,6 +277,7 @@ static ucs_status_t uct_gaudi_ipc_region_map(uct_gaudi_ipc_cache_t *cache,
     region->offset     = key->offset;
     region->import_len = key->import_len;
     region->fd         = fd;
+    region->remote_fd  = key->fd;
     region->va         = va;
     ++peer->regions;
     ucs_trace("gaudi_ipc: mapped pid %d buffer 0x%" PRIx64 "+%" PRIu64

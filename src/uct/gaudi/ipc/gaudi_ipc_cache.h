@@ -41,6 +41,7 @@ typedef struct uct_gaudi_ipc_region {
     uint64_t               offset;     /* of base in the dma-buf */
     uint64_t               import_len;
     int                    fd;         /* our fd of the dma-buf */
+    int                    remote_fd;  /* the exporter's fd number */
     uint64_t               va;         /* op 99 VA (host range, facts 4.3) */
     unsigned               refcount;   /* transfers in flight */
     int                    stale;      /* out of the cache, freed at 0 */
@@ -53,6 +54,7 @@ typedef struct uct_gaudi_ipc_cache_stats {
     uint64_t evictions;  /* dropped for the bounds */
     uint64_t remaps;     /* dropped for an identity mismatch */
     uint64_t dead;       /* dropped because the exporter exited */
+    uint64_t released;   /* dropped because the exporter deregistered */
 } uct_gaudi_ipc_cache_stats_t;
 
 
@@ -95,7 +97,8 @@ void uct_gaudi_ipc_cache_put(uct_gaudi_ipc_cache_t *cache,
 int uct_gaudi_ipc_cache_peer_alive(uct_gaudi_ipc_cache_t *cache,
                                    uct_gaudi_ipc_peer_t *peer);
 
-/* Check every peer; drop the regions of those that exited */
+/* Check every peer; drop the regions of those that exited, and idle
+ * regions whose export the exporter has closed (deregistered) */
 void uct_gaudi_ipc_cache_sweep(uct_gaudi_ipc_cache_t *cache);
 
 #endif

@@ -67,7 +67,7 @@ typedef struct uct_gaudi_ipc_export {
 
 
 /*
- * Packed rkey (mkey_pack / rkey_unpack), little-endian, version 1, 104 B.
+ * Packed rkey (mkey_pack / rkey_unpack), little-endian, version 1, 88 B.
  * The unpacked rkey (uct_rkey_t) points to a copy of it.
  */
 #define UCT_GAUDI_IPC_RKEY_VERSION 1

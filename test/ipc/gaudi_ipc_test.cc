@@ -1,0 +1,1003 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * gaudi_ipc tests on the habanalabs emulator (test/hlsim): two processes,
+ * each on its own emulated device. This program is the importer (gtest);
+ * it starts itself again with --exporter as the peer that allocates,
+ * registers, fills and checks buffers on command (stdin/stdout lines).
+ * Data is always written and read back by DMA (gaudi_cpy), never by the
+ * CPU. Run by test/suites/70-ipc.sh (habana and upstream flavours).
+ */
+
+#include <gtest/gtest.h>
+
+extern "C" {
+#include <uct/gaudi/ipc/gaudi_ipc_iface.h>
+#include <uct/gaudi/ipc/gaudi_ipc_md.h>
+#include <uct/gaudi/api/uct_gaudi.h>
+#include <uct/api/uct.h>
+#include <ucs/async/async.h>
+#include "../hlsim/hlsim.h"
+}
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdarg.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <map>
+#include <string>
+#include <vector>
+
+
+static int open_fds()
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    while (readdir(d) != NULL) {
+        ++n;
+    }
+    closedir(d);
+    return n;
+}
+
+static int64_t hlsim_counter(hlsim_counter_t c)
+{
+    static int64_t (*p)(hlsim_counter_t, int);
+    if (p == NULL) {
+        p = (int64_t (*)(hlsim_counter_t, int))dlsym(RTLD_DEFAULT,
+                                                     "hlsim_get_counter");
+    }
+    return (p == NULL) ? -1 : p(c, 0);
+}
+
+static bool upstream_flavour()
+{
+    const char *f = getenv("HLSIM_FLAVOUR");
+    return (f != NULL) && !strcmp(f, "upstream");
+}
+
+static std::string hex(const void *p, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    const uint8_t *b = (const uint8_t*)p;
+    std::string s;
+    for (size_t i = 0; i < n; ++i) {
+        s += digits[b[i] >> 4];
+        s += digits[b[i] & 15];
+    }
+    return s;
+}
+
+static std::vector<uint8_t> unhex(const std::string &s)
+{
+    std::vector<uint8_t> v;
+    for (size_t i = 0; i + 1 < s.size(); i += 2) {
+        v.push_back((uint8_t)strtoul(s.substr(i, 2).c_str(), NULL, 16));
+    }
+    return v;
+}
+
+static void pattern(std::vector<uint8_t> &buf, unsigned seed)
+{
+    for (size_t i = 0; i < buf.size(); ++i) {
+        buf[i] = (uint8_t)((i * 131 + seed * 7 + (i >> 12)) ^ seed);
+    }
+}
+
+
+/* One process's UCT objects: gaudi_cpy (self) for DMA to/from device
+ * memory, gaudi_ipc MD and iface */
+struct uct_side {
+    ucs_async_context_t *async;
+    uct_worker_h        worker;
+    uct_component_h     copy_comp, ipc_comp;
+    uct_md_h            copy_md, ipc_md;
+    uct_iface_h         copy_if, ipc_if;
+    uct_ep_h            copy_ep;
+
+    static void comp_cb(uct_completion_t *comp) {}
+
+    uct_component_h component(const char *name)
+    {
+        uct_component_h *comps, found = NULL;
+        unsigned n;
+        EXPECT_EQ(UCS_OK, uct_query_components(&comps, &n));
+        for (unsigned i = 0; i < n; ++i) {
+            uct_component_attr_t attr;
+            attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
+            uct_component_query(comps[i], &attr);
+            if (!strcmp(attr.name, name)) {
+                found = comps[i];
+            }
+        }
+        uct_release_component_list(comps);
+        return found;
+    }
+
+    uct_md_h open_md(uct_component_h comp, const char *name)
+    {
+        uct_md_config_t *config;
+        uct_md_h md = NULL;
+        if (comp == NULL) {
+            return NULL;
+        }
+        uct_md_config_read(comp, NULL, NULL, &config);
+        uct_md_open(comp, name, config, &md);
+        uct_config_release(config);
+        return md;
+    }
+
+    uct_iface_h open_iface(uct_md_h md, const char *tl,
+                           const std::map<std::string, std::string> &cfg)
+    {
+        uct_iface_config_t *config;
+        uct_iface_params_t params;
+        uct_iface_h iface = NULL;
+
+        if (md == NULL) {
+            return NULL;
+        }
+        uct_md_iface_config_read(md, tl, NULL, NULL, &config);
+        for (auto &kv : cfg) {
+            uct_config_modify(config, kv.first.c_str(), kv.second.c_str());
+        }
+        memset(&params, 0, sizeof(params));
+        params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                      UCT_IFACE_PARAM_FIELD_DEVICE;
+        params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+        params.mode.device.tl_name  = tl;
+        params.mode.device.dev_name = "gaudi_0";
+        if (uct_iface_open(md, worker, &params, config, &iface) != UCS_OK) {
+            iface = NULL;
+        }
+        uct_config_release(config);
+        return iface;
+    }
+
+    bool init(const std::map<std::string, std::string> &ipc_cfg = {})
+    {
+        memset(this, 0, sizeof(*this));
+        if ((ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
+                                      &async) != UCS_OK) ||
+            (uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &worker) !=
+             UCS_OK)) {
+            return false;
+        }
+        copy_comp = component("gaudi_copy");
+        ipc_comp  = component("gaudi_ipc");
+        copy_md   = open_md(copy_comp, "gaudi_copy");
+        ipc_md    = open_md(ipc_comp, "gaudi_ipc");
+        copy_if   = open_iface(copy_md, "gaudi_cpy", {});
+        ipc_if    = open_iface(ipc_md, "gaudi_ipc", ipc_cfg);
+        if ((copy_if == NULL) || (ipc_if == NULL)) {
+            return false;
+        }
+
+        /* gaudi_cpy: an ep to itself */
+        uct_iface_attr_t attr;
+        uct_iface_query(copy_if, &attr);
+        std::vector<uint8_t> dev(attr.device_addr_len + 1),
+                             ifa(attr.iface_addr_len + 1);
+        uct_iface_get_device_address(copy_if, (uct_device_addr_t*)dev.data());
+        uct_iface_get_address(copy_if, (uct_iface_addr_t*)ifa.data());
+        uct_ep_params_t ep_params;
+        ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                               UCT_EP_PARAM_FIELD_DEV_ADDR |
+                               UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        ep_params.iface      = copy_if;
+        ep_params.dev_addr   = (uct_device_addr_t*)dev.data();
+        ep_params.iface_addr = (uct_iface_addr_t*)ifa.data();
+        return uct_ep_create(&ep_params, &copy_ep) == UCS_OK;
+    }
+
+    void close_ipc_iface()
+    {
+        if (ipc_if != NULL) {
+            uct_iface_close(ipc_if);
+            ipc_if = NULL;
+        }
+    }
+
+    void fini()
+    {
+        if (copy_ep) uct_ep_destroy(copy_ep);
+        if (copy_if) uct_iface_close(copy_if);
+        close_ipc_iface();
+        if (copy_md) uct_md_close(copy_md);
+        if (ipc_md) uct_md_close(ipc_md);
+        if (worker) uct_worker_destroy(worker);
+        if (async) ucs_async_context_destroy(async);
+        memset(this, 0, sizeof(*this));
+    }
+
+    /* Wait for @a status (INPROGRESS: until @a comp completes) */
+    ucs_status_t wait(uct_iface_h iface, ucs_status_t status,
+                      uct_completion_t *comp)
+    {
+        if (status != UCS_INPROGRESS) {
+            return status;
+        }
+        for (int i = 0; (comp->count > 0) && (i < 20000000); ++i) {
+            uct_iface_progress(iface);
+        }
+        return (comp->count > 0) ? UCS_ERR_TIMED_OUT : comp->status;
+    }
+
+    /* host <-> device through gaudi_cpy zcopy (DMA) */
+    ucs_status_t dev_copy(void *dev, void *host, size_t len, bool to_dev)
+    {
+        uct_mem_h memh;
+        uint8_t rkey_buf[256];
+        uct_rkey_bundle_t rkey;
+        ucs_status_t status;
+
+        status = uct_md_mem_reg(copy_md, dev, len, UCT_MD_MEM_ACCESS_ALL, &memh);
+        if (status != UCS_OK) {
+            return status;
+        }
+        uct_md_mkey_pack(copy_md, memh, rkey_buf);
+        uct_rkey_unpack(copy_comp, rkey_buf, &rkey);
+
+        uct_iov_t iov = {host, len, UCT_MEM_HANDLE_NULL, len, 1};
+        uct_completion_t comp = {comp_cb, 1, UCS_OK};
+        status = to_dev ?
+                 uct_ep_put_zcopy(copy_ep, &iov, 1, (uintptr_t)dev, rkey.rkey,
+                                  &comp) :
+                 uct_ep_get_zcopy(copy_ep, &iov, 1, (uintptr_t)dev, rkey.rkey,
+                                  &comp);
+        status = wait(copy_if, status, &comp);
+        uct_rkey_release(copy_comp, &rkey);
+        uct_md_mem_dereg(copy_md, memh);
+        return status;
+    }
+
+    ucs_status_t fill(void *dev, size_t len, unsigned seed)
+    {
+        std::vector<uint8_t> buf(len);
+        pattern(buf, seed);
+        return dev_copy(dev, buf.data(), len, true);
+    }
+
+    /* -1: equal, else the first differing offset (or -2 on error) */
+    long check(void *dev, size_t len, unsigned seed)
+    {
+        std::vector<uint8_t> buf(len, 0xee), exp(len);
+        pattern(exp, seed);
+        if (dev_copy(dev, buf.data(), len, false) != UCS_OK) {
+            return -2;
+        }
+        for (size_t i = 0; i < len; ++i) {
+            if (buf[i] != exp[i]) {
+                return i;
+            }
+        }
+        return -1;
+    }
+};
+
+
+/* ---- exporter process ---- */
+
+static int exporter_main()
+{
+    std::map<uint64_t, uct_mem_h> regs;
+    uct_side s;
+    char line[512];
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!s.init()) {
+        printf("err init\n");
+        return 1;
+    }
+    printf("ready\n");
+
+    while (fgets(line, sizeof(line), stdin) != NULL) {
+        char cmd[32] = "";
+        unsigned long long a = 0, b = 0, c = 0;
+        sscanf(line, "%31s %llx %llx %llx", cmd, &a, &b, &c);
+        std::string op = cmd;
+
+        if (op == "addr") {
+            uct_iface_attr_t attr;
+            uct_iface_query(s.ipc_if, &attr);
+            std::vector<uint8_t> dev(attr.device_addr_len),
+                                 ifa(attr.iface_addr_len);
+            uct_iface_get_device_address(s.ipc_if,
+                                         (uct_device_addr_t*)dev.data());
+            uct_iface_get_address(s.ipc_if, (uct_iface_addr_t*)ifa.data());
+            printf("ok %s %s\n", hex(dev.data(), dev.size()).c_str(),
+                   hex(ifa.data(), ifa.size()).c_str());
+        } else if (op == "alloc") {
+            void *ptr;
+            uct_mem_h memh;
+            uint8_t rkey[sizeof(uct_gaudi_ipc_rkey_t)];
+            if ((uct_gaudi_mem_alloc(a, &ptr) != UCS_OK) ||
+                (uct_md_mem_reg(s.ipc_md, ptr, a, UCT_MD_MEM_ACCESS_ALL, &memh) != UCS_OK)) {
+                printf("err alloc\n");
+                continue;
+            }
+            uct_md_mkey_pack(s.ipc_md, memh, rkey);
+            regs[(uintptr_t)ptr] = memh;
+            printf("ok %llx %s\n", (unsigned long long)(uintptr_t)ptr,
+                   hex(rkey, sizeof(rkey)).c_str());
+        } else if (op == "fill") {
+            printf(s.fill((void*)a, b, c) == UCS_OK ? "ok\n" : "err fill\n");
+        } else if (op == "check") {
+            printf("ok %ld\n", s.check((void*)a, b, c));
+        } else if (op == "dereg") {
+            uct_md_mem_dereg(s.ipc_md, regs[a]);
+            regs.erase(a);
+            printf("ok\n");
+        } else if (op == "free") {
+            if (regs.count(a)) {
+                uct_md_mem_dereg(s.ipc_md, regs[a]);
+                regs.erase(a);
+            }
+            printf(uct_gaudi_mem_free((void*)a) == UCS_OK ? "ok\n" :
+                                                            "err free\n");
+        } else if (op == "stat") {
+            printf("ok %x %x\n", uct_gaudi_ipc_export_count(), open_fds());
+        } else if (op == "nodump") {
+            /* pidfd_getfd needs PTRACE_MODE_ATTACH: refused for a
+             * non-dumpable target without CAP_SYS_PTRACE */
+            prctl(PR_SET_DUMPABLE, 0);
+            printf("ok\n");
+        } else if (op == "quit") {
+            break;
+        } else {
+            printf("err %s\n", cmd);
+        }
+    }
+
+    for (auto &r : regs) {
+        uct_md_mem_dereg(s.ipc_md, r.second);
+        uct_gaudi_mem_free((void*)r.first);
+    }
+    s.fini();
+    return 0;
+}
+
+
+/* ---- importer (gtest) ---- */
+
+/* The exporter as seen by the test */
+class peer {
+public:
+    pid_t pid = -1;
+
+    bool start()
+    {
+        int in[2], out[2];
+        if ((pipe(in) < 0) || (pipe(out) < 0)) {
+            return false;
+        }
+        pid = fork();
+        if (pid == 0) {
+            dup2(in[0], 0);
+            dup2(out[1], 1);
+            close(in[1]);
+            close(out[0]);
+            setenv("UCX_GAUDI_DEVICE", "1", 1);
+            setenv("UCX_LOG_FILE", "stderr", 1); /* stdout is the pipe */
+            execl("/proc/self/exe", "gaudi_ipc_test", "--exporter",
+                  (char*)NULL);
+            _exit(127);
+        }
+        close(in[0]);
+        close(out[1]);
+        m_in  = fdopen(in[1], "w");
+        m_out = fdopen(out[0], "r");
+        setvbuf(m_in, NULL, _IOLBF, 0);
+        return read_line() == "ready";
+    }
+
+    std::string cmd(const char *fmt, ...)
+    {
+        va_list ap;
+        va_start(ap, fmt);
+        vfprintf(m_in, fmt, ap);
+        va_end(ap);
+        fputc('\n', m_in);
+        fflush(m_in);
+        return read_line();
+    }
+
+    void kill_now()
+    {
+        if (pid > 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            pid = -1;
+        }
+    }
+
+    void stop()
+    {
+        if (pid > 0) {
+            fprintf(m_in, "quit\n");
+            fflush(m_in);
+            int st;
+            waitpid(pid, &st, 0);
+            pid = -1;
+        }
+        if (m_in) fclose(m_in);
+        if (m_out) fclose(m_out);
+        m_in = m_out = NULL;
+    }
+
+private:
+    FILE *m_in = NULL, *m_out = NULL;
+
+    std::string read_line()
+    {
+        char line[1024];
+        if (fgets(line, sizeof(line), m_out) == NULL) {
+            return "eof";
+        }
+        line[strcspn(line, "\n")] = 0;
+        return line;
+    }
+};
+
+
+/* A remote buffer: its address and unpacked rkey */
+struct remote_buf {
+    uint64_t          addr = 0;
+    uct_rkey_bundle_t rkey = {};
+};
+
+
+class gaudi_ipc : public ::testing::Test {
+protected:
+    uct_side m_uct;
+    peer     m_peer;
+    uct_ep_h m_ep = NULL;
+    std::vector<remote_buf> m_rbufs;
+
+    virtual std::map<std::string, std::string> ipc_config()
+    {
+        return {{"PEER_CHECK_INTERVAL", "0"}};
+    }
+
+    void SetUp() override
+    {
+        ASSERT_TRUE(m_peer.start()) << "exporter did not start";
+        ASSERT_TRUE(m_uct.init(ipc_config()));
+    }
+
+    void TearDown() override
+    {
+        if (m_ep != NULL) {
+            uct_ep_destroy(m_ep);
+        }
+        for (auto &r : m_rbufs) {
+            uct_rkey_release(m_uct.ipc_comp, &r.rkey);
+        }
+        m_uct.fini();
+        m_peer.stop();
+    }
+
+    void peer_addr(std::vector<uint8_t> &dev, std::vector<uint8_t> &ifa)
+    {
+        char d[256], i[256];
+        std::string r = m_peer.cmd("addr");
+        ASSERT_EQ(2, sscanf(r.c_str(), "ok %255s %255s", d, i)) << r;
+        dev = unhex(d);
+        ifa = unhex(i);
+    }
+
+    bool reachable()
+    {
+        std::vector<uint8_t> dev, ifa;
+        peer_addr(dev, ifa);
+        return uct_iface_is_reachable(m_uct.ipc_if,
+                                      (uct_device_addr_t*)dev.data(),
+                                      (uct_iface_addr_t*)ifa.data());
+    }
+
+    void connect()
+    {
+        std::vector<uint8_t> dev, ifa;
+        peer_addr(dev, ifa);
+        uct_ep_params_t p;
+        p.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                       UCT_EP_PARAM_FIELD_DEV_ADDR |
+                       UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        p.iface      = m_uct.ipc_if;
+        p.dev_addr   = (uct_device_addr_t*)dev.data();
+        p.iface_addr = (uct_iface_addr_t*)ifa.data();
+        ASSERT_EQ(UCS_OK, uct_ep_create(&p, &m_ep));
+    }
+
+    remote_buf ralloc(size_t len)
+    {
+        remote_buf rb;
+        char rkey[512];
+        unsigned long long addr;
+        std::string r = m_peer.cmd("alloc %zx", len);
+        EXPECT_EQ(2, sscanf(r.c_str(), "ok %llx %511s", &addr, rkey)) << r;
+        std::vector<uint8_t> packed = unhex(rkey);
+        EXPECT_EQ(sizeof(uct_gaudi_ipc_rkey_t), packed.size());
+        EXPECT_EQ(UCS_OK, uct_rkey_unpack(m_uct.ipc_comp, packed.data(),
+                                          &rb.rkey));
+        rb.addr = addr;
+        m_rbufs.push_back(rb);
+        return rb;
+    }
+
+    /* Free a remote buffer. With @a sweep, the way a well-behaved peer
+     * does it: deregister, let our idle progress notice (kcmp) and drop
+     * the import, then free - so the exporter can unmap (facts 3.3) */
+    void rfree(const remote_buf &rb, bool sweep = true)
+    {
+        if (sweep) {
+            EXPECT_EQ("ok", m_peer.cmd("dereg %llx",
+                                       (unsigned long long)rb.addr));
+            for (int i = 0; i < 3; ++i) {
+                uct_iface_progress(m_uct.ipc_if);
+            }
+        }
+        EXPECT_EQ("ok", m_peer.cmd("free %llx",
+                                   (unsigned long long)rb.addr));
+    }
+
+    std::string rfill(uint64_t addr, size_t len, unsigned seed)
+    {
+        return m_peer.cmd("fill %llx %zx %x", (unsigned long long)addr, len,
+                          seed);
+    }
+
+    long rcheck(uint64_t addr, size_t len, unsigned seed)
+    {
+        long off = -3;
+        std::string r = m_peer.cmd("check %llx %zx %x",
+                                   (unsigned long long)addr, len, seed);
+        sscanf(r.c_str(), "ok %ld", &off);
+        return off;
+    }
+
+    ucs_status_t xfer(bool put, void *local, size_t len, uint64_t raddr,
+                      const remote_buf &rb)
+    {
+        uct_iov_t iov = {local, len, UCT_MEM_HANDLE_NULL, len, 1};
+        uct_completion_t comp = {uct_side::comp_cb, 1, UCS_OK};
+        ucs_status_t status;
+        do {
+            status = put ? uct_ep_put_zcopy(m_ep, &iov, 1, raddr,
+                                            rb.rkey.rkey, &comp) :
+                           uct_ep_get_zcopy(m_ep, &iov, 1, raddr,
+                                            rb.rkey.rkey, &comp);
+            if (status == UCS_ERR_NO_RESOURCE) {
+                uct_iface_progress(m_uct.ipc_if);
+            }
+        } while (status == UCS_ERR_NO_RESOURCE);
+        return m_uct.wait(m_uct.ipc_if, status, &comp);
+    }
+
+    uct_gaudi_ipc_cache_t *cache()
+    {
+        return &ucs_derived_of(m_uct.ipc_if, uct_gaudi_ipc_iface_t)->cache;
+    }
+
+    /* get from the peer into local device memory, put back: all sizes */
+    void put_get_roundtrip(size_t len, size_t roff, unsigned seed)
+    {
+        remote_buf rb = ralloc(len + roff);
+        void *local;
+        ASSERT_EQ(UCS_OK, uct_gaudi_mem_alloc(len, &local));
+
+        ASSERT_EQ("ok", rfill(rb.addr, len + roff, seed));
+        ASSERT_EQ(UCS_OK, xfer(false, local, len, rb.addr + roff, rb))
+                << "get_zcopy " << len;
+        std::vector<uint8_t> exp(len + roff), got(len);
+        pattern(exp, seed);
+        ASSERT_EQ(UCS_OK, m_uct.dev_copy(local, got.data(), len, false));
+        EXPECT_EQ(0, memcmp(exp.data() + roff, got.data(), len))
+                << "get_zcopy data, " << len << " bytes at +" << roff;
+
+        ASSERT_EQ(UCS_OK, m_uct.fill(local, len, seed + 1));
+        ASSERT_EQ(UCS_OK, xfer(true, local, len, rb.addr, rb))
+                << "put_zcopy " << len;
+        EXPECT_EQ(-1, rcheck(rb.addr, len, seed + 1))
+                << "put_zcopy data, " << len << " bytes";
+
+        uct_gaudi_mem_free(local);
+        rfree(rb);
+    }
+};
+
+
+TEST_F(gaudi_ipc, reachability)
+{
+    std::vector<uint8_t> dev, ifa;
+    peer_addr(dev, ifa);
+    EXPECT_EQ(!upstream_flavour(), reachable());
+
+    /* our own address: same process */
+    std::vector<uint8_t> own(ifa.size());
+    uct_iface_get_address(m_uct.ipc_if, (uct_iface_addr_t*)own.data());
+    EXPECT_FALSE(uct_iface_is_reachable(m_uct.ipc_if,
+                                        (uct_device_addr_t*)dev.data(),
+                                        (uct_iface_addr_t*)own.data()));
+    /* another boot / node */
+    std::vector<uint8_t> other_dev = dev;
+    other_dev[0] ^= 1;
+    EXPECT_FALSE(uct_iface_is_reachable(m_uct.ipc_if,
+                                        (uct_device_addr_t*)other_dev.data(),
+                                        (uct_iface_addr_t*)ifa.data()));
+    /* another pid namespace */
+    std::vector<uint8_t> other_ns = ifa;
+    other_ns[0] ^= 1;
+    EXPECT_FALSE(uct_iface_is_reachable(m_uct.ipc_if,
+                                        (uct_device_addr_t*)dev.data(),
+                                        (uct_iface_addr_t*)other_ns.data()));
+}
+
+TEST_F(gaudi_ipc, rkey_layout)
+{
+    remote_buf rb = ralloc(10000);
+    const uct_gaudi_ipc_rkey_t *key =
+            (const uct_gaudi_ipc_rkey_t*)rb.rkey.rkey;
+    uct_md_attr_t attr;
+
+    uct_md_query(m_uct.ipc_md, &attr);
+    EXPECT_EQ(sizeof(uct_gaudi_ipc_rkey_t), attr.rkey_packed_size);
+    EXPECT_EQ(88u, sizeof(uct_gaudi_ipc_rkey_t));
+    EXPECT_TRUE(attr.cap.reg_mem_types & UCS_BIT(uct_gaudi_memory_type()));
+    EXPECT_EQ(UCT_GAUDI_IPC_RKEY_VERSION, key->version);
+    EXPECT_EQ(m_peer.pid, key->pid);
+    EXPECT_EQ(uct_gaudi_ipc_pidns(), key->pidns);
+    EXPECT_EQ(rb.addr, key->base);
+    EXPECT_GE(key->length, 10000u);
+    EXPECT_GE(key->import_len, key->offset + key->length);
+    EXPECT_NE(0u, key->id.uid);
+    EXPECT_NE(0u, key->id.ino);
+    EXPECT_GE(key->fd, 0);
+
+    /* a second registration of the same allocation shares the export */
+    remote_buf rb2 = ralloc(10000);
+    EXPECT_NE(rb.addr, rb2.addr);
+    std::string st = m_peer.cmd("stat");
+    unsigned exports = 0, fds = 0;
+    sscanf(st.c_str(), "ok %x %x", &exports, &fds);
+    EXPECT_EQ(2u, exports);
+}
+
+TEST_F(gaudi_ipc, put_get_sizes)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    connect();
+    for (size_t len : {1ul, 7ul, 256ul, 4096ul, 65539ul, 1ul << 20,
+                       (3ul << 20) + 5, 16ul << 20}) {
+        put_get_roundtrip(len, 0, (unsigned)len);
+    }
+    /* unaligned offsets into the remote buffer */
+    put_get_roundtrip(1000, 1, 3);
+    put_get_roundtrip(100000, 4097, 4);
+}
+
+TEST_F(gaudi_ipc, host_local_buffer)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    connect();
+    const size_t len = 300000;
+    remote_buf rb    = ralloc(len);
+    std::vector<uint8_t> host(len, 0), exp(len);
+
+    ASSERT_EQ("ok", rfill(rb.addr, len, 9));
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), len, rb.addr, rb));
+    pattern(exp, 9);
+    EXPECT_EQ(exp, host);
+
+    pattern(host, 10);
+    ASSERT_EQ(UCS_OK, xfer(true, host.data(), len, rb.addr, rb));
+    EXPECT_EQ(-1, rcheck(rb.addr, len, 10));
+}
+
+TEST_F(gaudi_ipc, out_of_range)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    connect();
+    remote_buf rb = ralloc(4096);
+    const uct_gaudi_ipc_rkey_t *key =
+            (const uct_gaudi_ipc_rkey_t*)rb.rkey.rkey;
+    std::vector<uint8_t> host(8192);
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              xfer(false, host.data(), key->length + 1, rb.addr, rb));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              xfer(false, host.data(), 1, rb.addr - 1, rb));
+}
+
+TEST_F(gaudi_ipc, cache_hits)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    connect();
+    remote_buf rb = ralloc(65536);
+    std::vector<uint8_t> host(65536);
+    for (int i = 0; i < 10; ++i) {
+        ASSERT_EQ(UCS_OK, xfer(i & 1, host.data(), 4096, rb.addr + i * 4096,
+                               rb));
+    }
+    EXPECT_EQ(1u, cache()->stats.misses);
+    EXPECT_EQ(9u, cache()->stats.hits);
+    EXPECT_EQ(1u, cache()->count);
+}
+
+class gaudi_ipc_small_cache : public gaudi_ipc {
+protected:
+    std::map<std::string, std::string> ipc_config() override
+    {
+        return {{"CACHE_MAX_REGIONS", "2"}, {"PEER_CHECK_INTERVAL", "0"}};
+    }
+};
+
+TEST_F(gaudi_ipc_small_cache, eviction)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    connect();
+    remote_buf rb[3] = {ralloc(8192), ralloc(8192), ralloc(8192)};
+    std::vector<uint8_t> host(8192);
+    int64_t maps0 = hlsim_counter(HLSIM_COUNTER_MAPPINGS);
+
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ("ok", rfill(rb[i].addr, 8192, 20 + i));
+    }
+    for (int round = 0; round < 2; ++round) {
+        for (int i = 0; i < 3; ++i) {
+            std::vector<uint8_t> exp(8192);
+            pattern(exp, 20 + i);
+            ASSERT_EQ(UCS_OK, xfer(false, host.data(), 8192, rb[i].addr,
+                                   rb[i]));
+            EXPECT_EQ(exp, host) << "buffer " << i;
+            EXPECT_LE(cache()->count, 2u);
+        }
+    }
+    /* LRU with 2 slots and 3 buffers in a cycle: every access misses */
+    EXPECT_EQ(6u, cache()->stats.misses);
+    EXPECT_EQ(4u, cache()->stats.evictions);
+    EXPECT_EQ(maps0 + 2, hlsim_counter(HLSIM_COUNTER_MAPPINGS))
+            << "evicted imports are unmapped";
+
+    /* the most recent one hits */
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), 8192, rb[2].addr, rb[2]));
+    EXPECT_EQ(1u, cache()->stats.hits);
+}
+
+TEST_F(gaudi_ipc, free_realloc_same_address)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    connect();
+    std::vector<uint8_t> host(16384), exp(16384);
+    remote_buf rb1 = ralloc(16384);
+    ASSERT_EQ("ok", rfill(rb1.addr, 16384, 31));
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), 16384, rb1.addr, rb1));
+    pattern(exp, 31);
+    ASSERT_EQ(exp, host);
+
+    /* keep a second buffer so the chunk stays; free without letting us
+     * notice the dereg: the new key must be told apart by identity */
+    remote_buf keep = ralloc(16384);
+    (void)keep;
+    rfree(rb1, false);
+    remote_buf rb2 = ralloc(16384);
+    if (rb2.addr != rb1.addr) {
+        GTEST_SKIP() << "the heap did not reuse the address";
+    }
+    const uct_gaudi_ipc_rkey_t *k1 = (const uct_gaudi_ipc_rkey_t*)rb1.rkey.rkey;
+    const uct_gaudi_ipc_rkey_t *k2 = (const uct_gaudi_ipc_rkey_t*)rb2.rkey.rkey;
+    EXPECT_NE(k1->id.uid, k2->id.uid) << "a new allocation, a new identity";
+
+    ASSERT_EQ("ok", rfill(rb2.addr, 16384, 32));
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), 16384, rb2.addr, rb2));
+    pattern(exp, 32);
+    EXPECT_EQ(exp, host) << "data of the new allocation";
+    EXPECT_EQ(1u, cache()->stats.remaps);
+    EXPECT_EQ(1u, cache()->count);
+
+    pattern(host, 33);
+    ASSERT_EQ(UCS_OK, xfer(true, host.data(), 16384, rb2.addr, rb2));
+    EXPECT_EQ(-1, rcheck(rb2.addr, 16384, 33));
+}
+
+class gaudi_ipc_socket : public gaudi_ipc {
+protected:
+    std::map<std::string, std::string> ipc_config() override
+    {
+        return {{"FD_METHOD", "socket"}, {"PEER_CHECK_INTERVAL", "0"}};
+    }
+};
+
+TEST_F(gaudi_ipc_socket, scm_rights)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    connect();
+    remote_buf rb = ralloc(50000);
+    ASSERT_EQ("ok", rfill(rb.addr, 50000, 41));
+    EXPECT_EQ(0, (int)0);
+    put_get_roundtrip(50000, 0, 42);
+
+    /* a deregistered buffer is refused by the server */
+    remote_buf gone = ralloc(4096);
+    rfree(gone, false);
+    std::vector<uint8_t> host(4096);
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              xfer(false, host.data(), 4096, gone.addr, gone));
+}
+
+/* Run @a fn in a forked child (no device use there: fd plumbing only) */
+template <typename F> static int in_child(F fn)
+{
+    pid_t child = fork();
+    if (child == 0) {
+        _exit(fn());
+    }
+    int status = -1;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static void drop_cap_sys_ptrace()
+{
+    struct { uint32_t version; int pid; } hdr = {0x20080522, 0};
+    struct { uint32_t eff, perm, inh; } data[2];
+    syscall(SYS_capget, &hdr, data);
+    data[0].eff  &= ~(1u << 19); /* CAP_SYS_PTRACE */
+    data[0].perm &= ~(1u << 19);
+    syscall(SYS_capset, &hdr, data);
+}
+
+/* A real refusal: a non-dumpable exporter and an importer of the same
+ * user without CAP_SYS_PTRACE -> pidfd_getfd EPERM -> the socket serves */
+TEST_F(gaudi_ipc, pidfd_eperm_falls_back_to_socket)
+{
+    remote_buf rb = ralloc(4096);
+    ASSERT_EQ("ok", m_peer.cmd("nodump"));
+    const uct_gaudi_ipc_rkey_t *key = (const uct_gaudi_ipc_rkey_t*)rb.rkey.rkey;
+
+    int rc = in_child([key]() {
+        int pidfd, fd = -1;
+        drop_cap_sys_ptrace();
+        if (uct_gaudi_ipc_pidfd_open(key->pid, &pidfd) != UCS_OK) {
+            return 10;
+        }
+        if (uct_gaudi_ipc_fd_fetch(pidfd, key, UCT_GAUDI_IPC_FD_PIDFD, 1.0,
+                                   &fd) == UCS_OK) {
+            return 11; /* not refused here: cannot test */
+        }
+        if (uct_gaudi_ipc_fd_fetch(pidfd, key, UCT_GAUDI_IPC_FD_AUTO, 1.0,
+                                   &fd) != UCS_OK) {
+            return 12;
+        }
+        return uct_gaudi_ipc_fd_check(fd, &key->id) ? 0 : 13;
+    });
+    if (rc == 11) {
+        GTEST_SKIP() << "pidfd_getfd was not refused here";
+    }
+    EXPECT_EQ(0, rc) << "10: pidfd_open, 12: fallback failed, 13: identity";
+
+    /* the server refuses another user (the same rule as ptrace) */
+    rc = in_child([key]() {
+        int pidfd, fd = -1;
+        if ((uct_gaudi_ipc_pidfd_open(key->pid, &pidfd) != UCS_OK) ||
+            (setuid(65534) < 0)) {
+            return 10;
+        }
+        return (uct_gaudi_ipc_fd_fetch(pidfd, key, UCT_GAUDI_IPC_FD_AUTO,
+                                       1.0, &fd) == UCS_OK) ? 11 : 0;
+    });
+    EXPECT_EQ(0, rc) << "another user got the fd";
+}
+
+TEST_F(gaudi_ipc, peer_killed_mid_transfer)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    connect();
+    const size_t len = 32ul << 20;
+    remote_buf rb = ralloc(len);
+    void *local;
+    ASSERT_EQ(UCS_OK, uct_gaudi_mem_alloc(len, &local));
+
+    /* a transfer in flight when the exporter dies */
+    uct_iov_t iov = {local, len, UCT_MEM_HANDLE_NULL, len, 1};
+    uct_completion_t comp = {uct_side::comp_cb, 1, UCS_OK};
+    ucs_status_t status = uct_ep_get_zcopy(m_ep, &iov, 1, rb.addr,
+                                           rb.rkey.rkey, &comp);
+    ASSERT_EQ(UCS_INPROGRESS, status);
+    m_peer.kill_now();
+    status = m_uct.wait(m_uct.ipc_if, status, &comp);
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, status) << "error completion";
+
+    /* new transfers fail at once, no hang */
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, xfer(false, local, 4096, rb.addr, rb));
+    EXPECT_EQ(0u, cache()->count) << "the dead peer's imports are unmapped";
+    uct_gaudi_mem_free(local);
+}
+
+TEST_F(gaudi_ipc, no_leaks)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    unsigned exports0, fds0, exports1, fds1;
+    ASSERT_EQ(2, sscanf(m_peer.cmd("stat").c_str(), "ok %x %x", &exports0,
+                        &fds0));
+    /* our side: the ipc iface is reopened around the transfers */
+    m_uct.close_ipc_iface();
+    int my_fds0    = open_fds();
+    int64_t maps0  = hlsim_counter(HLSIM_COUNTER_MAPPINGS);
+    m_uct.ipc_if   = m_uct.open_iface(m_uct.ipc_md, "gaudi_ipc", {});
+    ASSERT_TRUE(m_uct.ipc_if != NULL);
+    connect();
+
+    std::vector<uint8_t> host(100000);
+    for (int i = 0; i < 5; ++i) {
+        remote_buf rb = ralloc(100000);
+        ASSERT_EQ(UCS_OK, xfer(false, host.data(), 100000, rb.addr, rb));
+        ASSERT_EQ(UCS_OK, xfer(true, host.data(), 100000, rb.addr, rb));
+        rfree(rb);
+    }
+    EXPECT_GT(hlsim_counter(HLSIM_COUNTER_MAPPINGS), maps0);
+
+    uct_ep_destroy(m_ep);
+    m_ep = NULL;
+    m_uct.close_ipc_iface();
+    EXPECT_EQ(my_fds0, open_fds()) << "importer fds";
+    EXPECT_EQ(maps0, hlsim_counter(HLSIM_COUNTER_MAPPINGS))
+            << "importer op 99 mappings";
+
+    ASSERT_EQ(2, sscanf(m_peer.cmd("stat").c_str(), "ok %x %x", &exports1,
+                        &fds1));
+    EXPECT_EQ(exports0, exports1) << "exporter exports";
+    EXPECT_EQ(fds0, fds1) << "exporter fds";
+}
+
+TEST_F(gaudi_ipc, upstream_unreachable)
+{
+    if (!upstream_flavour()) {
+        EXPECT_TRUE(reachable());
+        return;
+    }
+    /* no op 99: never reachable, and a forced transfer fails cleanly */
+    EXPECT_FALSE(reachable());
+    connect();
+    remote_buf rb = ralloc(4096);
+    std::vector<uint8_t> host(4096);
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, xfer(false, host.data(), 4096, rb.addr,
+                                        rb));
+}
+
+
+int main(int argc, char **argv)
+{
+    if ((argc > 1) && !strcmp(argv[1], "--exporter")) {
+        return exporter_main();
+    }
+    setenv("UCX_GAUDI_DEVICE", "0", 1);
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}
