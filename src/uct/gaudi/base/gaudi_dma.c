@@ -202,15 +202,20 @@ static unsigned uct_gaudi_dma_num_pieces(const uct_gaudi_dma_t *dma,
     return ucs_max(n, ucs_div_round_up(length, UCT_GAUDI_DMA_MAX_PIECE));
 }
 
-/* The queue with the fewest bytes that still has room for a packet */
+/*
+ * The queue with the fewest bytes that still has room for a packet; ties
+ * go to the queue after the one the previous copy started on, so that
+ * copies too small to split still spread over the engines.
+ */
 static int uct_gaudi_dma_pick_queue(const uct_gaudi_dma_t *dma,
                                     const size_t *bytes,
                                     const unsigned *npkts)
 {
     int best = -1;
-    unsigned q;
+    unsigned i, q;
 
-    for (q = 0; q < dma->num_queues; q++) {
+    for (i = 0; i < dma->num_queues; i++) {
+        q = (dma->next_queue + i) % dma->num_queues;
         if ((npkts[q] < dma->cb_capacity) &&
             ((best < 0) || (bytes[q] < bytes[best]))) {
             best = q;
@@ -271,7 +276,8 @@ static int uct_gaudi_dma_build(uct_gaudi_dma_t *dma,
         slot->length += len;
     }
 
-    nchunks = 0;
+    dma->next_queue = (dma->next_queue + 1) % dma->num_queues;
+    nchunks         = 0;
     for (q = 0; q < dma->num_queues; q++) {
         if (npkts[q] == 0) {
             continue;

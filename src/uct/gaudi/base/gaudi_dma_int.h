@@ -56,6 +56,7 @@ struct uct_gaudi_dma {
     uct_gaudi_dma_params_t        params;
     unsigned                      num_queues;
     unsigned                      cb_capacity; /* LIN_DMA packets per CB */
+    unsigned                      next_queue;  /* round robin start */
 
     /* Async ring: slots are used and delivered in submission order */
     unsigned                      num_slots;
