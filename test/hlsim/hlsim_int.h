@@ -22,6 +22,7 @@
 
 #define HLSIM_MAX_DEV        32
 #define HLSIM_FD_MAX         65536
+#define HLSIM_TMPFS_MAGIC    0x01021994
 #define HLSIM_ACCEL_MAJOR    261  /* DRM accel major (facts 1.1) */
 #define HLSIM_CTL_MAJOR      511  /* habanalabs' own chrdev (model) */
 #define HLSIM_LEGACY_MAJOR   510  /* misc era hlN/hl_controlDN (model) */
@@ -30,6 +31,14 @@
 #define HLSIM_MAX_QUEUES     8
 
 #define HLSIM_PAGE_SIZE      4096ULL
+/*
+ * When the root is on tmpfs, the compute node file holds the CB memory at
+ * file offset == CB handle (facts 5.1: the handle is the mmap offset), so
+ * a raw mmap syscall that bypasses the interposers maps the right memory.
+ * The (sparse) file covers every handle: (2 << 59) + (2^32 ids << 12) +
+ * one CB.
+ */
+#define HLSIM_CB_FILE_END    ((2ULL << 59) + (1ULL << 44) + (4ULL << 20))
 #define HLSIM_HUGE_PAGE      (2ULL << 20)
 
 typedef enum {
@@ -191,10 +200,12 @@ typedef struct hlsim_cb {
     uint32_t         id;
     uint32_t         size;     /* rounded to pages */
     uint8_t         *mem;
-    int              memfd;    /* backs mem and the user's mmap */
+    uint64_t         off;      /* = handle: offset in the node file */
+    int              memfd;    /* -1, or (node not on tmpfs) own memfd */
     uint8_t         *user;     /* user mmap address, if mapped */
     int              mmapped;  /* ever mmapped (only once, facts 5.1) */
     int              destroyed;
+    int              zombie;   /* destroyed, waiting for a raw munmap */
     int              cs_cnt;
     uint64_t         dev_va;   /* HL_CB_FLAGS_MAP */
 } hlsim_cb_t;
@@ -237,7 +248,10 @@ typedef struct hlsim_ctx {
     int              dev;
     int              inherited;  /* copy seen in a fork child */
     int              released;
-    int              lock_fd;    /* unused: the user fd holds the flock */
+    int              cb_node;    /* CBs live in the node file (tmpfs) */
+    dev_t            mem_dev;    /* node file st_dev/st_ino, for */
+    ino_t            mem_ino;    /* /proc/self/maps */
+    int              cb_zombies; /* destroyed CBs still mapped raw */
     uint8_t         *page_used;  /* HBM page bitmap (one byte a page) */
     uint32_t         npages;
     hlsim_alloc_t   *allocs;
@@ -267,10 +281,16 @@ typedef struct {
     int     (*dup2)(int, int);
     int     (*dup3)(int, int, int);
     int     (*fcntl)(int, int, ...);
+    /* the emulator's own mappings: raw syscalls, which neither UCM's hooks
+     * nor our interposers see (no re-entry under hlsim_lock) */
     void   *(*mmap)(void *, size_t, int, int, int, off_t);
     int     (*munmap)(void *, size_t);
+    /* the next mmap/munmap: pass-through and user CB mappings */
+    void   *(*libc_mmap)(void *, size_t, int, int, int, off_t);
+    int     (*libc_munmap)(void *, size_t);
     int     (*fstat)(int, struct stat *);
     ssize_t (*readlink)(const char *, char *, size_t);
+    long    (*syscall)(long, ...);
 } hlsim_real_t;
 
 /* Globals */
@@ -332,7 +352,9 @@ int  hlsim_cb(hlsim_file_t *f, union hl_cb_args *a);
 int  hlsim_cs(hlsim_file_t *f, union hl_cs_args *a);
 int  hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a);
 void *hlsim_cb_mmap(hlsim_ctx_t *ctx, void *addr, size_t len, int prot,
-                    int flags, uint64_t off, int *err);
+                    int flags, int fd, uint64_t off, int *err);
+void hlsim_cb_sweep(hlsim_ctx_t *ctx);       /* lock held */
+void hlsim_cb_ctx_fini(hlsim_ctx_t *ctx);    /* lock held */
 int  hlsim_cb_munmap(void *addr, size_t len);
 void hlsim_cs_ctx_fini(hlsim_ctx_t *ctx);  /* called without the lock */
 void hlsim_cs_abort_dev(int dev);
@@ -352,11 +374,12 @@ int  hlsim_fault_hit(const char *op);  /* errno to fail with, or 0 */
 int  hlsim_errno_parse(const char *s);
 
 /* hlsim_ctx lifetime (hlsim_ioctl.c) */
-hlsim_ctx_t *hlsim_ctx_create(int dev);
+hlsim_ctx_t *hlsim_ctx_create(int dev, int fd);
 void hlsim_ctx_release(hlsim_ctx_t *ctx);  /* called without the lock */
 
 #define HLSIM_ALIGN_UP(_x, _a)   ((((_x) + (_a) - 1) / (_a)) * (_a))
 #define HLSIM_ALIGN_DOWN(_x, _a) (((_x) / (_a)) * (_a))
 #define HLSIM_MIN(_a, _b)        ((_a) < (_b) ? (_a) : (_b))
+#define HLSIM_MAX(_a, _b)        ((_a) > (_b) ? (_a) : (_b))
 
 #endif

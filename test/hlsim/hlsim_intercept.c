@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/sysmacros.h>
 
@@ -260,6 +261,7 @@ HLSIM_WRAP_PATH(int, __lxstat, (int v, const char *path, struct stat *st),
 HLSIM_WRAP_PATH(int, __lxstat64, (int v, const char *path,
                                   struct stat64 *st), (v, path, st))
 HLSIM_WRAP_PATH(DIR *, opendir, (const char *path), (path))
+
 HLSIM_WRAP_PATH(ssize_t, readlink, (const char *path, char *b, size_t n),
                 (path, b, n))
 HLSIM_WRAP_PATH(ssize_t, __readlink_chk, (const char *path, char *b,
@@ -458,21 +460,50 @@ int ioctl(int fd, unsigned long req, ...)
     return rc;
 }
 
-void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+/*
+ * mmap and munmap of emulated fds. UCM's "bistro" hooks (UCX default)
+ * overwrite the code of the first "mmap"/"munmap" in the process, ours,
+ * and then call syscall(SYS_mmap/SYS_munmap): so these are static, called
+ * from both the symbols and the syscall() interposer, never through the
+ * (patched) exported symbols. A mmap that reaches neither (an inline
+ * syscall instruction) still maps the CB when the root is on tmpfs: the
+ * node file holds it at offset == handle; only the driver's checks are
+ * skipped then.
+ */
+/* inside hlsim_do_mmap/munmap: a nested syscall() is the next mmap's
+ * own (when UCM patched libc's instead of ours), pass it through */
+static __thread int hlsim_nest __attribute__((tls_model("initial-exec")));
+
+static void *hlsim_do_mmap_body(void *addr, size_t len, int prot, int flags,
+                                int fd, off_t off);
+
+static void *hlsim_do_mmap(void *addr, size_t len, int prot, int flags,
+                           int fd, off_t off)
+{
+    void *p;
+
+    hlsim_nest++;
+    p = hlsim_do_mmap_body(addr, len, prot, flags, fd, off);
+    hlsim_nest--;
+    return p;
+}
+
+static void *hlsim_do_mmap_body(void *addr, size_t len, int prot, int flags,
+                                int fd, off_t off)
 {
     hlsim_file_t *f;
     void         *p;
     int           err = 0;
 
     if ((fd < 0) || (flags & MAP_ANONYMOUS)) {
-        return HLSIM_REAL(mmap)(addr, len, prot, flags, fd, off);
+        return HLSIM_REAL(libc_mmap)(addr, len, prot, flags, fd, off);
     }
     if (hlsim_fd_emulated(fd)) {
         pthread_mutex_lock(&hlsim_lock);
         f = hlsim_fd_get(fd);
         if ((f != NULL) && (f->kind == HLSIM_F_COMPUTE)) {
-            p = hlsim_cb_mmap(f->ctx, addr, len, prot, flags, (uint64_t)off,
-                              &err);
+            p = hlsim_cb_mmap(f->ctx, addr, len, prot, flags, fd,
+                              (uint64_t)off, &err);
             pthread_mutex_unlock(&hlsim_lock);
             if (p == NULL) {
                 errno = err;
@@ -490,21 +521,62 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
         errno = EINVAL;   /* received from elsewhere: still no mmap */
         return MAP_FAILED;
     }
-    return HLSIM_REAL(mmap)(addr, len, prot, flags, fd, off);
+    return HLSIM_REAL(libc_mmap)(addr, len, prot, flags, fd, off);
+}
+
+static int hlsim_do_munmap(void *addr, size_t len)
+{
+    int rc;
+
+    hlsim_nest++;
+    if (__atomic_load_n(&hlsim_cb_user_maps, __ATOMIC_RELAXED) &&
+        hlsim_cb_munmap(addr, len)) {
+        rc = 0;
+    } else {
+        rc = HLSIM_REAL(libc_munmap)(addr, len);
+    }
+    hlsim_nest--;
+    return rc;
+}
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return hlsim_do_mmap(addr, len, prot, flags, fd, off);
 }
 
 void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    return mmap(addr, len, prot, flags, fd, off);
+    return hlsim_do_mmap(addr, len, prot, flags, fd, off);
 }
 
 int munmap(void *addr, size_t len)
 {
-    if (__atomic_load_n(&hlsim_cb_user_maps, __ATOMIC_RELAXED) &&
-        hlsim_cb_munmap(addr, len)) {
-        return 0;
+    return hlsim_do_munmap(addr, len);
+}
+
+/* syscall(2) as UCM's bistro hooks use it for the "original" mmap/munmap.
+ * Every syscall argument is register sized: forward six longs. */
+long syscall(long nr, ...)
+{
+    long    a[6];
+    va_list ap;
+    int     i;
+
+    va_start(ap, nr);
+    for (i = 0; i < 6; i++) {
+        a[i] = va_arg(ap, long);
     }
-    return HLSIM_REAL(munmap)(addr, len);
+    va_end(ap);
+    if (hlsim_nest) {
+        /* fall through to the kernel */
+    } else if ((nr == SYS_mmap) && ((int)a[4] >= 0) &&
+               !((int)a[3] & MAP_ANONYMOUS)) {
+        return (long)hlsim_do_mmap((void*)a[0], (size_t)a[1], (int)a[2],
+                                   (int)a[3], (int)a[4], (off_t)a[5]);
+    } else if (nr == SYS_munmap) {
+        return hlsim_do_munmap((void*)a[0], (size_t)a[1]);
+    }
+    return HLSIM_REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 /* ---------------- fork ---------------- */
@@ -528,8 +600,12 @@ static void hlsim_atfork_child(void)
     for (fd = 0; fd < HLSIM_FD_MAX && hlsim_nfds; fd++) {
         hlsim_file_t *f = hlsim_fdtab[fd];
 
-        if ((f != NULL) && (f->ctx != NULL)) {
+        if ((f != NULL) && (f->ctx != NULL) && !f->ctx->inherited) {
             f->ctx->inherited = 1;
+            /* the parent keeps creating CBs in the same node file: new
+             * ones here take handles from a range of their own */
+            f->ctx->next_cb_id = 0x80000000u |
+                                 (((uint32_t)getpid() & 0x3fff) << 17);
         }
     }
     hlsim_cs_atfork_child();

@@ -7,8 +7,10 @@
 #include "hlsim_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 
 /* DRM_IOCTL_VERSION layout (include/uapi/drm/drm.h), not installed here */
 struct hlsim_drm_version {
@@ -145,10 +147,13 @@ int hlsim_ioctl(hlsim_file_t *f, int fd, unsigned long req, void *arg)
     return rc;
 }
 
-hlsim_ctx_t *hlsim_ctx_create(int dev)
+/* @fd: the compute node file; on tmpfs it holds the CBs (hlsim_cb.c) */
+hlsim_ctx_t *hlsim_ctx_create(int dev, int fd)
 {
     hlsim_devcfg_t *d = &hlsim_cfg.dev[dev];
     hlsim_ctx_t    *ctx;
+    struct statfs   sfs;
+    struct stat     st;
 
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL) {
@@ -158,7 +163,12 @@ hlsim_ctx_t *hlsim_ctx_create(int dev)
     ctx->next_handle = 1;
     ctx->next_cb_id  = 1;
     ctx->next_seq    = 1;
-    ctx->lock_fd     = -1;
+    if (!hlsim_real.fstat(fd, &st) && !fstatfs(fd, &sfs)) {
+        ctx->mem_dev = st.st_dev;
+        ctx->mem_ino = st.st_ino;
+        ctx->cb_node = (sfs.f_type == HLSIM_TMPFS_MAGIC) &&
+                       ((uint64_t)st.st_size >= HLSIM_CB_FILE_END);
+    }
     if (d->asic != HLSIM_GAUDI1) {
         ctx->npages    = d->hbm_size / d->page_size;
         ctx->page_used = calloc(ctx->npages, 1);

@@ -578,9 +578,13 @@ static int hlsim_mem_reg_dmabuf(hlsim_ctx_t *ctx, struct gaudi_hl_mem_in *in,
     if (!hlsim_cfg.habana) {
         return -EINVAL;   /* upstream: "Unknown opcode" */
     }
+    /* dma_buf_get(fd): no such open fd -> EBADF, not a dma-buf -> EINVAL */
     if ((ufd < 0) || (in->reg_dmabuf_fd.fd > INT32_MAX) ||
-        (pread(ufd, &h, sizeof(h), 0) != sizeof(h))) {
-        return (errno == EBADF) ? -EBADF : -EINVAL;
+        (hlsim_real.fcntl(ufd, F_GETFD) < 0)) {
+        return -EBADF;
+    }
+    if (pread(ufd, &h, sizeof(h), 0) != sizeof(h)) {
+        return -EINVAL;
     }
     if ((h.magic != HLSIM_DMABUF_MAGIC) || (h.dev >= (unsigned)
         hlsim_cfg.num_dev) || !h.nseg || (h.nseg > HLSIM_DMABUF_MAX_SEGS) ||
@@ -706,7 +710,6 @@ void hlsim_mem_ctx_fini(hlsim_ctx_t *ctx)
 {
     hlsim_map_t   *m;
     hlsim_alloc_t *a;
-    hlsim_cb_t    *cb;
 
     while ((m = ctx->maps) != NULL) {
         ctx->maps = m->next;
@@ -718,13 +721,5 @@ void hlsim_mem_ctx_fini(hlsim_ctx_t *ctx)
         free(a);
         hlsim_counters[HLSIM_COUNTER_ALLOCS]--;
     }
-    while ((cb = ctx->cbs) != NULL) {
-        ctx->cbs = cb->next;
-        if (cb->user != NULL) {
-            hlsim_cb_user_maps--;   /* the user mapping stays valid */
-        }
-        hlsim_real.munmap(cb->mem, cb->size);
-        hlsim_real.close(cb->memfd);
-        free(cb);
-    }
+    hlsim_cb_ctx_fini(ctx);
 }

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/vfs.h>
 
 static const char *hlsim_status_str[] = {
     "operational", "in reset", "disabled", "needs reset",
@@ -163,6 +164,25 @@ static int hlsim_touch(const char *fmt, int dev)
     return 0;
 }
 
+/* On tmpfs, the compute node file is the CB store (HLSIM_CB_FILE_END) */
+static void hlsim_cb_file(const char *fmt, int dev)
+{
+    char          path[4300], name[64];
+    struct statfs sfs;
+    int           fd;
+
+    snprintf(name, sizeof(name), fmt, dev);
+    snprintf(path, sizeof(path), "%s%s", hlsim_cfg.root, name);
+    fd = hlsim_real.open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        return;
+    }
+    if (!fstatfs(fd, &sfs) && (sfs.f_type == HLSIM_TMPFS_MAGIC)) {
+        (void)ftruncate(fd, HLSIM_CB_FILE_END);
+    }
+    hlsim_real.close(fd);
+}
+
 static int hlsim_attrs(const char *dir, int dev)
 {
     char bdf[32];
@@ -193,6 +213,7 @@ static int hlsim_node_create_dev(int dev)
                     hlsim_cfg.dev[dev].device_id);
     if (hlsim_cfg.legacy) {
         rc |= hlsim_touch("/dev/hl%d", dev);
+        hlsim_cb_file("/dev/hl%d", dev);
         rc |= hlsim_touch("/dev/hl_controlD%d", dev);
         snprintf(d, sizeof(d), "%s/habanalabs/hl%d", pci, dev);
         rc |= hlsim_mkdirs(d);
@@ -214,6 +235,7 @@ static int hlsim_node_create_dev(int dev)
                          2 * dev);
     } else {
         rc |= hlsim_touch("/dev/accel/accel%d", dev);
+        hlsim_cb_file("/dev/accel/accel%d", dev);
         rc |= hlsim_touch("/dev/accel/accel_controlD%d", dev);
         rc |= hlsim_attrs(pci, dev);
         snprintf(d, sizeof(d), "%s/accel/accel%d", pci, dev);
@@ -443,7 +465,7 @@ int hlsim_open_node(int dev, hlsim_fkind_t kind, const char *rpath,
     f->refcnt = 1;
     f->accel  = !hlsim_cfg.legacy;
     if (kind == HLSIM_F_COMPUTE) {
-        f->ctx = hlsim_ctx_create(dev);
+        f->ctx = hlsim_ctx_create(dev, fd);
         if (f->ctx == NULL) {
             free(f);
             hlsim_real.close(fd);

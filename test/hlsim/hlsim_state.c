@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 
@@ -31,6 +32,18 @@ static uint8_t       *hlsim_hbm_base[HLSIM_MAX_DEV];
 static char           hlsim_root_buf[4096];
 static pthread_once_t hlsim_root_once = PTHREAD_ONCE_INIT;
 
+static void *hlsim_sys_mmap(void *addr, size_t len, int prot, int flags,
+                            int fd, off_t off)
+{
+    return (void*)hlsim_real.syscall(SYS_mmap, addr, len, prot, flags, fd,
+                                     off);
+}
+
+static int hlsim_sys_munmap(void *addr, size_t len)
+{
+    return (int)hlsim_real.syscall(SYS_munmap, addr, len);
+}
+
 void hlsim_real_init(void)
 {
     /* Lazy: may run before our constructor, from any interposed call */
@@ -46,11 +59,18 @@ void hlsim_real_init(void)
     HLSIM_SYM(dup2);
     HLSIM_SYM(dup3);
     HLSIM_SYM(fcntl);
-    HLSIM_SYM(mmap);
-    HLSIM_SYM(munmap);
     HLSIM_SYM(fstat);
     HLSIM_SYM(readlink);
+    HLSIM_SYM(syscall);
 #undef HLSIM_SYM
+    if (hlsim_real.libc_mmap == NULL) {
+        hlsim_real.libc_mmap = dlsym(RTLD_NEXT, "mmap");
+    }
+    if (hlsim_real.libc_munmap == NULL) {
+        hlsim_real.libc_munmap = dlsym(RTLD_NEXT, "munmap");
+    }
+    hlsim_real.mmap   = hlsim_sys_mmap;
+    hlsim_real.munmap = hlsim_sys_munmap;
 }
 
 void hlsim_log(const char *fmt, ...)

@@ -26,7 +26,9 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 
 #define INFO_CODE   GAUDI_HL_DRM_IOCTL_INFO
@@ -1308,6 +1310,214 @@ static void t_cb_gaudi1_map(void)
     close(fd);
 }
 
+/*
+ * A mmap/munmap that no interposer sees: UCM's bistro hooks overwrite the
+ * emulator's mmap and issue the syscall themselves. An inline syscall
+ * instruction, so that not even the syscall() interposer runs.
+ * Returns the kernel's value (-errno on failure).
+ */
+static long raw_syscall6(long n, long a1, long a2, long a3, long a4, long a5,
+                         long a6)
+{
+#if defined(__x86_64__)
+    register long r10 __asm__("r10") = a4;
+    register long r8 __asm__("r8")   = a5;
+    register long r9 __asm__("r9")   = a6;
+    long          ret;
+
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a1), "S"(a2),
+                     "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+                     : "rcx", "r11", "memory");
+    return ret;
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = n;
+    register long x0 __asm__("x0") = a1;
+    register long x1 __asm__("x1") = a2;
+    register long x2 __asm__("x2") = a3;
+    register long x3 __asm__("x3") = a4;
+    register long x4 __asm__("x4") = a5;
+    register long x5 __asm__("x5") = a6;
+
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2),
+                     "r"(x3), "r"(x4), "r"(x5) : "memory");
+    return x0;
+#else
+    long r = syscall(n, a1, a2, a3, a4, a5, a6);
+    return (r == -1) ? -errno : r;
+#endif
+}
+
+static void *raw_mmap(size_t len, int fd, uint64_t off)
+{
+    long r = raw_syscall6(SYS_mmap, 0, (long)len, PROT_READ | PROT_WRITE,
+                          MAP_SHARED, fd, (long)off);
+
+    return ((r < 0) && (r > -4096)) ? MAP_FAILED : (void*)r;
+}
+
+static int cb_create(int fd, uint32_t size, uint64_t *h)
+{
+    union hl_cb_args a = {0};
+    int rc;
+
+    a.in.op      = HL_CB_OP_CREATE;
+    a.in.cb_size = size;
+    rc = cb_op(fd, &a);
+    *h = a.out.cb_handle;
+    return rc;
+}
+
+static int cb_destroy(int fd, uint64_t h)
+{
+    union hl_cb_args a = {0};
+
+    a.in.op        = HL_CB_OP_DESTROY;
+    a.in.cb_handle = h;
+    return cb_op(fd, &a);
+}
+
+/* Gaudi1 DMA through a CB mapped behind the emulator's back (facts 5.1) */
+static void t_cb_raw_mmap(void)
+{
+    const size_t n = 256 * 1024 + 3;
+    uint8_t *src = malloc(n), *dst = calloc(1, n);
+    uint64_t sva, tva, seq, h, h2, h3;
+    uint32_t status;
+    uint8_t  saved[8];
+    struct statfs sfs;
+    cbuf_t   c;
+    size_t   i;
+    int      fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK(statfs(API(hlsim_root)(), &sfs) == 0 &&
+          sfs.f_type == 0x01021994, "needs HLSIM_ROOT on tmpfs: %s",
+          API(hlsim_root)());
+    fill(src, n, 4);
+    CHECK_OK(map_host(fd, src, n, &sva), "map src");
+    CHECK_OK(map_host(fd, dst, n, &tva), "map dst");
+    /* a multi-page CB first: the next CB's range must not overlap it */
+    CHECK_OK(cb_create(fd, 3 * 4096, &h2), "create 12K");
+    CHECK_OK(cb_create(fd, 4096, &h), "create");
+    CHECK(h >> 59 == 2, "CB handle type");
+    c.p = raw_mmap(3 * 4096, fd, h2);
+    CHECK(c.p != MAP_FAILED, "raw mmap 12K");
+    memset(c.p, 0xEE, 3 * 4096);
+    c.p = raw_mmap(4096, fd, h);
+    CHECK(c.p != MAP_FAILED, "raw mmap of the CB");
+    for (i = 0; i < 4096; i++) {
+        CHECK(c.p[i] == 0, "fresh CB byte %zu = %x", i, c.p[i]);
+    }
+    /* host -> DRAM, then DRAM -> host, CB written through the raw map */
+    c.len = 0;
+    pkt_lin(&c, sva, 0x20000000ULL + 4096, n, 0, 1);
+    CHECK_OK(submit(fd, h, c.len, 0, 0, &seq), "CS h2d");
+    CHECK_OK(wait_cs(fd, seq, 5000000, &status, NULL), "wait h2d");
+    CHECK(status == HL_WAIT_CS_STATUS_COMPLETED, "h2d status");
+    c.len = 0;
+    pkt_lin(&c, 0x20000000ULL + 4096, tva, n, 0, 1);
+    pkt_short(&c, HLSIM_PKT_NOP, 0);
+    CHECK_OK(submit(fd, h, c.len, 3, 0, &seq), "CS d2h");
+    CHECK_OK(wait_cs(fd, seq, 5000000, &status, NULL), "wait d2h");
+    CHECK(!memcmp(src, dst, n), "data through a raw-mapped CB");
+    /* the parser reads the same memory: a bad packet is refused */
+    c.len = 0;
+    pkt_short(&c, HLSIM_PKT_STOP, 0);
+    CHECK_ERR(submit(fd, h, c.len, 0, 0, NULL), EPERM, "STOP via raw map");
+    /* destroyed while mapped: the memory lives until unmapped */
+    memcpy(saved, c.p, sizeof(saved));
+    CHECK_OK(cb_destroy(fd, h), "destroy");
+    c.p[100] = 0x42;
+    CHECK(c.p[100] == 0x42 && !memcmp(saved, c.p, sizeof(saved)),
+          "mapping outlives destroy");
+    CHECK(raw_syscall6(SYS_munmap, (long)c.p, 4096, 0, 0, 0, 0) == 0,
+          "raw munmap");
+    /* the next CB op frees it; a new CB gets fresh zeroed memory */
+    CHECK_OK(cb_create(fd, 4096, &h3), "create after");
+    CHECK(h3 != h && h3 != h2, "ids not reused");
+    c.p = raw_mmap(4096, fd, h3);
+    CHECK(c.p != MAP_FAILED, "raw mmap 3");
+    CHECK(c.p[0] == 0 && c.p[4095] == 0, "fresh memory");
+    CHECK(raw_syscall6(SYS_munmap, (long)c.p, 4096, 0, 0, 0, 0) == 0,
+          "raw munmap 3");
+    /* the destroyed CB was freed: its pages went back (a hole) */
+    c.p = raw_mmap(4096, fd, h);
+    CHECK(c.p != MAP_FAILED, "raw mmap of the freed range");
+    CHECK(c.p[100] == 0, "freed CB memory released");
+    raw_syscall6(SYS_munmap, (long)c.p, 4096, 0, 0, 0, 0);
+    close(fd);
+    free(src);
+    free(dst);
+}
+
+/* UCM's bistro "original" mmap is syscall(SYS_mmap): the checks still run */
+static void t_cb_syscall_mmap(void)
+{
+    uint64_t h;
+    uint8_t *p;
+    int fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(cb_create(fd, 4096, &h), "create");
+    CHECK((long)syscall(SYS_mmap, NULL, 8192, PROT_READ | PROT_WRITE,
+                        MAP_SHARED, fd, h) == -1 && errno == EINVAL,
+          "wrong length");
+    p = (uint8_t*)syscall(SYS_mmap, NULL, 4096, PROT_READ | PROT_WRITE,
+                          MAP_SHARED, fd, h);
+    CHECK(p != MAP_FAILED, "syscall mmap: %s", strerror(errno));
+    memset(p, 0x11, 4096);
+    CHECK((long)syscall(SYS_mmap, NULL, 4096, PROT_READ, MAP_SHARED, fd, h)
+          == -1 && errno == EINVAL, "second mmap");
+    CHECK((long)syscall(SYS_mmap, NULL, 4096, PROT_READ, MAP_SHARED, fd,
+                        h + (1ULL << 60)) == -1 && errno == EINVAL,
+          "not a CB handle");
+    CHECK_OK(cb_destroy(fd, h), "destroy");
+    CHECK(p[7] == 0x11, "mapping outlives destroy");
+    CHECK(syscall(SYS_munmap, p, 4096) == 0, "syscall munmap");
+    close(fd);
+}
+
+/* the compute fd is a memfd but still looks like the node */
+static void t_compute_fd_node(void)
+{
+    const char *want = getenv("HLSIM_NODES") ? "/dev/hl1" :
+                       "/dev/accel/accel1";
+    char link[64], buf[4200], *rp;
+    struct stat st;
+    ssize_t n;
+    int fd;
+
+    fd = open(getenv("HLSIM_NODES") ? "/dev/hl1" : "/dev/accel/accel1",
+              O_RDWR | O_CLOEXEC);
+    CHECK_OK(fd, "open");
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    n = readlink(link, buf, sizeof(buf) - 1);
+    CHECK(n > 0, "readlink: %s", strerror(errno));
+    buf[n] = '\0';
+    CHECK((size_t)n > strlen(want) && !strcmp(buf + n - strlen(want), want),
+          "link %s, want ...%s", buf, want);
+    CHECK(readlink(link, buf, 3) == 3, "truncated readlink");
+    snprintf(link, sizeof(link), "/proc/%d/fd/%d", (int)getpid(), fd);
+    n = readlink(link, buf, sizeof(buf) - 1);
+    CHECK(n > 0, "readlink pid");
+    buf[n] = '\0';
+    CHECK(!strcmp(buf + n - strlen(want), want), "pid link %s", buf);
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    rp = realpath(link, NULL);
+    CHECK(rp != NULL && !strcmp(rp + strlen(rp) - strlen(want), want),
+          "realpath %s", rp ? rp : "(null)");
+    free(rp);
+    CHECK(fstat(fd, &st) == 0 && S_ISCHR(st.st_mode), "fstat chr");
+    CHECK(getenv("HLSIM_NODES") ? (major(st.st_rdev) == 510 &&
+                                   minor(st.st_rdev) == 2) :
+          (major(st.st_rdev) == 261 && minor(st.st_rdev) == 1),
+          "rdev %u:%u", major(st.st_rdev), minor(st.st_rdev));
+    if (!getenv("HLSIM_NODES")) {
+        CHECK(hw_ip(fd).u61.device_id == 0x1020, "ioctl on the memfd");
+    }
+    close(fd);
+}
+
 static void t_dma_gaudi2(void)
 {
     const size_t n = 3 * MB + 123;
@@ -1751,6 +1961,27 @@ static void t_op99_upstream(void)
 }
 
 
+/* dma_buf_get() of a bad fd: EBADF, whatever errno was before (facts 4.3) */
+static void t_op99_bad_fd(void)
+{
+    uint64_t va;
+    int fd, tmp;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    errno = EAGAIN;
+    CHECK_ERR(reg_dmabuf(fd, -1, 4096, &va), EBADF, "fd -1");
+    errno = ENOMEM;
+    CHECK_ERR(reg_dmabuf(fd, -12345, 4096, &va), EBADF, "fd -12345");
+    CHECK_OK(tmp = dup(0), "dup");
+    close(tmp);
+    errno = 0;
+    CHECK_ERR(reg_dmabuf(fd, tmp, 4096, &va), EBADF, "closed fd");
+    CHECK_OK(tmp = open("/dev/null", O_RDONLY), "null");
+    CHECK_ERR(reg_dmabuf(fd, tmp, 4096, &va), EINVAL, "not a dma-buf");
+    close(tmp);
+    close(fd);
+}
+
 /* ================= runner ================= */
 
 typedef struct {
@@ -1795,6 +2026,10 @@ static const test_t tests[] = {
     { "fork", t_fork, "" },
     { "cb_basic", t_cb_basic, "" },
     { "cb_gaudi1_map", t_cb_gaudi1_map, "HLSIM_ASIC=gaudi1" },
+    { "cb_raw_mmap", t_cb_raw_mmap, "HLSIM_ASIC=gaudi1" },
+    { "cb_syscall_mmap", t_cb_syscall_mmap, "" },
+    { "compute_fd_node", t_compute_fd_node, "" },
+    { "compute_fd_node_legacy", t_compute_fd_node, "HLSIM_NODES=legacy" },
     { "dma_gaudi2", t_dma_gaudi2, "" },
     { "dma_gaudi1", t_dma_gaudi1, "HLSIM_ASIC=gaudi1" },
     { "cs_errors", t_cs_errors, "" },
@@ -1804,6 +2039,7 @@ static const test_t tests[] = {
     { "dma_bandwidth", t_dma_bandwidth, "HLSIM_DMA_GBPS=0.02" },
     { "op99_two_processes", t_op99_two_processes, "" },
     { "op99_upstream", t_op99_upstream, "HLSIM_FLAVOUR=upstream" },
+    { "op99_bad_fd", t_op99_bad_fd, "" },
 };
 
 static int run_one(const test_t *t, const char *base, int idx)
@@ -1861,8 +2097,9 @@ static int run_one(const test_t *t, const char *base, int idx)
 
 int main(int argc, char **argv)
 {
-    char        base[] = "/tmp/hlsim-test-XXXXXX";
+    char        base[64] = "/dev/shm/hlsim-test-XXXXXX";
     char        cmd[600];
+    struct statfs sfs;
     unsigned    i, pass = 0, failed = 0;
     int         a, sel;
 
@@ -1870,6 +2107,11 @@ int main(int argc, char **argv)
     if (dlsym(RTLD_DEFAULT, "hlsim_fault_add") == NULL) {
         fprintf(stderr, "test_hlsim: run with LD_PRELOAD=libhlsim.so\n");
         return 2;
+    }
+    /* tmpfs roots let CBs be mapped by raw syscalls (cb_raw_mmap) */
+    if (statfs("/dev/shm", &sfs) || (sfs.f_type != 0x01021994) ||
+        access("/dev/shm", W_OK)) {
+        snprintf(base, sizeof(base), "/tmp/hlsim-test-XXXXXX");
     }
     if (mkdtemp(base) == NULL) {
         perror("mkdtemp");
