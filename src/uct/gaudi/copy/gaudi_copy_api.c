@@ -11,6 +11,7 @@
 #include "gaudi_copy_mem.h"
 
 #include <uct/gaudi/base/gaudi_dma.h>
+#include <ucm/event/event.h>
 
 #include <uct/gaudi/api/uct_gaudi.h>
 #include <uct/gaudi/gaudi_compat.h>
@@ -81,6 +82,35 @@ ucs_status_t uct_gaudi_mem_alloc(size_t length, void **ptr_p)
     return UCS_OK;
 }
 
+/*
+ * Tell UCX that [ptr, +length) is about to be freed, so that caches holding
+ * registrations of it (UCP's registration cache, the IPC export of
+ * gaudi_ipc) drop them first: the driver refuses to unmap memory whose
+ * dma-buf is still exported (facts 3.3). Called without the heap lock,
+ * because the handlers deregister through the MDs.
+ */
+static void uct_gaudi_api_dispatch_free(uct_gaudi_copy_heap_t *heap,
+                                        void *ptr)
+{
+    uct_gaudi_copy_buf_t *buf;
+    ucm_event_t event;
+    size_t length;
+
+    pthread_mutex_lock(&heap->lock);
+    buf    = uct_gaudi_copy_heap_buf_at(heap, (uintptr_t)ptr);
+    length = (buf != NULL) ? buf->size : 0;
+    pthread_mutex_unlock(&heap->lock);
+
+    if (length == 0) {
+        return;
+    }
+
+    event.mem_type.address  = ptr;
+    event.mem_type.size     = length;
+    event.mem_type.mem_type = UCT_GAUDI_MEMORY_TYPE;
+    ucm_event_dispatch(UCM_EVENT_MEM_TYPE_FREE, &event);
+}
+
 ucs_status_t uct_gaudi_mem_free(void *ptr)
 {
     uct_gaudi_copy_heap_t *heap = uct_gaudi_copy_heap_peek();
@@ -88,6 +118,7 @@ ucs_status_t uct_gaudi_mem_free(void *ptr)
     ucs_status_t status;
 
     if (heap != NULL) {
+        uct_gaudi_api_dispatch_free(heap, ptr);
         pthread_mutex_lock(&heap->lock);
         buf = uct_gaudi_copy_heap_buf_at(heap, (uintptr_t)ptr);
         if (buf != NULL) {

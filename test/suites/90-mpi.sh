@@ -1,0 +1,39 @@
+# Open MPI (Debian's, pml ucx) moves Gaudi buffers between two ranks, each
+# on its own emulated device; data is verified by the program
+# (test/mpi/gaudi_mpi_test.c). Run with the default memtype cache and with
+# UCX_MEMTYPE_CACHE=n (detection through mem_query).
+. "$(dirname "$0")/lib.sh"
+
+prog=$GAUDI_UCX_BUILD/test/mpi/gaudi_mpi_test
+total_pass=0
+total_fail=0
+
+run_mpi() {
+    local name=$1; shift
+    local log p f
+    log=$(mktemp); tmpdirs+=("$log")
+    new_node
+    echo "=== $name"
+    LD_PRELOAD="$HLSIM_LIB" timeout -k 10 600 \
+        mpirun --allow-run-as-root --oversubscribe -np 2 \
+        --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
+        --mca osc ^ucx --mca btl ^openib,uct \
+        -x HLSIM_ROOT -x HLSIM_NUM_DEVICES=2 -x LD_PRELOAD -x GAUDI_UCX_LIBDIR \
+        -x UCX_TLS="${TLS:-gaudi_cpy,gaudi_ipc,sm,self}" -x UCX_WARN_UNUSED_ENV_VARS=n \
+        "$@" "$GAUDI_UCX_RUN" "$prog" > "$log" 2>&1
+    rc=$?
+    cat "$log"
+    p=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$log")
+    f=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$log")
+    [ -n "$p" ] || { p=0; f=1; }
+    [ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
+    total_pass=$((total_pass + p))
+    total_fail=$((total_fail + f))
+}
+
+run_mpi "memtype cache on (default)"
+run_mpi "memtype cache off" -x UCX_MEMTYPE_CACHE=n
+
+for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]
