@@ -14,7 +14,7 @@ bench=$build/test/dma/gaudi_dma_bench
 [ -x "$bench" ] || make -C "$build/test/dma" gaudi_dma_bench >/dev/null
 root=$(mktemp -d /tmp/hlsim-bench.XXXXXX)
 trap 'rm -rf "$root"' EXIT
-export HLSIM_ROOT=$root HLSIM_NUM_DEVICES=1 UCX_MEM_EVENTS=no
+export HLSIM_ROOT=$root HLSIM_NUM_DEVICES=1
 preload="$build/test/hlsim/.libs/libhlsim.so $build/src/uct/gaudi/.libs/libuct_gaudi.so"
 echo "# $(nproc) CPUs, HLSIM_ASIC=${HLSIM_ASIC:-gaudi2}, HLSIM_DMA_GBPS=${HLSIM_DMA_GBPS:-0}"
 LD_PRELOAD="$preload" "$bench" "$@"

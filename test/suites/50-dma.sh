@@ -2,10 +2,6 @@
 # once per ASIC model: Gaudi2 (user CBs, PDMA queues), Gaudi1 (kernel CBs,
 # DMA_0_x/DMA_1_x), Gaudi3 (refusal only). Prints gtest's own output, then
 # one gtest-style summary over all runs for contrib/test.sh.
-#
-# UCX_MEM_EVENTS=no: UCM's mmap hooks resolve the "original" mmap with
-# dlsym(RTLD_NEXT) from libucm and so bypass the emulator's mmap, which
-# Gaudi1 kernel CBs need (CB handle = mmap offset, facts 5.1).
 . "$(dirname "$0")/lib.sh"
 
 dma_test=$GAUDI_UCX_BUILD/test/dma/gaudi_dma_test
@@ -19,7 +15,7 @@ run_asic() {
     log=$(mktemp); tmpdirs+=("$log")
     new_node
     echo "=== HLSIM_ASIC=$asic $(basename "$gtest")"
-    HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=1 UCX_MEM_EVENTS=no \
+    HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=1 \
         LD_PRELOAD="$HLSIM_LIB" "$gtest" --gtest_filter="$filter" \
         > "$log" 2>&1
     rc=$?

@@ -678,7 +678,6 @@ static UCS_CLASS_CLEANUP_FUNC(uct_gaudi_copy_iface_t)
 
     /* let the device finish, then release what the copies hold without
      * calling back the user: the operations are cancelled by the close */
-    self->super.super.ops.iface_progress = NULL;
     if (uct_gaudi_dma_quiesce(self->dma) == UCS_OK) {
         self->closing = 1;
         while (uct_gaudi_dma_inflight(self->dma) > 0) {
