@@ -14,6 +14,9 @@
  * - A copy is one CS: its transfers are split into pieces and spread over
  *   the ASIC's DMA queues (one chunk a queue) so that engines run in
  *   parallel. A CS either is submitted whole or not at all.
+ * - An engine is not thread-safe: like a UCT iface it is used by one
+ *   thread at a time (the ioctls themselves are, so engines of different
+ *   threads need no common lock).
  * - Asynchronous copies complete in submission order from progress; a
  *   synchronous copy (uct_gaudi_dma_copy/_short) uses a slot of its own
  *   and waits for it without delivering other completions (no reentrancy).
