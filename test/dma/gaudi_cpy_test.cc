@@ -18,6 +18,7 @@ extern "C" {
 }
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <string.h>
 
 #include <random>
@@ -496,6 +497,38 @@ TEST_F(cpy_test, bad_input) {
     /* the iface still works */
     iov.length = buf.size();
     EXPECT_EQ(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
+}
+
+/* Device faults complete the operation with an error; the iface goes on */
+TEST_F(cpy_test, faults) {
+    SKIP_NO_TL();
+    typedef int (*fault_fn)(const char*, unsigned, int);
+    fault_fn fault = (fault_fn)dlsym(RTLD_DEFAULT, "hlsim_fault_add");
+    uct_rkey_t rkey;
+    char *dev = (char*)dev_alloc(1 << 20, &rkey);
+    std::vector<uint8_t> buf(65536), back(65536);
+    uct_mem_h memh = host_reg(buf);
+    uct_iov_t iov  = { buf.data(), buf.size(), memh, 0, 1 };
+
+    ASSERT_TRUE(fault != NULL);
+    fill(buf, 5);
+    ASSERT_EQ(0, fault("dma_error", 1, EIO));
+    EXPECT_EQ(UCS_ERR_IO_ERROR, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
+    ASSERT_EQ(0, fault("cs_timeout", 1, ETIMEDOUT));
+    EXPECT_EQ(UCS_ERR_TIMED_OUT, uct_ep_put_short(m_ep, buf.data(), 64,
+                                                  (uintptr_t)dev, rkey));
+    /* CS EAGAIN is flow control: NO_RESOURCE, then it goes through */
+    ASSERT_EQ(0, fault("cs", 1, EAGAIN));
+    comp_t c;
+    comp_init(c);
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_ep_put_zcopy(m_ep, &iov, 1,
+                                                    (uintptr_t)dev, rkey,
+                                                    &c.uct));
+    EXPECT_EQ(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
+    ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), back.size(),
+                                       (uintptr_t)dev, rkey));
+    EXPECT_EQ(buf, back);
+    flush();
 }
 
 
