@@ -32,6 +32,7 @@ extern "C" {
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <map>
 #include <string>
@@ -457,7 +458,7 @@ struct remote_buf {
 
 
 class gaudi_ipc : public ::testing::Test {
-protected:
+public:
     uct_side m_uct;
     peer     m_peer;
     uct_ep_h m_ep = NULL;
@@ -996,12 +997,105 @@ TEST_F(gaudi_ipc, upstream_unreachable)
 }
 
 
+/* ---- bandwidth benchmark (bench/ipc/run.sh) ---- */
+
+static double now_sec()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* put/get zcopy bandwidth of @a len bytes, @a depth in flight, against a
+ * memcpy of the same size in the same run */
+static int bench_main(size_t len, int iters, int depth)
+{
+    struct bench : public gaudi_ipc {
+        void TestBody() override {}
+        using gaudi_ipc::SetUp;
+        using gaudi_ipc::TearDown;
+    } b;
+    b.SetUp();
+    if (::testing::Test::HasFatalFailure()) {
+        return 1;
+    }
+    if (upstream_flavour()) {
+        printf("gaudi_ipc unreachable (upstream flavour): nothing to measure\n");
+        b.TearDown();
+        return 0;
+    }
+    b.connect();
+    remote_buf rb = b.ralloc(len);
+    void *local;
+    if (uct_gaudi_mem_alloc(len, &local) != UCS_OK) {
+        return 1;
+    }
+
+    std::vector<uct_completion_t> comps(depth);
+    double bw[2];
+    for (int put = 0; put < 2; ++put) {
+        for (int warm = 0; warm < 2; ++warm) {
+            int n      = warm ? iters : 2;
+            double t0  = now_sec();
+            int posted = 0;
+            while (posted < n) {
+                for (int d = 0; (d < depth) && (posted < n); ++d, ++posted) {
+                    uct_iov_t iov = {local, len, UCT_MEM_HANDLE_NULL, len, 1};
+                    comps[d] = {uct_side::comp_cb, 1, UCS_OK};
+                    ucs_status_t st;
+                    while ((st = put ?
+                            uct_ep_put_zcopy(b.m_ep, &iov, 1, rb.addr,
+                                             rb.rkey.rkey, &comps[d]) :
+                            uct_ep_get_zcopy(b.m_ep, &iov, 1, rb.addr,
+                                             rb.rkey.rkey, &comps[d])) ==
+                           UCS_ERR_NO_RESOURCE) {
+                        uct_iface_progress(b.m_uct.ipc_if);
+                    }
+                    if (st != UCS_INPROGRESS) {
+                        comps[d].count = 0;
+                    }
+                }
+                for (int d = 0; d < depth; ++d) {
+                    while (comps[d].count > 0) {
+                        uct_iface_progress(b.m_uct.ipc_if);
+                    }
+                }
+            }
+            bw[put] = (double)len * n / (now_sec() - t0);
+        }
+    }
+
+    std::vector<uint8_t> src(len, 1), dst(len, 0);
+    memcpy(dst.data(), src.data(), len); /* fault the pages in */
+    double t0 = now_sec();
+    for (int i = 0; i < iters; ++i) {
+        src[i % len] = (uint8_t)i;
+        memcpy(dst.data(), src.data(), len);
+    }
+    double mbw = (double)len * iters / (now_sec() - t0);
+
+    printf("size %zu iters %d depth %d\n", len, iters, depth);
+    printf("memcpy     %10.1f MB/s\n", mbw / 1e6);
+    printf("get_zcopy  %10.1f MB/s  ratio %.2f\n", bw[0] / 1e6, bw[0] / mbw);
+    printf("put_zcopy  %10.1f MB/s  ratio %.2f\n", bw[1] / 1e6, bw[1] / mbw);
+
+    uct_gaudi_mem_free(local);
+    b.TearDown();
+    return 0;
+}
+
+
 int main(int argc, char **argv)
 {
     if ((argc > 1) && !strcmp(argv[1], "--exporter")) {
         return exporter_main();
     }
     setenv("UCX_GAUDI_DEVICE", "0", 1);
+    if ((argc > 1) && !strcmp(argv[1], "--bench")) {
+        return bench_main((argc > 2) ? strtoul(argv[2], NULL, 0) : 16 << 20,
+                          (argc > 3) ? atoi(argv[3]) : 40,
+                          (argc > 4) ? atoi(argv[4]) : 8);
+    }
     ::testing::InitGoogleTest(&argc, argv);
     return RUN_ALL_TESTS();
 }
