@@ -151,8 +151,10 @@ static void uct_gaudi_copy_iface_query_rma(uct_gaudi_copy_iface_t *iface,
                                            size_t *align_mtu,
                                            size_t *max_iov)
 {
-    /* short ops loop over the bounce buffer: any unsigned length works */
-    *max_short       = UINT_MAX;
+    /* one bounce-buffer step; longer short ops still work (bounce-sized
+     * steps, for UCP's memtype pack/unpack) but cost one CS round trip
+     * each, which zcopy avoids */
+    *max_short       = iface->config.max_bcopy;
     *max_bcopy       = iface->config.max_bcopy;
     *min_zcopy       = 0;
     *max_zcopy       = iface->config.max_zcopy;
