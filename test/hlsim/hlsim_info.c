@@ -106,8 +106,7 @@ int hlsim_info(hlsim_file_t *f, struct hl_info_args *a)
                                                 __ATOMIC_ACQUIRE);
         out.open.last_open_period_ms =
             __atomic_load_n(&sd->last_session_ms, __ATOMIC_ACQUIRE);
-        out.open.is_compute_ctx_active =
-            __atomic_load_n(&sd->compute_active, __ATOMIC_ACQUIRE);
+        out.open.is_compute_ctx_active = hlsim_node_compute_held(f->dev);
         out.open.compute_ctx_in_release =
             __atomic_load_n(&sd->in_release, __ATOMIC_ACQUIRE);
         size = sizeof(out.open);

@@ -401,6 +401,33 @@ int hlsim_node_match(const char *path, int *dev, hlsim_fkind_t *kind)
  * Open an emulated node: returns a real fd on the node file (a new open
  * file description, which holds the exclusivity flock) or -errno.
  */
+/*
+ * Whether some open file description holds device @a dev's compute node.
+ * The flock is the truth: a process that died without closing its fd
+ * leaves the shared counters stale, while the kernel drops its lock.
+ */
+int hlsim_node_compute_held(int dev)
+{
+    char path[4300], name[64];
+    int  fd, held;
+
+    snprintf(name, sizeof(name),
+             hlsim_cfg.legacy ? "/dev/hl%d" : "/dev/accel/accel%d", dev);
+    snprintf(path, sizeof(path), "%s%s", hlsim_cfg.root, name);
+    fd = hlsim_real.open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+
+    held = (flock(fd, LOCK_EX | LOCK_NB) != 0);
+    hlsim_real.close(fd); /* drops the probe's own lock, if it got one */
+    if (!held) {
+        __atomic_store_n(&hlsim_shm->dev[dev].compute_active, 0,
+                         __ATOMIC_RELEASE);
+    }
+    return held;
+}
+
 int hlsim_open_node(int dev, hlsim_fkind_t kind, const char *rpath,
                     int flags, mode_t mode)
 {

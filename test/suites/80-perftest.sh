@@ -1,0 +1,71 @@
+# Stock ucx_perftest on Gaudi buffers ("rocm" memory type on UCX 1.13,
+# see src/uct/gaudi/gaudi_compat.h): UCP tests between two processes, each
+# on its own emulated device, and UCT tests over gaudi_cpy in loopback.
+# Each run must complete and report a positive bandwidth or latency.
+. "$(dirname "$0")/lib.sh"
+out=$(mktemp); srv=$(mktemp); tmpdirs+=("$out" "$srv")
+export UCX_WARN_UNUSED_ENV_VARS=n
+
+# perftest_ok NAME LOG: the run reported a "Final:" line with numbers > 0
+perftest_ok() {
+    local name=$1 log=$2
+    if awk '/^Final:/ { ok = ($3 + 0 > 0) && ($5 + 0 > 0) } END { exit !ok }' \
+        "$log"; then
+        pass "$name ($(awk '/^Final:/ {print $5 " us, " $7 " MB/s"}' "$log"))"
+    else
+        fail "$name" "no valid Final line"
+        grep -v '^\s*[0-9]\+ ' "$log" | tail -15 | sed 's/^/      /'
+    fi
+}
+
+# two processes: a server and a client on the same emulated node
+ucp_pair() {
+    local name=$1; shift
+    local port=$((20000 + RANDOM % 20000)) rc
+    on_node ucx_perftest -p "$port" "$@" > "$srv" 2>&1 &
+    sleep 1
+    on_node ucx_perftest 127.0.0.1 -p "$port" "$@" > "$out" 2>&1
+    rc=$?
+    wait $! || rc=1
+    if [ $rc -ne 0 ]; then
+        fail "$name" "exit status $rc"
+        tail -15 "$out" "$srv" | sed 's/^/      /'
+        return
+    fi
+    perftest_ok "$name" "$out"
+}
+
+new_node
+export HLSIM_NUM_DEVICES=2
+
+for mem in rocm rocm,host host,rocm; do
+    for size in 8 65536 1048576 67108864; do
+        iters=100; [ $size -ge 1048576 ] && iters=10
+        [ $size -ge 67108864 ] && iters=3
+        ucp_pair "tag_bw -m $mem -s $size" -t tag_bw -m $mem -s $size \
+            -n $iters -w 1
+        ucp_pair "stream_bw -m $mem -s $size" -t stream_bw -m $mem \
+            -s $size -n $iters -w 1
+    done
+    ucp_pair "tag_lat -m $mem -s 8" -t tag_lat -m $mem -s 8 -n 200 -w 10
+done
+
+# UCT over gaudi_cpy: in-process (the copy transport reaches its own iface)
+# (UCX_GAUDI_DEVICE=0: the device name is then gaudi_0)
+uct_loop() {
+    local name=$1; shift
+    UCX_GAUDI_DEVICE=0 on_node ucx_perftest -l -d gaudi_0 -x gaudi_cpy \
+        -m rocm "$@" > "$out" 2>&1
+    perftest_ok "$name" "$out"
+}
+
+for layout in short bcopy zcopy; do
+    uct_loop "UCT put_bw $layout -s 8" -t put_bw -D $layout -s 8 -n 100
+    uct_loop "UCT get $layout -s 8" -t get -D $layout -s 8 -n 100
+done
+for size in 65536 16777216; do
+    uct_loop "UCT put_bw zcopy -s $size" -t put_bw -D zcopy -s $size -n 20
+    uct_loop "UCT get zcopy -s $size" -t get -D zcopy -s $size -n 20
+done
+
+finish
