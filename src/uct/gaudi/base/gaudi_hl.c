@@ -788,9 +788,11 @@ ucs_status_t uct_gaudi_hl_cs_wait(const uct_gaudi_hl_t *hl, uint64_t seq,
     }
 
     if (err != 0) {
-        /* ETIMEDOUT (status TIMEDOUT), EIO (ABORTED), EBUSY (facts 5.2) */
-        return uct_gaudi_hl_fail(hl->name, err, 0, "WAIT_CS of seq %" PRIu64,
-                                 seq);
+        /* ETIMEDOUT (status TIMEDOUT), EIO (ABORTED), EBUSY (facts 5.2).
+         * EBUSY (device in reset) is quiet: pollers see it on every poll
+         * until the reset ends and report it once themselves */
+        return uct_gaudi_hl_fail(hl->name, err, err == EBUSY,
+                                 "WAIT_CS of seq %" PRIu64, seq);
     }
 
     switch (status) {
