@@ -23,5 +23,36 @@ echo
 echo "== stock ucx_info -d (Gaudi part), module loaded by ucx-gaudi-run"
 run ucx_info -d | awk '
     /^# Memory domain:/ { show = ($0 ~ /gaudi/) }
-    /^# Connection manager:/ { show = 0 }
+    /[Cc]onnection manager/ { show = 0 }
     show'
+
+# Two ucx_perftest processes on this node, each owning its own device (the
+# plugin takes the first free one), stock binary, UCP tag matching.
+perftest_bw() {
+    local mem=$1 size=$2 port=$((20000 + RANDOM % 20000)) out
+    out=$(mktemp)
+    UCX_WARN_UNUSED_ENV_VARS=n run ucx_perftest -p $port -t tag_bw -m $mem \
+        -s $size -n 20 -w 2 >/dev/null 2>&1 &
+    sleep 1
+    UCX_WARN_UNUSED_ENV_VARS=n run ucx_perftest 127.0.0.1 -p $port \
+        -t tag_bw -m $mem -s $size -n 20 -w 2 > "$out" 2>&1
+    wait
+    awk '/^Final:/ { print $7 }' "$out"
+    rm -f "$out"
+}
+
+echo
+echo "== stock ucx_perftest tag_bw between two processes (MB/s)"
+mem_name=$(run ucx_perftest -h 2>&1 | awk '/GPU memory/ { print $1; exit }')
+printf "%-10s %14s %14s %8s\n" size host "Gaudi ($mem_name)" ratio
+for size in 65536 1048576 16777216; do
+    host_bw=$(perftest_bw host $size)
+    dev_bw=$(perftest_bw "$mem_name" $size)
+    printf "%-10s %14s %14s %8s\n" $size "${host_bw:-failed}" \
+        "${dev_bw:-failed}" \
+        "$(awk -v a="$dev_bw" -v b="$host_bw" \
+            'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "-" }')"
+done
+echo
+echo "Gaudi memory is presented as the '$mem_name' memory type on UCX"\
+     "$(ucx_info -v | sed -n 's/^# Version //p') (docs/configuration.md)."
