@@ -50,6 +50,13 @@ for mem in rocm rocm,host host,rocm; do
     ucp_pair "tag_lat -m $mem -s 8" -t tag_lat -m $mem -s 8 -n 200 -w 10
 done
 
+# Rendezvous between two processes on Gaudi memory uses gaudi_ipc when the
+# driver imports dma-bufs (the default "habana" flavour)
+UCX_LOG_LEVEL=debug ucp_pair "tag_bw -m rocm -s 16777216 (debug log)" \
+    -t tag_bw -m rocm -s 16777216 -n 3 -w 1
+expect_match "rendezvous lane is gaudi_ipc" "$out" \
+    'lane\[[0-9]+\]: +[0-9]+:gaudi_ipc/.* rma_bw'
+
 # UCT over gaudi_cpy: in-process (the copy transport reaches its own iface)
 # (UCX_GAUDI_DEVICE=0: the device name is then gaudi_0)
 uct_loop() {
