@@ -109,7 +109,7 @@ static ucs_status_t uct_gaudi_copy_sync(uct_gaudi_copy_iface_t *iface,
         return UCS_OK;
     }
 
-    status = uct_gaudi_copy_iface_fence_wait(iface);
+    status = uct_gaudi_xfer_fence_wait(&iface->xfer, iface->dma);
     if (status != UCS_OK) {
         return status;
     }
@@ -209,7 +209,7 @@ ssize_t uct_gaudi_copy_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
         goto out;
     }
 
-    status = uct_gaudi_copy_iface_fence_wait(iface);
+    status = uct_gaudi_xfer_fence_wait(&iface->xfer, iface->dma);
     if (status != UCS_OK) {
         goto out;
     }
@@ -256,7 +256,7 @@ ucs_status_t uct_gaudi_copy_ep_get_bcopy(uct_ep_h tl_ep,
         goto out;
     }
 
-    status = uct_gaudi_copy_iface_fence_wait(iface);
+    status = uct_gaudi_xfer_fence_wait(&iface->xfer, iface->dma);
     if (status != UCS_OK) {
         return status;
     }
@@ -300,8 +300,8 @@ static void uct_gaudi_copy_desc_complete(void *arg, ucs_status_t status)
     uct_completion_t *comp        = desc->comp;
 
     uct_gaudi_copy_desc_release(desc);
-    iface->delivered++;
-    if ((comp != NULL) && !iface->closing) {
+    iface->xfer.delivered++;
+    if ((comp != NULL) && !iface->xfer.closing) {
         uct_invoke_completion(comp, status);
     }
 }
@@ -381,7 +381,7 @@ uct_gaudi_copy_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     }
 
     /* keep the order of pending requests; resolve nothing in vain */
-    if (!ucs_queue_is_empty(&iface->pending) ||
+    if (!ucs_queue_is_empty(&iface->xfer.pending) ||
         !uct_gaudi_dma_can_submit(iface->dma)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -391,7 +391,7 @@ uct_gaudi_copy_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
         return status;
     }
 
-    status = uct_gaudi_copy_iface_fence_wait(iface);
+    status = uct_gaudi_xfer_fence_wait(&iface->xfer, iface->dma);
     if (status != UCS_OK) {
         return status;
     }
@@ -416,7 +416,7 @@ uct_gaudi_copy_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
         return status;
     }
 
-    iface->submitted++;
+    iface->xfer.submitted++;
     return UCS_INPROGRESS;
 }
 

@@ -17,6 +17,7 @@
 #include <uct/base/uct_iface.h>
 #include <uct/gaudi/base/gaudi_base.h>
 #include <uct/gaudi/base/gaudi_dma.h>
+#include <uct/gaudi/gaudi_xfer.h>
 
 /* iov entries of one zcopy (each may be split further by the engine) */
 #define UCT_GAUDI_COPY_MAX_IOV 16
@@ -58,21 +59,6 @@ typedef struct uct_gaudi_copy_desc {
 } uct_gaudi_copy_desc_t;
 
 
-/* A flush with a completion: done when @a target copies are delivered */
-typedef struct uct_gaudi_copy_flush {
-    ucs_queue_elem_t queue;
-    uint64_t         target;
-    uct_completion_t *comp;
-} uct_gaudi_copy_flush_t;
-
-
-/* What a pending request keeps in uct_pending_req_t::priv */
-typedef struct {
-    ucs_queue_elem_t queue_elem;
-    struct uct_gaudi_copy_ep *ep;
-} uct_gaudi_copy_pending_priv_t;
-
-
 typedef struct uct_gaudi_copy_iface {
     uct_base_iface_t            super;
     uct_gaudi_copy_iface_addr_t id;
@@ -80,12 +66,7 @@ typedef struct uct_gaudi_copy_iface {
     uct_gaudi_copy_md_t         *md;
     uct_gaudi_dma_t             *dma;
     ucs_mpool_t                 desc_mp;
-    ucs_queue_head_t            pending;    /* uct_gaudi_copy_pending_priv_t */
-    ucs_queue_head_t            flushes;    /* uct_gaudi_copy_flush_t */
-    uint64_t                    submitted;  /* async copies submitted */
-    uint64_t                    delivered;  /* async copies completed */
-    int                         fenced;     /* next copy waits for all */
-    int                         closing;    /* completions not delivered */
+    uct_gaudi_xfer_t            xfer;       /* async copies */
     struct {
         double                  bw[UCT_GAUDI_COPY_DIR_LAST]; /* bytes/s */
         double                  latency;    /* seconds */
@@ -96,9 +77,5 @@ typedef struct uct_gaudi_copy_iface {
         unsigned                max_iov;
     } config;
 } uct_gaudi_copy_iface_t;
-
-
-/* Run the copies waiting behind a fence; called by every data op */
-ucs_status_t uct_gaudi_copy_iface_fence_wait(uct_gaudi_copy_iface_t *iface);
 
 #endif

@@ -64,9 +64,9 @@ void uct_gaudi_ipc_ep_zcopy_done(void *arg, ucs_status_t status)
                                                  uct_gaudi_copy_md_t),
                                   &desc->local);
     uct_gaudi_ipc_cache_put(&iface->cache, region);
-    ++iface->delivered;
+    ++iface->xfer.delivered;
 
-    if (!iface->closing && (desc->comp != NULL)) {
+    if (!iface->xfer.closing && (desc->comp != NULL)) {
         uct_invoke_completion(desc->comp, status);
     }
     ucs_mpool_put(desc);
@@ -126,7 +126,7 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
         return status;
     }
 
-    status = uct_gaudi_ipc_iface_fence_wait(iface);
+    status = uct_gaudi_xfer_fence_wait(&iface->xfer, iface->dma);
     if (status != UCS_OK) {
         return status;
     }
@@ -177,7 +177,7 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
         goto err_desc;
     }
 
-    ++iface->submitted;
+    ++iface->xfer.submitted;
     if (is_put) {
         UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), PUT, ZCOPY,
                           length);

@@ -16,13 +16,6 @@ typedef struct uct_gaudi_ipc_ep {
 } uct_gaudi_ipc_ep_t;
 
 
-/* What a pending request keeps in uct_pending_req_t::priv */
-typedef struct {
-    ucs_queue_elem_t   queue_elem;
-    uct_gaudi_ipc_ep_t *ep;
-} uct_gaudi_ipc_pending_priv_t;
-
-
 UCS_CLASS_DECLARE_NEW_FUNC(uct_gaudi_ipc_ep_t, uct_ep_t,
                            const uct_ep_params_t*);
 UCS_CLASS_DECLARE_DELETE_FUNC(uct_gaudi_ipc_ep_t, uct_ep_t);

@@ -169,46 +169,7 @@ static ucs_status_t uct_gaudi_ipc_iface_query(uct_iface_h tl_iface,
 }
 
 
-/* Completion, flush, fence, pending */
-
-static void uct_gaudi_ipc_iface_flushes_progress(uct_gaudi_ipc_iface_t *iface)
-{
-    uct_gaudi_ipc_flush_t *flush;
-
-    while (!ucs_queue_is_empty(&iface->flushes)) {
-        flush = ucs_queue_head_elem_non_empty(&iface->flushes,
-                                              uct_gaudi_ipc_flush_t, queue);
-        if (flush->target > iface->delivered) {
-            break;
-        }
-        ucs_queue_pull_non_empty(&iface->flushes);
-        uct_invoke_completion(flush->comp, UCS_OK);
-        ucs_free(flush);
-    }
-}
-
-/* Run pending requests while the ring has room */
-static void uct_gaudi_ipc_iface_pending_progress(uct_gaudi_ipc_iface_t *iface)
-{
-    uct_gaudi_ipc_pending_priv_t *priv;
-    uct_pending_req_t *req;
-    ucs_status_t status;
-
-    while (!ucs_queue_is_empty(&iface->pending) &&
-           uct_gaudi_dma_can_submit(iface->dma)) {
-        priv = ucs_queue_pull_elem_non_empty(&iface->pending,
-                                             uct_gaudi_ipc_pending_priv_t,
-                                             queue_elem);
-        req  = ucs_container_of(priv, uct_pending_req_t, priv);
-        --priv->ep->num_pending;
-        status = req->func(req);
-        if (status != UCS_OK) {
-            ucs_queue_push_head(&iface->pending, &priv->queue_elem);
-            ++priv->ep->num_pending;
-            break;
-        }
-    }
-}
+/* Completion, flush, fence, pending: gaudi_xfer.c */
 
 static unsigned uct_gaudi_ipc_iface_progress(uct_iface_h tl_iface)
 {
@@ -221,15 +182,8 @@ static unsigned uct_gaudi_ipc_iface_progress(uct_iface_h tl_iface)
         return 0;
     }
 
-    count = uct_gaudi_dma_progress(iface->dma, iface->config.max_poll);
-    if (count > 0) {
-        uct_gaudi_ipc_iface_flushes_progress(iface);
-    }
-
-    if (!ucs_queue_is_empty(&iface->pending)) {
-        uct_gaudi_ipc_iface_pending_progress(iface);
-    }
-
+    count = uct_gaudi_xfer_progress(&iface->xfer, iface->dma,
+                                    iface->config.max_poll);
     if (count == 0) {
         /* idle: now and then unmap the buffers of exited exporters */
         now = ucs_get_time();
@@ -248,53 +202,28 @@ static ucs_status_t uct_gaudi_ipc_iface_flush(uct_iface_h tl_iface,
 {
     uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_iface,
                                                   uct_gaudi_ipc_iface_t);
-    uct_gaudi_ipc_flush_t *flush;
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
         return UCS_ERR_UNSUPPORTED;
     }
 
-    if (iface->delivered == iface->submitted) {
-        UCT_TL_IFACE_STAT_FLUSH(&iface->super);
-        return UCS_OK;
-    }
-
-    if (comp != NULL) {
-        flush = ucs_malloc(sizeof(*flush), "gaudi_ipc_flush");
-        if (flush == NULL) {
-            return UCS_ERR_NO_MEMORY;
-        }
-        flush->target = iface->submitted;
-        flush->comp   = comp;
-        ucs_queue_push(&iface->flushes, &flush->queue);
-    }
-
-    UCT_TL_IFACE_STAT_FLUSH_WAIT(&iface->super);
-    return UCS_INPROGRESS;
+    return uct_gaudi_xfer_flush(&iface->xfer, &iface->super, comp);
 }
 
 ucs_status_t uct_gaudi_ipc_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                     uct_completion_t *comp)
 {
-    uct_gaudi_ipc_ep_t *ep = ucs_derived_of(tl_ep, uct_gaudi_ipc_ep_t);
-    ucs_status_t status;
+    uct_gaudi_ipc_ep_t *ep       = ucs_derived_of(tl_ep, uct_gaudi_ipc_ep_t);
+    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                                  uct_gaudi_ipc_iface_t);
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        /* drop the pending requests, then flush what is posted */
         uct_gaudi_ipc_ep_pending_purge(tl_ep, NULL, NULL);
-        flags &= ~UCT_FLUSH_FLAG_CANCEL;
-    } else if (ep->num_pending > 0) {
-        /* pending requests are not posted yet: flush after they are */
-        return UCS_ERR_NO_RESOURCE;
     }
 
-    /* copies are not tracked per ep: wait for every copy of the iface */
-    status = uct_gaudi_ipc_iface_flush(tl_ep->iface, flags, comp);
-    if (status == UCS_OK) {
-        UCT_TL_EP_STAT_FLUSH(&ep->super);
-    } else if (status == UCS_INPROGRESS) {
-        UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
-    }
-    return status;
+    return uct_gaudi_xfer_ep_flush(&iface->xfer, &iface->super, &ep->super,
+                                   ep->num_pending, comp);
 }
 
 static ucs_status_t uct_gaudi_ipc_iface_fence(uct_iface_h tl_iface,
@@ -303,11 +232,7 @@ static ucs_status_t uct_gaudi_ipc_iface_fence(uct_iface_h tl_iface,
     uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_iface,
                                                   uct_gaudi_ipc_iface_t);
 
-    /* the pieces of one copy run on several queues and copies complete
-     * out of order: the next copy waits until everything before is done */
-    iface->fenced = (iface->dma != NULL) &&
-                    (uct_gaudi_dma_inflight(iface->dma) > 0);
-    UCT_TL_IFACE_STAT_FENCE(&iface->super);
+    uct_gaudi_xfer_fence(&iface->xfer, iface->dma, &iface->super);
     return UCS_OK;
 }
 
@@ -317,21 +242,6 @@ ucs_status_t uct_gaudi_ipc_ep_fence(uct_ep_h tl_ep, unsigned flags)
     return uct_gaudi_ipc_iface_fence(tl_ep->iface, flags);
 }
 
-ucs_status_t uct_gaudi_ipc_iface_fence_wait(uct_gaudi_ipc_iface_t *iface)
-{
-    ucs_status_t status;
-
-    if (ucs_likely(!iface->fenced)) {
-        return UCS_OK;
-    }
-
-    status = uct_gaudi_dma_quiesce(iface->dma);
-    if (status == UCS_OK) {
-        iface->fenced = 0;
-    }
-    return status;
-}
-
 ucs_status_t uct_gaudi_ipc_ep_pending_add(uct_ep_h tl_ep,
                                           uct_pending_req_t *req,
                                           unsigned flags)
@@ -339,23 +249,9 @@ ucs_status_t uct_gaudi_ipc_ep_pending_add(uct_ep_h tl_ep,
     uct_gaudi_ipc_ep_t *ep       = ucs_derived_of(tl_ep, uct_gaudi_ipc_ep_t);
     uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                                   uct_gaudi_ipc_iface_t);
-    uct_gaudi_ipc_pending_priv_t *priv =
-            (uct_gaudi_ipc_pending_priv_t*)&req->priv;
 
-    UCS_STATIC_ASSERT(sizeof(*priv) <= UCT_PENDING_REQ_PRIV_LEN);
-
-    /* resources are available: the caller should retry right away */
-    if ((iface->dma == NULL) ||
-        (ucs_queue_is_empty(&iface->pending) &&
-         uct_gaudi_dma_can_submit(iface->dma))) {
-        return UCS_ERR_BUSY;
-    }
-
-    priv->ep = ep;
-    uct_pending_req_queue_push(&iface->pending, req);
-    ++ep->num_pending;
-    UCT_TL_EP_STAT_PEND(&ep->super);
-    return UCS_OK;
+    return uct_gaudi_xfer_pending_add(&iface->xfer, iface->dma, &ep->super,
+                                      req, &ep->num_pending);
 }
 
 void uct_gaudi_ipc_ep_pending_purge(uct_ep_h tl_ep,
@@ -365,18 +261,8 @@ void uct_gaudi_ipc_ep_pending_purge(uct_ep_h tl_ep,
     uct_gaudi_ipc_ep_t *ep       = ucs_derived_of(tl_ep, uct_gaudi_ipc_ep_t);
     uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                                   uct_gaudi_ipc_iface_t);
-    uct_gaudi_ipc_pending_priv_t *priv;
-    ucs_queue_iter_t iter;
 
-    ucs_queue_for_each_safe(priv, iter, &iface->pending, queue_elem) {
-        if (priv->ep == ep) {
-            ucs_queue_del_iter(&iface->pending, iter);
-            --ep->num_pending;
-            if (cb != NULL) {
-                cb(ucs_container_of(priv, uct_pending_req_t, priv), arg);
-            }
-        }
-    }
+    uct_gaudi_xfer_pending_purge(&iface->xfer, &ep->num_pending, cb, arg);
 }
 
 
@@ -500,13 +386,8 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
     self->copy_md    = NULL;
     self->dma        = NULL;
     self->pidns      = uct_gaudi_ipc_pidns();
-    self->submitted  = 0;
-    self->delivered  = 0;
-    self->fenced     = 0;
-    self->closing    = 0;
     self->next_check = 0;
-    ucs_queue_head_init(&self->pending);
-    ucs_queue_head_init(&self->flushes);
+    uct_gaudi_xfer_init(&self->xfer);
 
     self->config.bw         = config->bw;
     self->config.latency    = config->latency;
@@ -553,27 +434,12 @@ err_mpool:
 
 static UCS_CLASS_CLEANUP_FUNC(uct_gaudi_ipc_iface_t)
 {
-    uct_gaudi_ipc_flush_t *flush;
-
     uct_base_iface_progress_disable(&self->super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
 
+    uct_gaudi_xfer_cleanup(&self->xfer, self->dma);
     if (self->dma != NULL) {
-        /* let the device finish, then release what the copies hold
-         * without calling back: the close cancels the operations */
-        if (uct_gaudi_dma_quiesce(self->dma) == UCS_OK) {
-            self->closing = 1;
-            while (uct_gaudi_dma_inflight(self->dma) > 0) {
-                uct_gaudi_dma_progress(self->dma, UINT_MAX);
-            }
-        }
         uct_gaudi_dma_destroy(self->dma);
-    }
-
-    while (!ucs_queue_is_empty(&self->flushes)) {
-        flush = ucs_queue_pull_elem_non_empty(&self->flushes,
-                                              uct_gaudi_ipc_flush_t, queue);
-        ucs_free(flush);
     }
 
     uct_gaudi_ipc_cache_cleanup(&self->cache);

@@ -20,6 +20,7 @@
 #include <uct/gaudi/base/gaudi_base.h>
 #include <uct/gaudi/base/gaudi_dma.h>
 #include <uct/gaudi/copy/gaudi_copy_md.h>
+#include <uct/gaudi/gaudi_xfer.h>
 
 
 /* Device address: the node (boot id) */
@@ -58,14 +59,6 @@ typedef struct uct_gaudi_ipc_desc {
 } uct_gaudi_ipc_desc_t;
 
 
-/* A flush with a completion: done when @a target copies are delivered */
-typedef struct uct_gaudi_ipc_flush {
-    ucs_queue_elem_t queue;
-    uint64_t         target;
-    uct_completion_t *comp;
-} uct_gaudi_ipc_flush_t;
-
-
 typedef struct uct_gaudi_ipc_iface {
     uct_base_iface_t      super;
     uct_gaudi_ctx_t       *ctx;
@@ -77,12 +70,7 @@ typedef struct uct_gaudi_ipc_iface {
     uint64_t              pidns;
     uct_gaudi_ipc_cache_t cache;
     ucs_mpool_t           desc_mp;
-    ucs_queue_head_t      pending;   /* uct_pending_req_t */
-    ucs_queue_head_t      flushes;   /* uct_gaudi_ipc_flush_t */
-    uint64_t              submitted;
-    uint64_t              delivered;
-    int                   fenced;
-    int                   closing;
+    uct_gaudi_xfer_t      xfer;      /* async copies */
     ucs_time_t            next_check; /* next sweep of exited peers */
     struct {
         double            bw;
@@ -91,9 +79,5 @@ typedef struct uct_gaudi_ipc_iface {
         ucs_time_t        peer_check;
     } config;
 } uct_gaudi_ipc_iface_t;
-
-
-/* Wait for the copies before a fence; called by every data op */
-ucs_status_t uct_gaudi_ipc_iface_fence_wait(uct_gaudi_ipc_iface_t *iface);
 
 #endif
