@@ -107,6 +107,10 @@ typedef struct uct_gaudi_counters {
     uint64_t host_unmaps;     /* host UNMAP calls */
     uint64_t dmabuf_exports;  /* DMA-BUF exports made */
     uint64_t dmabuf_open;     /* exported DMA-BUFs the plugin keeps open */
+    uint64_t deferred_chunks; /* driver allocations with no buffer left
+                                 whose release waits for a dma-buf of them
+                                 to be closed (e.g. by an importing
+                                 process); counted in chunk_count too */
 } uct_gaudi_counters_t;
 
 /**

@@ -547,6 +547,28 @@ ucs_status_t uct_gaudi_hl_mem_unmap(const uct_gaudi_hl_t *hl, uint64_t va)
     return UCS_OK;
 }
 
+ucs_status_t uct_gaudi_hl_mem_unmap_exported(const uct_gaudi_hl_t *hl,
+                                             uint64_t va)
+{
+    union hl_mem_args args;
+    int err;
+
+    memset(&args, 0, sizeof(args));
+    args.in.op                     = HL_MEM_OP_UNMAP;
+    args.in.unmap.device_virt_addr = va;
+
+    err = uct_gaudi_hl_ioctl(hl, GAUDI_HL_OP_MEMORY, &args);
+    if (err != 0) {
+        /* EINVAL: a dma-buf of the mapping is alive (facts 3.3); EBUSY:
+         * device not operational (facts 3.1). The caller retries later */
+        return uct_gaudi_hl_fail(hl->name, err,
+                                 (err == EINVAL) || (err == EBUSY),
+                                 "MEMORY UNMAP of exported va 0x%" PRIx64, va);
+    }
+
+    return UCS_OK;
+}
+
 ucs_status_t uct_gaudi_hl_export_dmabuf(const uct_gaudi_hl_t *hl,
                                         uint64_t addr, uint64_t size,
                                         uint64_t offset, uint32_t flags,

@@ -114,6 +114,16 @@ ucs_status_t uct_gaudi_hl_mem_map_host(const uct_gaudi_hl_t *hl,
 /* UNMAP a VA exactly as returned by a map call */
 ucs_status_t uct_gaudi_hl_mem_unmap(const uct_gaudi_hl_t *hl, uint64_t va);
 
+/**
+ * UNMAP of a device-memory mapping that may have been exported: EINVAL
+ * (a dma-buf exported from it is still alive somewhere, e.g. imported by
+ * another process, facts 3.3) and EBUSY (device not operational) are
+ * expected by the contract (the caller keeps the mapping and retries) and
+ * logged at debug level only.
+ */
+ucs_status_t uct_gaudi_hl_mem_unmap_exported(const uct_gaudi_hl_t *hl,
+                                             uint64_t va);
+
 /* EXPORT_DMABUF_FD {addr, mem_size, offset}; file flags e.g. O_RDWR|O_CLOEXEC */
 ucs_status_t uct_gaudi_hl_export_dmabuf(const uct_gaudi_hl_t *hl,
                                         uint64_t addr, uint64_t size,

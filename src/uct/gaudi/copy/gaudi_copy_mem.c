@@ -18,6 +18,7 @@
 #include <ucs/sys/sys.h>
 #include <fcntl.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 
@@ -32,6 +33,12 @@ typedef struct uct_gaudi_copy_extent {
     uint64_t        offset;
     uint64_t        length;
 } uct_gaudi_copy_extent_t;
+
+
+/* Heap teardown waits at most this long for deferred chunks to become
+ * releasable (a peer importer is often closing at the same time) */
+#define UCT_GAUDI_COPY_TEARDOWN_GRACE_MS  100
+#define UCT_GAUDI_COPY_TEARDOWN_STEP_MS   5
 
 
 static pthread_mutex_t uct_gaudi_copy_heap_global_lock =
@@ -222,6 +229,7 @@ static ucs_status_t uct_gaudi_copy_chunk_create(uct_gaudi_copy_heap_t *heap,
     }
 
     chunk->handle    = handle;
+    chunk->mapped    = 1;
     chunk->dedicated = dedicated;
     ucs_list_add_tail(&heap->chunks, &chunk->list);
     UCT_GAUDI_COPY_COUNTER_ADD(heap, chunk_count, 1);
@@ -233,32 +241,142 @@ static ucs_status_t uct_gaudi_copy_chunk_create(uct_gaudi_copy_heap_t *heap,
     return UCS_OK;
 }
 
-static void uct_gaudi_copy_chunk_destroy(uct_gaudi_copy_heap_t *heap,
-                                         uct_gaudi_copy_chunk_t *chunk)
+/*
+ * UNMAP + FREE of a chunk (Gaudi2/3), resuming after a FREE that failed.
+ * UNMAP fails with EINVAL while a dma-buf exported from the mapping is
+ * alive anywhere (facts 3.3): the shim logs that at debug level only.
+ */
+static ucs_status_t uct_gaudi_copy_chunk_release(uct_gaudi_copy_heap_t *heap,
+                                                 uct_gaudi_copy_chunk_t *chunk)
 {
     const uct_gaudi_hl_t *hl = &heap->ctx->hl;
-    ucs_status_t status;
+    ucs_status_t status      = UCS_OK;
 
-    ucs_list_del(&chunk->list);
     pthread_mutex_lock(&heap->ctx->lock);
-    status = uct_gaudi_hl_mem_unmap(hl, chunk->ptr);
+    if (chunk->mapped) {
+        status = uct_gaudi_hl_mem_unmap_exported(hl, chunk->ptr);
+        if (status == UCS_OK) {
+            chunk->mapped = 0;
+        }
+    }
     if (status == UCS_OK) {
         status = uct_gaudi_hl_mem_free(hl, chunk->handle);
     }
     pthread_mutex_unlock(&heap->ctx->lock);
 
-    if (status != UCS_OK) {
-        /* e.g. a dma-buf of it is still open somewhere (facts 3.3): the
-         * driver releases it with the context */
-        ucs_error("gaudi %s: could not release device memory chunk 0x%" PRIx64
-                  " (%" PRIu64 " bytes): %s; it stays allocated (is a dma-buf "
-                  "fd of it still open?)", uct_gaudi_copy_heap_name(heap),
-                  chunk->ptr, chunk->size, ucs_status_string(status));
-    } else {
+    if (status == UCS_OK) {
         UCT_GAUDI_COPY_COUNTER_ADD(heap, chunk_count, -1);
         UCT_GAUDI_COPY_COUNTER_ADD(heap, chunk_bytes, -chunk->size);
     }
-    uct_gaudi_copy_chunk_delete(chunk);
+    return status;
+}
+
+/* An empty chunk (in heap->chunks) goes back to the driver, or, if the
+ * driver refuses, to the deferred list (see gaudi_copy_mem.h) */
+static void uct_gaudi_copy_chunk_destroy(uct_gaudi_copy_heap_t *heap,
+                                         uct_gaudi_copy_chunk_t *chunk)
+{
+    ucs_status_t status;
+
+    ucs_list_del(&chunk->list);
+    status = uct_gaudi_copy_chunk_release(heap, chunk);
+    if (status == UCS_OK) {
+        uct_gaudi_copy_chunk_delete(chunk);
+        return;
+    }
+
+    chunk->release_tries = 1;
+    ucs_list_add_tail(&heap->deferred, &chunk->list);
+    UCT_GAUDI_COPY_COUNTER_ADD(heap, deferred_chunks, 1);
+    ucs_debug("gaudi %s: release of device memory chunk 0x%" PRIx64
+              " (%" PRIu64 " bytes) deferred: %s (%s); its range stays "
+              "reserved until the driver lets it go",
+              uct_gaudi_copy_heap_name(heap), chunk->ptr, chunk->size,
+              ucs_status_string(status), chunk->mapped ?
+              "a dma-buf exported from it is still alive, e.g. imported by "
+              "another process" : "FREE failed");
+}
+
+/* Retry the deferred releases; heap->lock held, owner process only */
+static void uct_gaudi_copy_heap_retry_deferred(uct_gaudi_copy_heap_t *heap)
+{
+    uct_gaudi_copy_chunk_t *chunk, *tmp;
+    ucs_status_t status;
+
+    ucs_list_for_each_safe(chunk, tmp, &heap->deferred, list) {
+        status = uct_gaudi_copy_chunk_release(heap, chunk);
+        if (status != UCS_OK) {
+            ++chunk->release_tries;
+            ucs_trace("gaudi %s: deferred chunk 0x%" PRIx64 " still not "
+                      "releasable (try %u): %s",
+                      uct_gaudi_copy_heap_name(heap), chunk->ptr,
+                      chunk->release_tries, ucs_status_string(status));
+            continue;
+        }
+
+        ucs_debug("gaudi %s: released deferred device memory chunk 0x%"
+                  PRIx64 " (%" PRIu64 " bytes) after %u failed tries",
+                  uct_gaudi_copy_heap_name(heap), chunk->ptr, chunk->size,
+                  chunk->release_tries);
+        ucs_list_del(&chunk->list);
+        UCT_GAUDI_COPY_COUNTER_ADD(heap, deferred_chunks, -1);
+        uct_gaudi_copy_chunk_delete(chunk);
+    }
+}
+
+static inline void
+uct_gaudi_copy_heap_retry_deferred_fast(uct_gaudi_copy_heap_t *heap)
+{
+    if (ucs_unlikely(!ucs_list_is_empty(&heap->deferred)) &&
+        (getpid() == heap->pid)) {
+        uct_gaudi_copy_heap_retry_deferred(heap);
+    }
+}
+
+void uct_gaudi_copy_heap_progress(uct_gaudi_copy_heap_t *heap)
+{
+    /* unlocked peek at the counter: nothing to do in the common case */
+    if (ucs_likely(__atomic_load_n(&heap->counters.deferred_chunks,
+                                   __ATOMIC_RELAXED) == 0)) {
+        return;
+    }
+
+    pthread_mutex_lock(&heap->lock);
+    uct_gaudi_copy_heap_retry_deferred_fast(heap);
+    pthread_mutex_unlock(&heap->lock);
+}
+
+/* Teardown: give the deferred chunks a short grace period, then leave the
+ * rest to the driver (freed when the device is closed, facts 3.2) */
+static void uct_gaudi_copy_heap_drop_deferred(uct_gaudi_copy_heap_t *heap)
+{
+    struct timespec step = {0, UCT_GAUDI_COPY_TEARDOWN_STEP_MS * 1000000l};
+    uct_gaudi_copy_chunk_t *chunk, *tmp;
+    unsigned waited_ms;
+
+    if (getpid() == heap->pid) {
+        uct_gaudi_copy_heap_retry_deferred(heap);
+        for (waited_ms = 0; !ucs_list_is_empty(&heap->deferred) &&
+                            (waited_ms < UCT_GAUDI_COPY_TEARDOWN_GRACE_MS);
+             waited_ms += UCT_GAUDI_COPY_TEARDOWN_STEP_MS) {
+            nanosleep(&step, NULL);
+            uct_gaudi_copy_heap_retry_deferred(heap);
+        }
+    }
+
+    ucs_list_for_each_safe(chunk, tmp, &heap->deferred, list) {
+        if (getpid() == heap->pid) {
+            ucs_warn("gaudi %s: device memory chunk 0x%" PRIx64 " (%" PRIu64
+                     " bytes) is still exported at teardown (a dma-buf of "
+                     "it is open, e.g. imported by another process): not "
+                     "released; the driver frees it when the device is "
+                     "closed", uct_gaudi_copy_heap_name(heap), chunk->ptr,
+                     chunk->size);
+        }
+        ucs_list_del(&chunk->list);
+        UCT_GAUDI_COPY_COUNTER_ADD(heap, deferred_chunks, -1);
+        uct_gaudi_copy_chunk_delete(chunk);
+    }
 }
 
 
@@ -334,6 +452,7 @@ static ucs_status_t uct_gaudi_copy_heap_create(uct_gaudi_ctx_t *ctx,
 
     pthread_mutex_init(&heap->lock, NULL);
     ucs_list_head_init(&heap->chunks);
+    ucs_list_head_init(&heap->deferred);
     heap->pid       = getpid();
     heap->uuid      = ucs_generate_uuid((uintptr_t)heap);
     heap->host_page = ucs_get_page_size();
@@ -387,6 +506,7 @@ static void uct_gaudi_copy_heap_destroy(uct_gaudi_copy_heap_t *heap)
             uct_gaudi_copy_chunk_delete(chunk);
         }
     }
+    uct_gaudi_copy_heap_drop_deferred(heap);
     ucs_pgtable_cleanup(&heap->bufs);
     kh_destroy(uct_gaudi_copy_memh_set, heap->registry);
     pthread_mutex_destroy(&heap->lock);
@@ -548,6 +668,7 @@ ucs_status_t uct_gaudi_copy_heap_alloc(uct_gaudi_copy_heap_t *heap,
     }
 
     pthread_mutex_lock(&heap->lock);
+    uct_gaudi_copy_heap_retry_deferred_fast(heap);
     status = uct_gaudi_copy_heap_place(heap, size, &chunk, &off);
     if (status != UCS_OK) {
         ucs_error("gaudi %s (%s): failed to allocate %zu bytes of device "
@@ -625,6 +746,9 @@ ucs_status_t uct_gaudi_copy_heap_free(uct_gaudi_copy_heap_t *heap,
     buf->memh.tag = 0;
 
     if (owned) {
+        /* older deferred chunks first: the one this free may defer has
+         * just been tried */
+        uct_gaudi_copy_heap_retry_deferred_fast(heap);
         (void)uct_gaudi_copy_heap_account(heap, buf->size, 0);
         uct_gaudi_copy_heap_unplace(heap, buf->chunk, buf->offset, buf->size);
     } else {
@@ -658,13 +782,19 @@ uint64_t uct_gaudi_copy_heap_dma_of(const uct_gaudi_copy_heap_t *heap,
            (ptr - UCT_GAUDI_COPY_G1_WINDOW) : ptr;
 }
 
-/* Whether @a addr is inside one of our chunks (freed or not) */
+/* Whether @a addr is inside one of our chunks (freed or not, deferred
+ * ones included) */
 static int uct_gaudi_copy_heap_in_chunk(uct_gaudi_copy_heap_t *heap,
                                         uint64_t addr)
 {
     uct_gaudi_copy_chunk_t *chunk;
 
     ucs_list_for_each(chunk, &heap->chunks, list) {
+        if ((addr >= chunk->ptr) && (addr - chunk->ptr < chunk->size)) {
+            return 1;
+        }
+    }
+    ucs_list_for_each(chunk, &heap->deferred, list) {
         if ((addr >= chunk->ptr) && (addr - chunk->ptr < chunk->size)) {
             return 1;
         }

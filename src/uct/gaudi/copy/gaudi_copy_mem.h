@@ -72,8 +72,10 @@ typedef uct_gaudi_counters_t uct_gaudi_copy_counters_t;
 
 /* A driver allocation sub-divided into buffers */
 typedef struct uct_gaudi_copy_chunk {
-    ucs_list_link_t list;       /* in heap->chunks */
+    ucs_list_link_t list;       /* in heap->chunks, or heap->deferred */
     uint64_t        handle;     /* ALLOC handle (Gaudi2/3) */
+    int             mapped;     /* MAP not undone yet (Gaudi2/3) */
+    unsigned        release_tries; /* failed releases (deferred) */
     uint64_t        ptr;        /* Gaudi pointer of byte 0 = MAP VA */
     uint64_t        dma;        /* DMA address of byte 0 */
     uint64_t        size;
@@ -117,6 +119,8 @@ typedef struct uct_gaudi_copy_heap {
     uint64_t                  chunk_size;   /* dram_page_size (facts 2.3) */
     size_t                    host_page;
     ucs_list_link_t           chunks;
+    ucs_list_link_t           deferred; /* empty chunks the driver did not
+                                           release yet (exported) */
     ucs_pgtable_t             bufs;     /* uct_gaudi_copy_buf_t */
     void                      *registry; /* live memh set (khash) */
     unsigned                  refcount;  /* MDs + public API */
@@ -170,6 +174,21 @@ uct_gaudi_copy_heap_touches_window(const uct_gaudi_copy_heap_t *heap,
 ucs_status_t uct_gaudi_copy_heap_alloc(uct_gaudi_copy_heap_t *heap,
                                        size_t *length_p,
                                        uct_gaudi_copy_buf_t **buf_p);
+
+/*
+ * Release of empty chunks (Gaudi2/3). The driver refuses to UNMAP a mapping
+ * while a dma-buf exported from it is alive anywhere (facts 3.3): e.g. a
+ * peer process imported the buffer (gaudi_ipc, op 99) and has not dropped
+ * it yet, or the application still holds a uct_gaudi_dmabuf_get() fd. Such
+ * a chunk moves to heap->deferred: its range is never handed out again
+ * (the driver keeps the mapping) and its release is retried on every heap
+ * alloc and free, by uct_gaudi_copy_heap_progress(), and at heap teardown
+ * (with a short grace period; still exported then: one warning, the driver
+ * frees it when the device is closed, facts 3.2).
+ */
+
+/* Retry deferred releases now; cheap when there are none. Takes the lock */
+void uct_gaudi_copy_heap_progress(uct_gaudi_copy_heap_t *heap);
 
 /* Free a buffer; UCS_ERR_BUSY while registrations still use it */
 ucs_status_t uct_gaudi_copy_heap_free(uct_gaudi_copy_heap_t *heap,
