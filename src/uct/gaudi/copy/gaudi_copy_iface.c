@@ -13,6 +13,7 @@
 
 #include "gaudi_copy_iface.h"
 #include "gaudi_copy_md.h"
+#include "gaudi_copy_mem.h"
 #include "gaudi_copy_ep.h"
 
 #include <uct/gaudi/gaudi_compat.h>
@@ -305,9 +306,16 @@ static unsigned uct_gaudi_copy_iface_progress(uct_iface_h tl_iface)
 {
     uct_gaudi_copy_iface_t *iface = ucs_derived_of(tl_iface,
                                                    uct_gaudi_copy_iface_t);
+    unsigned count;
 
-    return uct_gaudi_xfer_progress(&iface->xfer, iface->dma,
-                                   iface->config.max_poll);
+    count = uct_gaudi_xfer_progress(&iface->xfer, iface->dma,
+                                    iface->config.max_poll);
+    if (count == 0) {
+        /* idle: release device memory a peer's import held back (one
+         * counter read when there is none) */
+        uct_gaudi_copy_heap_progress(iface->md->heap);
+    }
+    return count;
 }
 
 static ucs_status_t uct_gaudi_copy_iface_flush(uct_iface_h tl_iface,
