@@ -1,0 +1,32 @@
+# Memory errors and leaks: the MD and transport tests that exercise
+# allocation, registration, DMA-BUF export, copies and error paths, under
+# valgrind memcheck on the emulated node. Any memcheck error or definite
+# leak fails the run (--error-exitcode).
+. "$(dirname "$0")/lib.sh"
+export LD_LIBRARY_PATH=$GAUDI_UCX_BUILD/src/uct/gaudi/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+vg="valgrind --error-exitcode=99 --leak-check=full --show-leak-kinds=definite
+    --errors-for-leak-kinds=definite --trace-children=yes -q"
+log=$(mktemp); tmpdirs+=("$log")
+
+vg_run() {
+    local name=$1 bin=$2 filter=$3 rc
+    new_node
+    HLSIM_NUM_DEVICES=1 on_node $vg "$bin" --gtest_filter="$filter" \
+        > "$log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q '^\[  PASSED  \]' "$log" &&
+       ! grep -q '^\[  FAILED  \]' "$log"; then
+        pass "$name ($(sed -n 's/^\[  PASSED  \] //p' "$log"))"
+    else
+        fail "$name" "exit $rc"
+        grep -E '^==|FAILED' "$log" | head -40 | sed 's/^/      /'
+    fi
+}
+
+vg_run "memcheck: gaudi_copy MD" "$GAUDI_UCX_BUILD/test/md/.libs/gaudi_md_test" \
+    'gaudi_md.alloc_free_sizes:gaudi_md.host_reg_unaligned_overlapping:gaudi_md.device_reg_and_rkey:gaudi_md.rcache_hit_miss:gaudi_md.dmabuf_export:gaudi_md.bad_input:gaudi_md.driver_faults'
+vg_run "memcheck: gaudi_cpy transport" \
+    "$GAUDI_UCX_BUILD/test/dma/gaudi_cpy_test" \
+    'cpy_test.caps:cpy_test.short_all_directions:cpy_test.bcopy:cpy_test.bad_input'
+
+finish
