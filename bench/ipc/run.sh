@@ -11,6 +11,6 @@ shift
 root=$(mktemp -d /tmp/hlsim-bench.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 export HLSIM_ROOT=$root HLSIM_NUM_DEVICES=2
-export UCX_GAUDI_LIBDIR=$build/lib GAUDI_UCX_LIBDIR=$build/lib
+export GAUDI_UCX_LIBDIR=$build/lib
 LD_PRELOAD=$build/lib/libhlsim.so "$build/contrib/ucx-gaudi-run" \
     "$build/test/ipc/gaudi_ipc_test" --bench "${@:-$((16 << 20))}"
