@@ -529,7 +529,9 @@ ucs_status_t uct_gaudi_hl_mem_map_host(const uct_gaudi_hl_t *hl,
     return UCS_OK;
 }
 
-ucs_status_t uct_gaudi_hl_mem_unmap(const uct_gaudi_hl_t *hl, uint64_t va)
+/* UNMAP; errors for which @a quiet(err) holds are logged at debug level */
+static ucs_status_t uct_gaudi_hl_unmap(const uct_gaudi_hl_t *hl, uint64_t va,
+                                       int (*quiet)(int err), const char *what)
 {
     union hl_mem_args args;
     int err;
@@ -540,33 +542,35 @@ ucs_status_t uct_gaudi_hl_mem_unmap(const uct_gaudi_hl_t *hl, uint64_t va)
 
     err = uct_gaudi_hl_ioctl(hl, GAUDI_HL_OP_MEMORY, &args);
     if (err != 0) {
-        return uct_gaudi_hl_fail(hl->name, err, 0,
-                                 "MEMORY UNMAP of va 0x%" PRIx64, va);
+        return uct_gaudi_hl_fail(hl->name, err, quiet(err),
+                                 "MEMORY UNMAP of %s 0x%" PRIx64, what, va);
     }
 
     return UCS_OK;
 }
 
+static int uct_gaudi_hl_never_quiet(int err)
+{
+    return 0;
+}
+
+/* EINVAL: a dma-buf of the mapping is alive (facts 3.3); EBUSY: device not
+ * operational (facts 3.1). The caller of the exported form retries later */
+static int uct_gaudi_hl_unmap_exported_quiet(int err)
+{
+    return (err == EINVAL) || (err == EBUSY);
+}
+
+ucs_status_t uct_gaudi_hl_mem_unmap(const uct_gaudi_hl_t *hl, uint64_t va)
+{
+    return uct_gaudi_hl_unmap(hl, va, uct_gaudi_hl_never_quiet, "va");
+}
+
 ucs_status_t uct_gaudi_hl_mem_unmap_exported(const uct_gaudi_hl_t *hl,
                                              uint64_t va)
 {
-    union hl_mem_args args;
-    int err;
-
-    memset(&args, 0, sizeof(args));
-    args.in.op                     = HL_MEM_OP_UNMAP;
-    args.in.unmap.device_virt_addr = va;
-
-    err = uct_gaudi_hl_ioctl(hl, GAUDI_HL_OP_MEMORY, &args);
-    if (err != 0) {
-        /* EINVAL: a dma-buf of the mapping is alive (facts 3.3); EBUSY:
-         * device not operational (facts 3.1). The caller retries later */
-        return uct_gaudi_hl_fail(hl->name, err,
-                                 (err == EINVAL) || (err == EBUSY),
-                                 "MEMORY UNMAP of exported va 0x%" PRIx64, va);
-    }
-
-    return UCS_OK;
+    return uct_gaudi_hl_unmap(hl, va, uct_gaudi_hl_unmap_exported_quiet,
+                              "exported va");
 }
 
 ucs_status_t uct_gaudi_hl_export_dmabuf(const uct_gaudi_hl_t *hl,
