@@ -7,8 +7,10 @@
 #endif
 
 #include "gaudi_device.h"
+#include "gaudi_compat.h"
 
 #include <uct/base/uct_iface.h>
+#include <uct/base/uct_md.h>
 #include <ucs/debug/log.h>
 #include <ucs/sys/string.h>
 
@@ -62,6 +64,22 @@ UCS_STATIC_CLEANUP {
         uct_gaudi_ctx_put(uct_gaudi_device.ctx);
         uct_gaudi_device.ctx = NULL;
     }
+}
+
+ucs_status_t
+uct_gaudi_device_query_md_resources(uct_component_t *component,
+                                    uct_md_resource_desc_t **resources_p,
+                                    unsigned *num_resources_p)
+{
+    uct_gaudi_ctx_t *ctx;
+
+    if (!uct_gaudi_memory_type_available() ||
+        (uct_gaudi_device_get(&ctx) != UCS_OK)) {
+        return uct_md_query_empty_md_resource(resources_p, num_resources_p);
+    }
+
+    return uct_md_query_single_md_resource(component, resources_p,
+                                           num_resources_p);
 }
 
 ucs_status_t

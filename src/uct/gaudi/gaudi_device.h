@@ -23,6 +23,17 @@
 ucs_status_t uct_gaudi_device_get(uct_gaudi_ctx_t **ctx_p);
 
 
+/**
+ * One MD resource when the process has a usable device and the memory type
+ * slot is free, else none: md_open failing would fail ucp_init, so both
+ * components offer nothing instead.
+ */
+ucs_status_t
+uct_gaudi_device_query_md_resources(uct_component_t *component,
+                                    uct_md_resource_desc_t **resources_p,
+                                    unsigned *num_resources_p);
+
+
 /* One TL device resource for the process's device */
 ucs_status_t
 uct_gaudi_device_query_tl_resources(uct_md_h md,

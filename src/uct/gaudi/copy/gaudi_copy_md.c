@@ -711,25 +711,8 @@ err_free:
     return status;
 }
 
-static ucs_status_t
-uct_gaudi_copy_query_md_resources(uct_component_t *component,
-                                  uct_md_resource_desc_t **resources_p,
-                                  unsigned *num_resources_p)
-{
-    uct_gaudi_ctx_t *ctx;
-
-    /* md_open failing would fail ucp_init: offer nothing instead */
-    if (!uct_gaudi_memory_type_available() ||
-        (uct_gaudi_device_get(&ctx) != UCS_OK)) {
-        return uct_md_query_empty_md_resource(resources_p, num_resources_p);
-    }
-
-    return uct_md_query_single_md_resource(component, resources_p,
-                                           num_resources_p);
-}
-
 uct_component_t uct_gaudi_copy_component = {
-    .query_md_resources = uct_gaudi_copy_query_md_resources,
+    .query_md_resources = uct_gaudi_device_query_md_resources,
     .md_open            = uct_gaudi_copy_md_open,
     .cm_open            = (uct_component_cm_open_func_t)
                               ucs_empty_function_return_unsupported,

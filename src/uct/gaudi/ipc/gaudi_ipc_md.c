@@ -329,22 +329,6 @@ err_free:
 }
 
 static ucs_status_t
-uct_gaudi_ipc_query_md_resources(uct_component_t *component,
-                                 uct_md_resource_desc_t **resources_p,
-                                 unsigned *num_resources_p)
-{
-    uct_gaudi_ctx_t *ctx;
-
-    if (!uct_gaudi_memory_type_available() ||
-        (uct_gaudi_device_get(&ctx) != UCS_OK)) {
-        return uct_md_query_empty_md_resource(resources_p, num_resources_p);
-    }
-
-    return uct_md_query_single_md_resource(component, resources_p,
-                                           num_resources_p);
-}
-
-static ucs_status_t
 uct_gaudi_ipc_rkey_unpack(uct_component_t *component,
                           const void *rkey_buffer, uct_rkey_t *rkey_p,
                           void **handle_p)
@@ -378,7 +362,7 @@ static ucs_status_t uct_gaudi_ipc_rkey_release(uct_component_t *component,
 }
 
 uct_component_t uct_gaudi_ipc_component = {
-    .query_md_resources = uct_gaudi_ipc_query_md_resources,
+    .query_md_resources = uct_gaudi_device_query_md_resources,
     .md_open            = uct_gaudi_ipc_md_open,
     .cm_open            = (uct_component_cm_open_func_t)
                               ucs_empty_function_return_unsupported,
