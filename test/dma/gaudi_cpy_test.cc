@@ -15,6 +15,7 @@ extern "C" {
 #include <uct/api/uct.h>
 #include <uct/api/v2/uct_v2.h>
 #include <ucs/async/async.h>
+#include <ucs/time/time.h>
 }
 
 #include <dlfcn.h>
@@ -419,6 +420,102 @@ TEST_F(cpy_test, many_outstanding_pending) {
 
     std::vector<uint8_t> back(n * len);
     ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), n * len,
+                                       (uintptr_t)dev, rkey));
+    EXPECT_EQ(src, back);
+}
+
+/*
+ * Several requests parked at once, each posting its own copy when
+ * dispatched (what UCP's rendezvous pipeline does): the one being
+ * dispatched must not be refused for the others still queued behind it,
+ * or the queue never drains.
+ */
+TEST_F(cpy_test, pending_queue_drains) {
+    SKIP_NO_TL();
+    const unsigned n_parked = 8, len = 65536;
+    const unsigned max_fill = 4096;
+    uct_rkey_t rkey;
+    char *dev = (char*)dev_alloc((max_fill + n_parked) * len, &rkey);
+    std::vector<uint8_t> src(n_parked * len), back(n_parked * len, 0);
+    uct_mem_h smemh = host_reg(src);
+    std::vector<comp_t> fill_comps(max_fill);
+    unsigned i, filled = 0;
+
+    struct parked_t {
+        uct_pending_req_t req;
+        uct_ep_h          ep;
+        uct_iov_t         iov;
+        uint64_t          raddr;
+        uct_rkey_t        rkey;
+        comp_t            comp;
+        bool              posted;
+    };
+    std::vector<parked_t> parked(n_parked);
+
+    fill(src, 21);
+
+    /* fill the transport's window with copies of a scratch area */
+    for (;;) {
+        ASSERT_LT(filled, max_fill) << "window never filled";
+        uct_iov_t iov = { src.data(), len, smemh, 0, 1 };
+        comp_init(fill_comps[filled]);
+        ucs_status_t status = uct_ep_put_zcopy(m_ep, &iov, 1,
+                                               (uintptr_t)dev +
+                                               (n_parked + filled) * len,
+                                               rkey, &fill_comps[filled].uct);
+        if (status == UCS_ERR_NO_RESOURCE) {
+            break;
+        }
+        ASSERT_EQ(UCS_INPROGRESS, status);
+        ++filled;
+    }
+
+    /* park requests that post their copy from the dispatch */
+    for (i = 0; i < n_parked; ++i) {
+        parked_t &p = parked[i];
+        p.ep       = m_ep;
+        p.iov      = { src.data() + i * len, len, smemh, 0, 1 };
+        p.raddr    = (uintptr_t)dev + i * len;
+        p.rkey     = rkey;
+        p.posted   = false;
+        p.req.func = [](uct_pending_req_t *self) -> ucs_status_t {
+            parked_t *pk = ucs_container_of(self, parked_t, req);
+            ucs_status_t st = uct_ep_put_zcopy(pk->ep, &pk->iov, 1, pk->raddr,
+                                               pk->rkey, &pk->comp.uct);
+            if (st == UCS_INPROGRESS) {
+                pk->posted = true;
+                return UCS_OK;
+            }
+            return st;   /* NO_RESOURCE: stays queued */
+        };
+        comp_init(p.comp);
+        ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_ep, &p.req, 0)) << i;
+    }
+
+    /* every parked request is dispatched and its copy completes */
+    ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(20);
+    bool done;
+    do {
+        uct_worker_progress(m_worker);
+        done = true;
+        for (auto &p : parked) {
+            done = done && p.posted && (p.comp.uct.count == 0);
+        }
+        if (ucs_get_time() > deadline) {
+            /* the requests live on this stack: take them out first */
+            uct_ep_pending_purge(m_ep, NULL, NULL);
+            FAIL() << "parked requests not dispatched: the pending queue "
+                      "is stuck";
+        }
+    } while (!done);
+
+    for (i = 0; i < filled; ++i) {
+        wait(fill_comps[i]);
+    }
+    for (auto &p : parked) {
+        EXPECT_EQ(UCS_OK, p.comp.status);
+    }
+    ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), n_parked * len,
                                        (uintptr_t)dev, rkey));
     EXPECT_EQ(src, back);
 }

@@ -13,10 +13,11 @@
 
 void uct_gaudi_xfer_init(uct_gaudi_xfer_t *xfer)
 {
-    xfer->submitted = 0;
-    xfer->delivered = 0;
-    xfer->fenced    = 0;
-    xfer->closing   = 0;
+    xfer->submitted   = 0;
+    xfer->delivered   = 0;
+    xfer->fenced      = 0;
+    xfer->closing     = 0;
+    xfer->dispatching = 0;
     ucs_queue_head_init(&xfer->pending);
     ucs_queue_head_init(&xfer->flushes);
 }
@@ -71,7 +72,9 @@ static void uct_gaudi_xfer_pending_progress(uct_gaudi_xfer_t *xfer,
                                              queue_elem);
         req  = ucs_container_of(priv, uct_pending_req_t, priv);
         --(*priv->num_pending);
-        status = req->func(req);
+        xfer->dispatching = 1;
+        status            = req->func(req);
+        xfer->dispatching = 0;
         if (status != UCS_OK) {
             ucs_queue_push_head(&xfer->pending, &priv->queue_elem);
             ++(*priv->num_pending);

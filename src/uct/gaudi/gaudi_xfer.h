@@ -34,13 +34,23 @@ typedef struct {
 /* Embedded in an iface; the DMA engine stays the iface's (NULL when
  * gaudi_ipc cannot import) and is passed to the calls that use it */
 typedef struct uct_gaudi_xfer {
-    ucs_queue_head_t pending;    /* uct_gaudi_xfer_pending_priv_t */
-    ucs_queue_head_t flushes;    /* uct_gaudi_xfer_flush_t */
-    uint64_t         submitted;  /* async copies submitted */
-    uint64_t         delivered;  /* async copies completed */
-    int              fenced;     /* next copy waits for all */
-    int              closing;    /* completions not delivered */
+    ucs_queue_head_t pending;     /* uct_gaudi_xfer_pending_priv_t */
+    ucs_queue_head_t flushes;     /* uct_gaudi_xfer_flush_t */
+    uint64_t         submitted;   /* async copies submitted */
+    uint64_t         delivered;   /* async copies completed */
+    int              fenced;      /* next copy waits for all */
+    int              closing;     /* completions not delivered */
+    int              dispatching; /* a pending request is being run */
 } uct_gaudi_xfer_t;
+
+
+/* A new operation must not overtake queued requests; the one being
+ * dispatched from the queue is not new (else the queue never drains) */
+static UCS_F_ALWAYS_INLINE int
+uct_gaudi_xfer_must_queue(const uct_gaudi_xfer_t *xfer)
+{
+    return !xfer->dispatching && !ucs_queue_is_empty(&xfer->pending);
+}
 
 
 void uct_gaudi_xfer_init(uct_gaudi_xfer_t *xfer);

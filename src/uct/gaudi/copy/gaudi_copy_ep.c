@@ -381,7 +381,7 @@ uct_gaudi_copy_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     }
 
     /* keep the order of pending requests; resolve nothing in vain */
-    if (!ucs_queue_is_empty(&iface->xfer.pending) ||
+    if (uct_gaudi_xfer_must_queue(&iface->xfer) ||
         !uct_gaudi_dma_can_submit(iface->dma)) {
         return UCS_ERR_NO_RESOURCE;
     }

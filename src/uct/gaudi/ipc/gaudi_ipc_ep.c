@@ -131,7 +131,8 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
         return status;
     }
 
-    if (!uct_gaudi_dma_can_submit(iface->dma)) {
+    if (uct_gaudi_xfer_must_queue(&iface->xfer) ||
+        !uct_gaudi_dma_can_submit(iface->dma)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
