@@ -265,7 +265,7 @@ TEST_F(gaudi_md, query)
 {
     EXPECT_TRUE(m_attr.cap.flags & UCT_MD_FLAG_ALLOC);
     EXPECT_TRUE(m_attr.cap.flags & UCT_MD_FLAG_REG);
-    EXPECT_TRUE(m_attr.cap.flags & UCT_MD_FLAG_NEED_RKEY);
+    EXPECT_FALSE(m_attr.cap.flags & UCT_MD_FLAG_NEED_RKEY);
     EXPECT_EQ(UCS_BIT(gaudi_type()), m_attr.cap.alloc_mem_types);
     EXPECT_EQ(UCS_BIT(gaudi_type()) | UCS_BIT(UCS_MEMORY_TYPE_HOST),
               m_attr.cap.reg_mem_types);

@@ -57,6 +57,20 @@ UCX_LOG_LEVEL=debug ucp_pair "tag_bw -m rocm -s 16777216 (debug log)" \
 expect_match "rendezvous lane is gaudi_ipc" "$out" \
     'lane\[[0-9]+\]: +[0-9]+:gaudi_ipc/.* rma_bw'
 
+# Host-staged rendezvous (gaudi_ipc excluded): UCX's pipeline stages
+# 512 KiB fragments through host memory with gaudi_cpy copies on each side
+# (once hung: a parked copy was refused while others were queued behind it)
+for mem in rocm rocm,host host,rocm; do
+    UCX_TLS=^gaudi_ipc ucp_pair "staged tag_bw -m $mem -s 67108864" \
+        -t tag_bw -m $mem -s 67108864 -n 4 -w 2
+done
+UCX_TLS=^gaudi_ipc ucp_pair "staged tag_bw -m rocm -s 16777216 -O 1" \
+    -t tag_bw -m rocm -s 16777216 -n 20 -w 5 -O 1
+# a user's own rendezvous scheme still works (get_zcopy: data over AM)
+UCX_TLS=^gaudi_ipc UCX_RNDV_SCHEME=get_zcopy ucp_pair \
+    "staged tag_bw -m rocm -s 1048576 (UCX_RNDV_SCHEME=get_zcopy)" \
+    -t tag_bw -m rocm -s 1048576 -n 5 -w 1
+
 # UCT over gaudi_cpy: in-process (the copy transport reaches its own iface)
 # (UCX_GAUDI_DEVICE=0: the device name is then gaudi_0)
 uct_loop() {

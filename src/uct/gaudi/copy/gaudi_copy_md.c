@@ -121,8 +121,12 @@ uct_gaudi_copy_md_query(uct_md_h tl_md, uct_md_attr_t *md_attr)
     uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
     uint64_t dram_size      = md->ctx->info->hw_ip.u61.dram_size;
 
-    md_attr->cap.flags            = UCT_MD_FLAG_ALLOC | UCT_MD_FLAG_REG |
-                                    UCT_MD_FLAG_NEED_RKEY;
+    /* No NEED_RKEY (as cuda_copy): gaudi_cpy reaches only its own process,
+     * and UCP stages Gaudi memory through host fragments on memory-type
+     * lanes only when their MD needs no rkey (ucp/rndv/rndv.c,
+     * ucp_rndv_req_init_zcopy_lane_map). Packed keys still work for UCT
+     * users that pass one; UCT_INVALID_RKEY is accepted. */
+    md_attr->cap.flags            = UCT_MD_FLAG_ALLOC | UCT_MD_FLAG_REG;
     md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) |
                                     UCS_BIT(UCT_GAUDI_MEMORY_TYPE);
     md_attr->cap.alloc_mem_types  = UCS_BIT(UCT_GAUDI_MEMORY_TYPE);
