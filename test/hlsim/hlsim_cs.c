@@ -81,44 +81,86 @@ typedef struct {
     int          q;
 } hlsim_worker_arg_t;
 
+/*
+ * Run the job at the head of @a q, in order: one job of a queue at a time.
+ * hlsim_lock held; dropped while the job moves data.
+ */
+static void hlsim_queue_run_head(hlsim_ctx_t *ctx, hlsim_queue_t *q)
+{
+    hlsim_job_t *job = q->head;
+    hlsim_cs_t  *cs;
+    int          abort, fail;
+
+    q->head = job->next;
+    if (q->head == NULL) {
+        q->tail = NULL;
+    }
+    cs    = &ctx->cs_ring[job->seq & (hlsim_cfg.dev[ctx->dev].
+                                       max_pending - 1)];
+    fail  = (cs->seq == job->seq) ? cs->fail : HLSIM_CS_ABORTED;
+    abort = 0;
+    if (q->stop || fail || (cs->state != HLSIM_CS_PENDING) ||
+        (hlsim_gen(ctx->dev) != cs->gen)) {
+        abort = fail ? fail : HLSIM_CS_ABORTED;   /* do not execute */
+    } else {
+        q->busy = 1;
+        pthread_mutex_unlock(&hlsim_lock);
+        hlsim_dma_run_job(ctx, job, &abort);
+        pthread_mutex_lock(&hlsim_lock);
+        q->busy = 0;
+        if (q->head != NULL) {
+            pthread_cond_broadcast(&hlsim_cond);   /* the queue is free */
+        }
+    }
+    hlsim_job_done(ctx, job, abort);
+}
+
 static void *hlsim_worker(void *arg)
 {
     hlsim_worker_arg_t *wa  = arg;
     hlsim_ctx_t        *ctx = wa->ctx;
     hlsim_queue_t      *q   = &ctx->queues[wa->q];
-    hlsim_job_t        *job;
-    hlsim_cs_t         *cs;
-    int                 abort, fail;
 
     free(wa);
     pthread_mutex_lock(&hlsim_lock);
     for (;;) {
-        while ((q->head == NULL) && !q->stop) {
+        while (((q->head == NULL) || q->busy) && !q->stop) {
             pthread_cond_wait(&hlsim_cond, &hlsim_lock);
         }
-        if ((job = q->head) == NULL) {
+        if (q->head == NULL) {
             break;
         }
-        q->head = job->next;
-        if (q->head == NULL) {
-            q->tail = NULL;
-        }
-        cs    = &ctx->cs_ring[job->seq & (hlsim_cfg.dev[ctx->dev].
-                                           max_pending - 1)];
-        fail  = (cs->seq == job->seq) ? cs->fail : HLSIM_CS_ABORTED;
-        abort = 0;
-        if (q->stop || fail || (cs->state != HLSIM_CS_PENDING) ||
-            (hlsim_gen(ctx->dev) != cs->gen)) {
-            abort = fail ? fail : HLSIM_CS_ABORTED;   /* do not execute */
-        } else {
-            pthread_mutex_unlock(&hlsim_lock);
-            hlsim_dma_run_job(ctx, job, &abort);
-            pthread_mutex_lock(&hlsim_lock);
-        }
-        hlsim_job_done(ctx, job, abort);
+        hlsim_queue_run_head(ctx, q);
     }
     pthread_mutex_unlock(&hlsim_lock);
     return NULL;
+}
+
+/*
+ * A waiter whose CS is queued on an idle engine runs it (and what is
+ * queued before it) itself. The engines are threads competing for the same
+ * cores as the polling caller: handing a queued job over to a sleeping
+ * thread costs a wake-up per CS, and the caller's spin takes the CPU the
+ * engine needs. Order per queue is kept; only jobs up to @a seq run, and
+ * never with the bandwidth model on (a poll must not sleep).
+ * hlsim_lock held.
+ */
+static void hlsim_wait_cs_run(hlsim_ctx_t *ctx, hlsim_cs_t *cs, uint64_t seq)
+{
+    hlsim_queue_t *q;
+    int            qi;
+
+    if (!hlsim_cfg.wait_runs || (hlsim_cfg.dma_gbps > 0)) {
+        return;
+    }
+    for (qi = 0; qi < HLSIM_MAX_QUEUES; qi++) {
+        q = &ctx->queues[qi];
+        while ((cs->seq == seq) && (cs->state == HLSIM_CS_PENDING) &&
+               (q->head != NULL) && !q->busy && !q->stop &&
+               (q->head->seq <= seq)) {
+            hlsim_queue_run_head(ctx, q);
+        }
+    }
 }
 
 static int hlsim_queue_push(hlsim_ctx_t *ctx, int qi, hlsim_job_t *job)
@@ -454,6 +496,7 @@ int hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a)
         a->out.flags  = HL_WAIT_CS_STATUS_FLAG_GONE;
         return 0;
     }
+    hlsim_wait_cs_run(ctx, cs, seq);
     while ((cs->state == HLSIM_CS_PENDING) && (tmo != 0) &&
            (cs->seq == seq)) {
         if (pthread_cond_timedwait(&hlsim_cond, &hlsim_lock, &dl) ==

@@ -81,6 +81,7 @@ typedef struct {
     unsigned       reset_ms;
     unsigned       release_reset_ms;
     double         dma_gbps;
+    int            wait_runs;  /* a waiter runs its CS's queued jobs */
     int            verbose;
 } hlsim_config_t;
 
@@ -241,6 +242,7 @@ typedef struct hlsim_queue {
     pthread_t    thread;
     int          started;
     int          stop;
+    int          busy;      /* a job of this queue is running */
     hlsim_job_t *head, *tail;
 } hlsim_queue_t;
 

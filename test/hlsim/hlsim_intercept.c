@@ -10,6 +10,7 @@
 #include "hlsim_int.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -95,6 +96,36 @@ void hlsim_file_unref(hlsim_file_t *f)
     }
 }
 
+/* this process, for process_vm_*: a syscall saved per user copy */
+static pid_t            hlsim_pid;
+/* top of the calling thread's stack, looked up once per thread */
+static __thread uintptr_t hlsim_stack_top;
+
+/*
+ * [addr, addr + len) is in the live part of the calling thread's stack,
+ * between this frame and the top: mapped and writable for sure. Ioctl
+ * arguments usually are, and need no probing syscall then.
+ */
+static int hlsim_on_own_stack(uint64_t addr, size_t len)
+{
+    uintptr_t      sp = (uintptr_t)__builtin_frame_address(0);
+    pthread_attr_t attr;
+    void          *base;
+    size_t         size;
+
+    if (hlsim_stack_top == 0) {
+        if (pthread_getattr_np(pthread_self(), &attr) != 0) {
+            return 0;
+        }
+        if (pthread_attr_getstack(&attr, &base, &size) == 0) {
+            hlsim_stack_top = (uintptr_t)base + size;
+        }
+        pthread_attr_destroy(&attr);
+    }
+    return (addr >= sp) && (addr < hlsim_stack_top) &&
+           (len <= hlsim_stack_top - addr);
+}
+
 /* Access user memory like copy_{from,to}_user: bad pointers give EFAULT */
 int hlsim_copy_from_user(void *dst, uint64_t src, size_t len)
 {
@@ -106,7 +137,11 @@ int hlsim_copy_from_user(void *dst, uint64_t src, size_t len)
     if (src == 0) {
         return -EFAULT;
     }
-    if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)len) {
+    if (hlsim_on_own_stack(src, len)) {
+        memcpy(dst, (void*)(uintptr_t)src, len);
+        return 0;
+    }
+    if (process_vm_readv(hlsim_pid, &l, 1, &r, 1, 0) == (ssize_t)len) {
         /* readable: copy again so memory checkers see defined data */
         memcpy(dst, (void*)(uintptr_t)src, len);
         return 0;
@@ -128,7 +163,11 @@ int hlsim_copy_to_user(uint64_t dst, const void *src, size_t len)
     if (dst == 0) {
         return -EFAULT;
     }
-    if (process_vm_writev(getpid(), &l, 1, &r, 1, 0) == (ssize_t)len) {
+    if (hlsim_on_own_stack(dst, len)) {
+        memcpy((void*)(uintptr_t)dst, src, len);
+        return 0;
+    }
+    if (process_vm_writev(hlsim_pid, &l, 1, &r, 1, 0) == (ssize_t)len) {
         memcpy((void*)(uintptr_t)dst, src, len);  /* see copy_from_user */
         return 0;
     }
@@ -595,6 +634,7 @@ static void hlsim_atfork_child(void)
 {
     int fd;
 
+    hlsim_pid = getpid();
     /* The table copy is inherited; contexts become "inherited" views
      * whose release does not touch the system-wide accounting. */
     for (fd = 0; fd < HLSIM_FD_MAX && hlsim_nfds; fd++) {
@@ -615,6 +655,7 @@ static void hlsim_atfork_child(void)
 __attribute__((constructor)) static void hlsim_ctor(void)
 {
     hlsim_real_init();
+    hlsim_pid = getpid();
     pthread_atfork(hlsim_atfork_prepare, hlsim_atfork_parent,
                    hlsim_atfork_child);
 }

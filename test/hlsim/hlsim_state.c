@@ -462,6 +462,10 @@ static int hlsim_do_init(void)
     if ((s = getenv("HLSIM_DMA_GBPS")) && *s) {
         hlsim_cfg.dma_gbps = strtod(s, NULL);
     }
+    hlsim_cfg.wait_runs = 1;
+    if (!hlsim_env_int("HLSIM_WAIT_RUNS", 1, 0, 1, &v)) {
+        hlsim_cfg.wait_runs = v;
+    }
     hlsim_cfg.verbose = getenv("HLSIM_VERBOSE") && atoi(getenv("HLSIM_VERBOSE"));
 
     if (mkdir(hlsim_cfg.root, 0777) && (errno != EEXIST)) {

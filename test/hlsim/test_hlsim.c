@@ -1729,6 +1729,58 @@ static void t_cs_gaudi3(void)
     close(fd);
 }
 
+/*
+ * CSs on one queue run in submission order, whoever runs them: the engine
+ * thread, or a caller of WAIT_CS (HLSIM_WAIT_RUNS) that runs the queued
+ * jobs up to its own CS. Alternate copies of two patterns into one buffer;
+ * polling only the last CS must leave the last pattern, and every earlier
+ * CS must be complete by then.
+ */
+static void t_wait_runs_order(void)
+{
+    const size_t n = MB;
+    const int    num = 16;
+    uint8_t *a = malloc(n), *b = malloc(n), *d = malloc(n);
+    uint64_t ava, bva, dva, seq[16];
+    uint32_t status = 0;
+    hcb_t    cba, cbb;
+    int      fd, i, polls = 0;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    cba = hcb_new(fd, 4096);
+    cbb = hcb_new(fd, 4096);
+    fill(a, n, 3);
+    fill(b, n, 4);
+    memset(d, 0, n);
+    CHECK_OK(map_host(fd, a, n, &ava), "map a");
+    CHECK_OK(map_host(fd, b, n, &bva), "map b");
+    CHECK_OK(map_host(fd, d, n, &dva), "map d");
+    pkt_lin(&cba.cb, ava, dva, n, 0, 0);
+    pkt_lin(&cbb.cb, bva, dva, n, 0, 0);
+    for (i = 0; i < num; i++) {
+        hcb_t *cb = (i % 2) ? &cbb : &cba;
+
+        CHECK_OK(submit(fd, cb->va, cb->cb.len, 0,
+                        HL_CS_CHUNK_FLAGS_USER_ALLOC_CB, &seq[i]), "CS");
+    }
+    do {
+        CHECK_OK(wait_cs(fd, seq[num - 1], 0, &status, NULL), "poll last");
+        polls++;
+    } while ((status == HL_WAIT_CS_STATUS_BUSY) && (polls < 10000000));
+    CHECK(status == HL_WAIT_CS_STATUS_COMPLETED, "last done: status %u",
+          status);
+    for (i = 0; i < num - 1; i++) {
+        CHECK_OK(wait_cs(fd, seq[i], 0, &status, NULL), "poll earlier");
+        CHECK(status == HL_WAIT_CS_STATUS_COMPLETED,
+              "CS %d done before the last one: status %u", i, status);
+    }
+    CHECK(!memcmp(d, b, n), "the last copy wins (in-order execution)");
+    close(fd);
+    free(a);
+    free(b);
+    free(d);
+}
+
 static void t_cs_inflight(void)
 {
     struct hl_cs_chunk ch = {0};
@@ -2035,6 +2087,8 @@ static const test_t tests[] = {
     { "cs_errors", t_cs_errors, "" },
     { "cs_gaudi3", t_cs_gaudi3, "HLSIM_ASIC=gaudi3" },
     { "cs_inflight", t_cs_inflight, "HLSIM_DMA_GBPS=0.001" },
+    { "wait_runs_order", t_wait_runs_order, "" },
+    { "wait_runs_order_off", t_wait_runs_order, "HLSIM_WAIT_RUNS=0" },
     { "wait_errors", t_wait_errors, "" },
     { "dma_bandwidth", t_dma_bandwidth, "HLSIM_DMA_GBPS=0.02" },
     { "op99_two_processes", t_op99_two_processes, "" },
@@ -2068,6 +2122,7 @@ static int run_one(const test_t *t, const char *base, int idx)
         unsetenv("HLSIM_HBM_SIZE");
         unsetenv("HLSIM_DRAM_PAGE_SIZE");
         unsetenv("HLSIM_DMA_GBPS");
+        unsetenv("HLSIM_WAIT_RUNS");
         snprintf(env, sizeof(env), "%s", t->env);
         for (tok = strtok_r(env, " ", &save); tok;
              tok = strtok_r(NULL, " ", &save)) {
