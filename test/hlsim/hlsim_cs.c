@@ -109,7 +109,7 @@ static void hlsim_queue_run_head(hlsim_ctx_t *ctx, hlsim_queue_t *q)
         pthread_mutex_lock(&hlsim_lock);
         q->busy = 0;
         if (q->head != NULL) {
-            pthread_cond_broadcast(&hlsim_cond);   /* the queue is free */
+            pthread_cond_signal(&q->cond);   /* the queue is free again */
         }
     }
     hlsim_job_done(ctx, job, abort);
@@ -125,7 +125,7 @@ static void *hlsim_worker(void *arg)
     pthread_mutex_lock(&hlsim_lock);
     for (;;) {
         while (((q->head == NULL) || q->busy) && !q->stop) {
-            pthread_cond_wait(&hlsim_cond, &hlsim_lock);
+            pthread_cond_wait(&q->cond, &hlsim_lock);
         }
         if (q->head == NULL) {
             break;
@@ -175,7 +175,9 @@ static int hlsim_queue_push(hlsim_ctx_t *ctx, int qi, hlsim_job_t *job)
         }
         wa->ctx = ctx;
         wa->q   = qi;
+        pthread_cond_init(&q->cond, NULL);
         if (pthread_create(&q->thread, NULL, hlsim_worker, wa)) {
+            pthread_cond_destroy(&q->cond);
             free(wa);
             return -ENOMEM;
         }
@@ -188,7 +190,7 @@ static int hlsim_queue_push(hlsim_ctx_t *ctx, int qi, hlsim_job_t *job)
         q->head = job;
     }
     q->tail = job;
-    pthread_cond_broadcast(&hlsim_cond);
+    pthread_cond_signal(&q->cond);
     return 0;
 }
 
@@ -561,12 +563,16 @@ void hlsim_cs_ctx_fini(hlsim_ctx_t *ctx)
     hlsim_ctx_register(ctx, 0);
     for (q = 0; q < HLSIM_MAX_QUEUES; q++) {
         ctx->queues[q].stop = 1;
+        if (ctx->queues[q].started) {
+            pthread_cond_signal(&ctx->queues[q].cond);
+        }
     }
     pthread_cond_broadcast(&hlsim_cond);
     pthread_mutex_unlock(&hlsim_lock);
     for (q = 0; q < HLSIM_MAX_QUEUES; q++) {
         if (ctx->queues[q].started && !ctx->inherited) {
             pthread_join(ctx->queues[q].thread, NULL);
+            pthread_cond_destroy(&ctx->queues[q].cond);
         }
     }
 }

@@ -239,11 +239,12 @@ typedef struct hlsim_job {
 } hlsim_job_t;
 
 typedef struct hlsim_queue {
-    pthread_t    thread;
-    int          started;
-    int          stop;
-    int          busy;      /* a job of this queue is running */
-    hlsim_job_t *head, *tail;
+    pthread_t      thread;
+    pthread_cond_t cond;      /* the worker waits for jobs here */
+    int            started;
+    int            stop;
+    int            busy;      /* a job of this queue is running */
+    hlsim_job_t    *head, *tail;
 } hlsim_queue_t;
 
 typedef struct hlsim_ctx {
