@@ -43,7 +43,10 @@ perftest_bw() {
 
 echo
 echo "== stock ucx_perftest tag_bw between two processes (MB/s)"
-mem_name=$(run ucx_perftest -h 2>&1 | awk '/GPU memory/ { print $1; exit }')
+# awk reads to the end: an early exit could kill ucx_perftest with SIGPIPE,
+# which pipefail turns into a failure of the whole demo
+mem_name=$(run ucx_perftest -h 2>&1 |
+    awk '/GPU memory/ && !m { m = $1 } END { print m }')
 printf "%-10s %14s %14s %8s\n" size host "Gaudi ($mem_name)" ratio
 for size in 65536 1048576 16777216; do
     host_bw=$(perftest_bw host $size)

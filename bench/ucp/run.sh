@@ -59,7 +59,8 @@ one() {
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 }
     END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
-gmem=$(run ucx_perftest -h 2>&1 | awk '/GPU memory/ { print $1; exit }')
+gmem=$(run ucx_perftest -h 2>&1 |
+    awk '/GPU memory/ && !m { m = $1 } END { print m }')
 for window in $windows; do
     echo "window: $window ($( [ "$window" = default ] && echo \
         "ucx_perftest default, short run" || echo "-O $window"))"
