@@ -208,6 +208,12 @@ static int hlsim_node_create_dev(int dev)
     if (hlsim_mkdirs(pci)) {
         return -errno;
     }
+    /* the PCI bus view that UCX's topology resolves with realpath() */
+    snprintf(d, sizeof(d), "%s/sys/bus/pci/devices", r);
+    rc |= hlsim_mkdirs(d);
+    snprintf(d, sizeof(d), "../../../devices/pci0000:00/%s", bdf);
+    rc |= hlsim_link(d, "%s/sys/bus/pci/devices/%s", r, bdf);
+    rc |= hlsim_put(pci, "numa_node", "-1\n");
     rc |= hlsim_put(pci, "vendor", "0x1da3\n");
     rc |= hlsim_put(pci, "device", "0x%04x\n",
                     hlsim_cfg.dev[dev].device_id);
@@ -304,6 +310,25 @@ static int hlsim_prefix(const char *path, const char *pfx)
 }
 
 /* Is @path one of the emulated trees? (cheap: first byte checks first) */
+/* @p starts with the PCI address of an emulated device ("0000:BB:00.0") */
+static int hlsim_emulated_bdf(const char *p)
+{
+    char bdf[32];
+    int  dev;
+
+    if (hlsim_init()) {
+        return 0;
+    }
+    for (dev = 0; dev < hlsim_cfg.num_dev; dev++) {
+        hlsim_bdf(dev, bdf, sizeof(bdf));
+        if (!strncmp(p, bdf, strlen(bdf)) &&
+            ((p[strlen(bdf)] == '\0') || (p[strlen(bdf)] == '/'))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int hlsim_redirected(const char *path)
 {
     unsigned maj;
@@ -320,6 +345,9 @@ static int hlsim_redirected(const char *path)
     }
     if ((path[1] != 's') || strncmp(path, "/sys/", 5)) {
         return 0;
+    }
+    if (!strncmp(path, "/sys/bus/pci/devices/", 21)) {
+        return hlsim_emulated_bdf(path + 21);
     }
     if (hlsim_prefix(path, "/sys/class/accel") ||
         hlsim_prefix(path, "/sys/class/habanalabs")) {

@@ -499,6 +499,16 @@ static void t_sysfs_values(void)
           "realpath");
     CHECK(!strcmp(strrchr(buf, '/') + 1, "0000:10:00.0"), "realpath %s",
           buf);
+    /* the PCI bus view (UCX's topology resolves it with realpath) */
+    CHECK(realpath("/sys/bus/pci/devices/0000:17:00.0", buf) != NULL,
+          "realpath of the bus view");
+    CHECK(!strncmp(buf, getenv("HLSIM_ROOT"), strlen(getenv("HLSIM_ROOT")))
+          && strstr(buf, "/sys/devices/pci0000:00/0000:17:00.0"),
+          "bus view -> %s", buf);
+    check_file("/sys/bus/pci/devices/0000:10:00.0/numa_node", "-1\n");
+    /* other PCI addresses stay the machine's own */
+    CHECK(realpath("/sys/bus/pci/devices/0000:10:00.00", buf) == NULL,
+          "not an emulated address");
     /* BDF from an open fd via /sys/dev/char (facts 1.3) */
     CHECK_OK(fd = open_dev(1), "open");
     CHECK(fstat(fd, &st) == 0 && S_ISCHR(st.st_mode), "fstat chr");
