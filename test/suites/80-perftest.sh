@@ -71,6 +71,22 @@ UCX_TLS=^gaudi_ipc UCX_RNDV_SCHEME=get_zcopy ucp_pair \
     "staged tag_bw -m rocm -s 1048576 (UCX_RNDV_SCHEME=get_zcopy)" \
     -t tag_bw -m rocm -s 1048576 -n 5 -w 1
 
+# UCP RMA on Gaudi memory needs UCX 1.13's new protocols (the default ones
+# copy with the CPU what they cannot offload); data is verified by
+# 90-mpi.sh (gaudi_ucp_rma_test)
+for mem in rocm rocm,host host,rocm; do
+    for size in 8 67108864; do
+        UCX_PROTO_ENABLE=y ucp_pair "ucp_put_bw -m $mem -s $size (proto v2)" \
+            -t ucp_put_bw -m $mem -s $size -n 3 -w 1
+        UCX_PROTO_ENABLE=y ucp_pair "ucp_get -m $mem -s $size (proto v2)" \
+            -t ucp_get -m $mem -s $size -n 3 -w 1
+    done
+done
+# and the new protocols' rendezvous with gaudi_ipc (needs the PCI bus view
+# of the emulated devices in sysfs: UCX resolves it for the distance)
+UCX_PROTO_ENABLE=y ucp_pair "tag_bw -m rocm -s 16777216 (proto v2)" \
+    -t tag_bw -m rocm -s 16777216 -n 5 -w 1
+
 # UCT over gaudi_cpy: in-process (the copy transport reaches its own iface)
 # (UCX_GAUDI_DEVICE=0: the device name is then gaudi_0)
 uct_loop() {

@@ -21,7 +21,7 @@ run_mpi() {
         --mca osc ^ucx --mca btl ^openib,uct \
         -x HLSIM_ROOT -x HLSIM_NUM_DEVICES=2 -x LD_PRELOAD -x GAUDI_UCX_LIBDIR \
         -x UCX_TLS="${TLS:-gaudi_cpy,gaudi_ipc,sm,self}" -x UCX_WARN_UNUSED_ENV_VARS=n \
-        "$@" "$GAUDI_UCX_RUN" "$prog" > "$log" 2>&1
+        "$@" "$GAUDI_UCX_RUN" ${PROG:-$prog} > "$log" 2>&1
     rc=$?
     cat "$log"
     p=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$log")
@@ -38,6 +38,18 @@ run_mpi "memtype cache off" -x UCX_MEMTYPE_CACHE=n
 # gaudi_ipc is unreachable and UCP stages through host memory
 HLSIM_FLAVOUR=upstream run_mpi "upstream driver (no gaudi_ipc)" \
     -x HLSIM_FLAVOUR
+
+# UCP RMA (ucp_put_nbx/ucp_get_nbx) on Gaudi and host buffers, all four
+# local/remote pairs, data verified (test/mpi/gaudi_ucp_rma_test.c). UCX
+# 1.13's default protocols copy RMA they cannot offload with the CPU,
+# which must not touch device memory: its new protocols are needed
+# (README, "Using with ucx_perftest").
+rma="$GAUDI_UCX_BUILD/test/mpi/gaudi_ucp_rma_test gg,hg,gh,hh"
+PROG=$rma run_mpi "UCP RMA, UCX_PROTO_ENABLE=y" -x UCX_PROTO_ENABLE=y
+PROG="${rma% *} hh" run_mpi "UCP RMA, host buffers, default protocols"
+HLSIM_FLAVOUR=upstream PROG=$rma run_mpi \
+    "UCP RMA, UCX_PROTO_ENABLE=y, upstream driver (no gaudi_ipc)" \
+    -x UCX_PROTO_ENABLE=y -x HLSIM_FLAVOUR
 
 for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
 echo "$total_pass passed, $total_fail failed"
