@@ -708,6 +708,93 @@ TEST_F(gaudi_ipc, host_local_buffer)
     EXPECT_EQ(-1, rcheck(rb.addr, len, 10));
 }
 
+/*
+ * Synchronous short and bcopy (what UCP needs of an RMA lane): from/to a
+ * host buffer and from/to this process's Gaudi memory, data checked on
+ * the exporter's side (put) or after a D2H copy (get)
+ */
+TEST_F(gaudi_ipc, short_bcopy)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    connect();
+    uct_iface_attr_t attr;
+    ASSERT_EQ(UCS_OK, uct_iface_query(m_uct.ipc_if, &attr));
+    const uint64_t need = UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_GET_SHORT |
+                          UCT_IFACE_FLAG_PUT_BCOPY | UCT_IFACE_FLAG_GET_BCOPY;
+    ASSERT_EQ(need, attr.cap.flags & need);
+    /* up to UCP's default zcopy threshold, RMA goes by put_short */
+    ASSERT_GE(attr.cap.put.max_short, 16384u);
+
+    const size_t max = attr.cap.put.max_bcopy;
+    remote_buf rb    = ralloc(max + 64);
+    void *dev;
+    ASSERT_EQ(UCS_OK, uct_gaudi_mem_alloc(max, &dev));
+
+    for (size_t len : {1ul, 100ul, 4099ul, max}) {
+        std::vector<uint8_t> host(len), back(len), exp(len + 3);
+        unsigned seed = (unsigned)len;
+
+        /* put_short from host memory, at an unaligned remote offset */
+        pattern(host, seed);
+        ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, host.data(), len,
+                                           rb.addr + 3, rb.rkey.rkey));
+        EXPECT_EQ(-1, rcheck(rb.addr + 3, len, seed)) << "put_short " << len;
+
+        /* get_short into Gaudi memory (a device-to-device copy) */
+        ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, dev, len, rb.addr + 3,
+                                           rb.rkey.rkey));
+        ASSERT_EQ(UCS_OK, m_uct.dev_copy(dev, back.data(), len, false));
+        EXPECT_EQ(host, back) << "get_short to Gaudi memory " << len;
+
+        /* put_short from Gaudi memory, get_short into host memory */
+        ASSERT_EQ(UCS_OK, m_uct.fill(dev, len, seed + 1));
+        ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, dev, len, rb.addr,
+                                           rb.rkey.rkey));
+        EXPECT_EQ(-1, rcheck(rb.addr, len, seed + 1)) << "put_short dev";
+        std::fill(back.begin(), back.end(), 0);
+        ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), len, rb.addr,
+                                           rb.rkey.rkey));
+        pattern(exp, seed + 1);
+        EXPECT_EQ(0, memcmp(exp.data(), back.data(), len))
+                << "get_short to host " << len;
+
+        /* bcopy both ways */
+        pattern(host, seed + 2);
+        ssize_t packed = uct_ep_put_bcopy(m_ep, [](void *dest, void *arg)
+                                          -> size_t {
+            auto *v = (std::vector<uint8_t>*)arg;
+            memcpy(dest, v->data(), v->size());
+            return v->size();
+        }, &host, rb.addr, rb.rkey.rkey);
+        ASSERT_EQ((ssize_t)len, packed);
+        EXPECT_EQ(-1, rcheck(rb.addr, len, seed + 2)) << "put_bcopy " << len;
+        std::fill(back.begin(), back.end(), 0);
+        ASSERT_EQ(UCS_OK, uct_ep_get_bcopy(m_ep, [](void *arg,
+                                                    const void *data,
+                                                    size_t length) {
+            memcpy(arg, data, length);
+        }, back.data(), len, rb.addr, rb.rkey.rkey, NULL));
+        EXPECT_EQ(host, back) << "get_bcopy " << len;
+    }
+
+    /* out of the registration: refused, nothing copied */
+    std::vector<uint8_t> host(16);
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_put_short(m_ep, host.data(), 16, rb.addr - 16,
+                               rb.rkey.rkey));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_get_bcopy(m_ep, [](void*, const void*, size_t) {
+                  ADD_FAILURE() << "unpacked data of a refused get";
+              }, host.data(), 16,
+              rb.addr + ((const uct_gaudi_ipc_rkey_t*)rb.rkey.rkey)->length,
+              rb.rkey.rkey, NULL));
+
+    uct_gaudi_mem_free(dev);
+    rfree(rb);
+}
+
 TEST_F(gaudi_ipc, out_of_range)
 {
     if (upstream_flavour()) {

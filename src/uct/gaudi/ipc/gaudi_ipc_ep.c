@@ -214,3 +214,251 @@ ucs_status_t uct_gaudi_ipc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     return uct_gaudi_ipc_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey,
                                   comp, 0);
 }
+
+
+/*
+ * Synchronous copies (short, bcopy): what UCP asks of a transport before it
+ * takes it as an RMA lane (ucp/wireup/select.c, ucp_wireup_add_rma_lanes);
+ * UCX 1.13's new protocols then put/get Gaudi memory on gaudi_ipc.
+ */
+
+/* Import the peer's range and take a reference on its region */
+static ucs_status_t
+uct_gaudi_ipc_ep_sync_begin(uct_gaudi_ipc_iface_t *iface,
+                            const uct_gaudi_ipc_rkey_t *key,
+                            uint64_t remote_addr, size_t length,
+                            const char *name,
+                            uct_gaudi_ipc_region_t **region_p,
+                            uint64_t *remote_p)
+{
+    uct_gaudi_ipc_region_t *region;
+    ucs_status_t status;
+
+    if (ucs_unlikely(iface->dma == NULL)) {
+        ucs_error("gaudi_ipc: %s: %s", name, iface->reason);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    status = uct_gaudi_ipc_ep_check_key(key, remote_addr, length, name);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* queued requests go first */
+    if (uct_gaudi_xfer_must_queue(&iface->xfer)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    status = uct_gaudi_xfer_fence_wait(&iface->xfer, iface->dma);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_ipc_cache_get(&iface->cache, key, &region);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    *region_p = region;
+    *remote_p = region->va + region->offset + (remote_addr - region->base);
+    return UCS_OK;
+}
+
+/* Drop the region; a copy whose exporter died meanwhile went nowhere */
+static ucs_status_t
+uct_gaudi_ipc_ep_sync_end(uct_gaudi_ipc_iface_t *iface,
+                          uct_gaudi_ipc_region_t *region, size_t length,
+                          const char *name, ucs_status_t status)
+{
+    if ((status == UCS_OK) &&
+        !uct_gaudi_ipc_cache_peer_alive(&iface->cache, region->peer)) {
+        ucs_error("gaudi_ipc: exporter pid %d exited during %s of %zu bytes "
+                  "(buffer 0x%" PRIx64 "): transfer failed",
+                  region->peer->pid, name, length, region->base);
+        status = UCS_ERR_CONNECTION_RESET;
+    }
+    uct_gaudi_ipc_cache_put(&iface->cache, region);
+    return status;
+}
+
+/* @a local (host or this process's Gaudi memory) <-> @a remote */
+static ucs_status_t
+uct_gaudi_ipc_ep_sync_copy(uct_gaudi_ipc_iface_t *iface, void *local,
+                           uint64_t remote, size_t length, int is_put,
+                           const char *name)
+{
+    uct_gaudi_copy_md_t *copy_md = ucs_derived_of(iface->copy_md,
+                                                  uct_gaudi_copy_md_t);
+    uct_gaudi_copy_dma_ref_t ref;
+    uct_gaudi_dma_xfer_t xfer;
+    ucs_status_t status;
+
+    if (!uct_gaudi_copy_md_is_device_mem(copy_md, local, length)) {
+        /* host memory: staged through the engine's mapped bounce buffer */
+        return uct_gaudi_dma_short(iface->dma, is_put, local, remote, length,
+                                   name);
+    }
+
+    status = uct_gaudi_copy_md_dma_resolve(copy_md, local, length, NULL,
+                                           &ref);
+    if (status != UCS_OK) {
+        return status;
+    }
+    xfer.src    = is_put ? ref.dma_addr : remote;
+    xfer.dst    = is_put ? remote : ref.dma_addr;
+    xfer.length = length;
+    status      = uct_gaudi_dma_copy(iface->dma, &xfer, 1, name);
+    uct_gaudi_copy_md_dma_release(copy_md, &ref);
+    return status;
+}
+
+static ucs_status_t
+uct_gaudi_ipc_ep_short(uct_ep_h tl_ep, void *buffer, size_t length,
+                       uint64_t remote_addr, uct_rkey_t rkey, int is_put)
+{
+    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                                  uct_gaudi_ipc_iface_t);
+    const char *name             = is_put ? "put_short" : "get_short";
+    uct_gaudi_ipc_region_t *region;
+    uint64_t remote;
+    ucs_status_t status;
+
+    if (length == 0) {
+        return UCS_OK;
+    }
+
+    status = uct_gaudi_ipc_ep_sync_begin(iface,
+                                         (const uct_gaudi_ipc_rkey_t*)rkey,
+                                         remote_addr, length, name, &region,
+                                         &remote);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_ipc_ep_sync_copy(iface, buffer, remote, length, is_put,
+                                        name);
+    return uct_gaudi_ipc_ep_sync_end(iface, region, length, name, status);
+}
+
+ucs_status_t uct_gaudi_ipc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                        unsigned length, uint64_t remote_addr,
+                                        uct_rkey_t rkey)
+{
+    ucs_status_t status;
+
+    status = uct_gaudi_ipc_ep_short(tl_ep, (void*)buffer, length, remote_addr,
+                                    rkey, 1);
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, ucs_derived_of(tl_ep, uct_base_ep_t),
+                                 PUT, SHORT, length);
+    return status;
+}
+
+ucs_status_t uct_gaudi_ipc_ep_get_short(uct_ep_h tl_ep, void *buffer,
+                                        unsigned length, uint64_t remote_addr,
+                                        uct_rkey_t rkey)
+{
+    ucs_status_t status;
+
+    status = uct_gaudi_ipc_ep_short(tl_ep, buffer, length, remote_addr, rkey,
+                                    0);
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, ucs_derived_of(tl_ep, uct_base_ep_t),
+                                 GET, SHORT, length);
+    return status;
+}
+
+ssize_t uct_gaudi_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                                   void *arg, uint64_t remote_addr,
+                                   uct_rkey_t rkey)
+{
+    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                                  uct_gaudi_ipc_iface_t);
+    uct_gaudi_ipc_region_t *region;
+    size_t size, length;
+    uint64_t remote;
+    ucs_status_t status;
+    void *bounce;
+
+    if (ucs_unlikely(iface->dma == NULL)) {
+        ucs_error("gaudi_ipc: put_bcopy: %s", iface->reason);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    /* pack first: the range to import is known only then */
+    bounce = uct_gaudi_dma_bounce(iface->dma, &size);
+    length = pack_cb(bounce, arg);
+    if (ucs_unlikely(length > size)) {
+        ucs_error("gaudi_ipc: put_bcopy packed %zu bytes, max_bcopy is %zu",
+                  length, size);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    } else if (length == 0) {
+        return 0;
+    }
+
+    status = uct_gaudi_ipc_ep_sync_begin(iface,
+                                         (const uct_gaudi_ipc_rkey_t*)rkey,
+                                         remote_addr, length, "put_bcopy",
+                                         &region, &remote);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_dma_bounce_copy(iface->dma, 1, remote, length,
+                                       "put_bcopy");
+    status = uct_gaudi_ipc_ep_sync_end(iface, region, length, "put_bcopy",
+                                       status);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), PUT, BCOPY,
+                      length);
+    return length;
+}
+
+ucs_status_t uct_gaudi_ipc_ep_get_bcopy(uct_ep_h tl_ep,
+                                        uct_unpack_callback_t unpack_cb,
+                                        void *arg, size_t length,
+                                        uint64_t remote_addr, uct_rkey_t rkey,
+                                        uct_completion_t *comp)
+{
+    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                                  uct_gaudi_ipc_iface_t);
+    uct_gaudi_ipc_region_t *region;
+    uint64_t remote;
+    ucs_status_t status;
+    size_t size;
+    void *bounce;
+
+    if (length == 0) {
+        return UCS_OK;
+    }
+
+    status = uct_gaudi_ipc_ep_sync_begin(iface,
+                                         (const uct_gaudi_ipc_rkey_t*)rkey,
+                                         remote_addr, length, "get_bcopy",
+                                         &region, &remote);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    bounce = uct_gaudi_dma_bounce(iface->dma, &size);
+    if (ucs_unlikely(length > size)) {
+        ucs_error("gaudi_ipc: get_bcopy of %zu bytes exceeds max_bcopy %zu",
+                  length, size);
+        status = UCS_ERR_EXCEEDS_LIMIT;
+    } else {
+        status = uct_gaudi_dma_bounce_copy(iface->dma, 0, remote, length,
+                                           "get_bcopy");
+    }
+
+    status = uct_gaudi_ipc_ep_sync_end(iface, region, length, "get_bcopy",
+                                       status);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    unpack_cb(arg, bounce, length);
+    UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), GET, BCOPY,
+                      length);
+    return UCS_OK;
+}

@@ -136,16 +136,31 @@ static ucs_status_t uct_gaudi_ipc_iface_query(uct_iface_h tl_iface,
 {
     uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_iface,
                                                   uct_gaudi_ipc_iface_t);
+    size_t bounce                = 0;
 
     uct_base_iface_query(&iface->super, iface_attr);
 
     iface_attr->iface_addr_len      = sizeof(uct_gaudi_ipc_iface_addr_t);
     iface_attr->device_addr_len     = sizeof(uct_gaudi_ipc_device_addr_t);
     iface_attr->ep_addr_len         = 0;
+    /* short and bcopy: synchronous, through the engine's bounce buffer;
+     * UCP takes only such a transport as an RMA lane */
     iface_attr->cap.flags           = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                                      UCT_IFACE_FLAG_PUT_SHORT |
+                                      UCT_IFACE_FLAG_GET_SHORT |
+                                      UCT_IFACE_FLAG_PUT_BCOPY |
+                                      UCT_IFACE_FLAG_GET_BCOPY |
                                       UCT_IFACE_FLAG_GET_ZCOPY |
                                       UCT_IFACE_FLAG_PUT_ZCOPY |
                                       UCT_IFACE_FLAG_PENDING;
+
+    if (iface->dma != NULL) {
+        (void)uct_gaudi_dma_bounce(iface->dma, &bounce);
+    }
+    iface_attr->cap.put.max_short       = bounce;
+    iface_attr->cap.put.max_bcopy       = bounce;
+    iface_attr->cap.get.max_short       = bounce;
+    iface_attr->cap.get.max_bcopy       = bounce;
 
     iface_attr->cap.put.min_zcopy       = 0;
     iface_attr->cap.put.max_zcopy       = UCT_GAUDI_DMA_MAX_COPY;
@@ -267,6 +282,10 @@ void uct_gaudi_ipc_ep_pending_purge(uct_ep_h tl_ep,
 
 
 static uct_iface_ops_t uct_gaudi_ipc_iface_ops = {
+    .ep_put_short             = uct_gaudi_ipc_ep_put_short,
+    .ep_get_short             = uct_gaudi_ipc_ep_get_short,
+    .ep_put_bcopy             = uct_gaudi_ipc_ep_put_bcopy,
+    .ep_get_bcopy             = uct_gaudi_ipc_ep_get_bcopy,
     .ep_put_zcopy             = uct_gaudi_ipc_ep_put_zcopy,
     .ep_get_zcopy             = uct_gaudi_ipc_ep_get_zcopy,
     .ep_pending_add           = uct_gaudi_ipc_ep_pending_add,
