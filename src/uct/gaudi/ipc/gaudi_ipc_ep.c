@@ -312,13 +312,16 @@ uct_gaudi_ipc_ep_sync_copy(uct_gaudi_ipc_iface_t *iface, void *local,
     return status;
 }
 
+/*
+ * One synchronous copy between @a local (host or this process's Gaudi
+ * memory; NULL: the engine's bounce buffer) and the peer's
+ * [remote_addr, +length)
+ */
 static ucs_status_t
-uct_gaudi_ipc_ep_short(uct_ep_h tl_ep, void *buffer, size_t length,
-                       uint64_t remote_addr, uct_rkey_t rkey, int is_put)
+uct_gaudi_ipc_ep_sync_xfer(uct_gaudi_ipc_iface_t *iface, void *local,
+                           uint64_t remote_addr, uct_rkey_t rkey,
+                           size_t length, int is_put, const char *name)
 {
-    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                                  uct_gaudi_ipc_iface_t);
-    const char *name             = is_put ? "put_short" : "get_short";
     uct_gaudi_ipc_region_t *region;
     uint64_t remote;
     ucs_status_t status;
@@ -335,8 +338,13 @@ uct_gaudi_ipc_ep_short(uct_ep_h tl_ep, void *buffer, size_t length,
         return status;
     }
 
-    status = uct_gaudi_ipc_ep_sync_copy(iface, buffer, remote, length, is_put,
-                                        name);
+    if (local == NULL) {
+        status = uct_gaudi_dma_bounce_copy(iface->dma, is_put, remote, length,
+                                           name);
+    } else {
+        status = uct_gaudi_ipc_ep_sync_copy(iface, local, remote, length,
+                                            is_put, name);
+    }
     return uct_gaudi_ipc_ep_sync_end(iface, region, length, name, status);
 }
 
@@ -346,8 +354,10 @@ ucs_status_t uct_gaudi_ipc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
 {
     ucs_status_t status;
 
-    status = uct_gaudi_ipc_ep_short(tl_ep, (void*)buffer, length, remote_addr,
-                                    rkey, 1);
+    status = uct_gaudi_ipc_ep_sync_xfer(ucs_derived_of(tl_ep->iface,
+                                                       uct_gaudi_ipc_iface_t),
+                                        (void*)buffer, remote_addr, rkey,
+                                        length, 1, "put_short");
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, ucs_derived_of(tl_ep, uct_base_ep_t),
                                  PUT, SHORT, length);
     return status;
@@ -359,8 +369,10 @@ ucs_status_t uct_gaudi_ipc_ep_get_short(uct_ep_h tl_ep, void *buffer,
 {
     ucs_status_t status;
 
-    status = uct_gaudi_ipc_ep_short(tl_ep, buffer, length, remote_addr, rkey,
-                                    0);
+    status = uct_gaudi_ipc_ep_sync_xfer(ucs_derived_of(tl_ep->iface,
+                                                       uct_gaudi_ipc_iface_t),
+                                        buffer, remote_addr, rkey, length, 0,
+                                        "get_short");
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, ucs_derived_of(tl_ep, uct_base_ep_t),
                                  GET, SHORT, length);
     return status;
@@ -372,9 +384,7 @@ ssize_t uct_gaudi_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
 {
     uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                                   uct_gaudi_ipc_iface_t);
-    uct_gaudi_ipc_region_t *region;
     size_t size, length;
-    uint64_t remote;
     ucs_status_t status;
     void *bounce;
 
@@ -394,18 +404,8 @@ ssize_t uct_gaudi_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
         return 0;
     }
 
-    status = uct_gaudi_ipc_ep_sync_begin(iface,
-                                         (const uct_gaudi_ipc_rkey_t*)rkey,
-                                         remote_addr, length, "put_bcopy",
-                                         &region, &remote);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    status = uct_gaudi_dma_bounce_copy(iface->dma, 1, remote, length,
-                                       "put_bcopy");
-    status = uct_gaudi_ipc_ep_sync_end(iface, region, length, "put_bcopy",
-                                       status);
+    status = uct_gaudi_ipc_ep_sync_xfer(iface, NULL, remote_addr, rkey,
+                                        length, 1, "put_bcopy");
     if (status != UCS_OK) {
         return status;
     }
@@ -423,36 +423,26 @@ ucs_status_t uct_gaudi_ipc_ep_get_bcopy(uct_ep_h tl_ep,
 {
     uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                                   uct_gaudi_ipc_iface_t);
-    uct_gaudi_ipc_region_t *region;
-    uint64_t remote;
     ucs_status_t status;
     size_t size;
     void *bounce;
 
     if (length == 0) {
         return UCS_OK;
-    }
-
-    status = uct_gaudi_ipc_ep_sync_begin(iface,
-                                         (const uct_gaudi_ipc_rkey_t*)rkey,
-                                         remote_addr, length, "get_bcopy",
-                                         &region, &remote);
-    if (status != UCS_OK) {
-        return status;
+    } else if (ucs_unlikely(iface->dma == NULL)) {
+        ucs_error("gaudi_ipc: get_bcopy: %s", iface->reason);
+        return UCS_ERR_UNSUPPORTED;
     }
 
     bounce = uct_gaudi_dma_bounce(iface->dma, &size);
     if (ucs_unlikely(length > size)) {
         ucs_error("gaudi_ipc: get_bcopy of %zu bytes exceeds max_bcopy %zu",
                   length, size);
-        status = UCS_ERR_EXCEEDS_LIMIT;
-    } else {
-        status = uct_gaudi_dma_bounce_copy(iface->dma, 0, remote, length,
-                                           "get_bcopy");
+        return UCS_ERR_EXCEEDS_LIMIT;
     }
 
-    status = uct_gaudi_ipc_ep_sync_end(iface, region, length, "get_bcopy",
-                                       status);
+    status = uct_gaudi_ipc_ep_sync_xfer(iface, NULL, remote_addr, rkey,
+                                        length, 0, "get_bcopy");
     if (status != UCS_OK) {
         return status;
     }
