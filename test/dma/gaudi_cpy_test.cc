@@ -520,6 +520,64 @@ TEST_F(cpy_test, pending_queue_drains) {
     EXPECT_EQ(src, back);
 }
 
+/* An ep flush with UCT_FLUSH_FLAG_CANCEL drops the ep's parked requests
+ * (never dispatched) and flushes what was posted */
+TEST_F(cpy_test, flush_cancel_drops_pending) {
+    SKIP_NO_TL();
+    const unsigned len = 65536, max_fill = 4096;
+    uct_rkey_t rkey;
+    char *dev = (char*)dev_alloc(max_fill * len, &rkey);
+    std::vector<uint8_t> src(len);
+    uct_mem_h smemh = host_reg(src);
+    std::vector<comp_t> comps(max_fill);
+    unsigned i, filled = 0, dispatched = 0;
+
+    struct parked_t {
+        uct_pending_req_t req;
+        unsigned          *dispatched;
+    } parked;
+
+    for (;;) {
+        ASSERT_LT(filled, max_fill) << "window never filled";
+        uct_iov_t iov = { src.data(), len, smemh, 0, 1 };
+        comp_init(comps[filled]);
+        ucs_status_t status = uct_ep_put_zcopy(m_ep, &iov, 1,
+                                               (uintptr_t)dev + filled * len,
+                                               rkey, &comps[filled].uct);
+        if (status == UCS_ERR_NO_RESOURCE) {
+            break;
+        }
+        ASSERT_EQ(UCS_INPROGRESS, status);
+        ++filled;
+    }
+
+    parked.dispatched = &dispatched;
+    parked.req.func   = [](uct_pending_req_t *self) -> ucs_status_t {
+        ++*ucs_container_of(self, parked_t, req)->dispatched;
+        return UCS_OK;
+    };
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_ep, &parked.req, 0));
+    /* without CANCEL the flush waits for the parked request */
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_ep_flush(m_ep, 0, NULL));
+
+    comp_t fc;
+    comp_init(fc);
+    ucs_status_t status = uct_ep_flush(m_ep, UCT_FLUSH_FLAG_CANCEL, &fc.uct);
+    if (status == UCS_INPROGRESS) {
+        wait(fc);
+    } else {
+        ASSERT_EQ(UCS_OK, status);
+    }
+    for (i = 0; i < filled; ++i) {
+        wait(comps[i]);
+        EXPECT_EQ(UCS_OK, comps[i].status);
+    }
+    for (i = 0; i < 100; ++i) {
+        uct_worker_progress(m_worker);
+    }
+    EXPECT_EQ(0u, dispatched) << "a cancelled request was dispatched";
+}
+
 /* A fence orders a get after an earlier put to the same Gaudi memory */
 TEST_F(cpy_test, fence) {
     SKIP_NO_TL();

@@ -100,9 +100,11 @@ unsigned uct_gaudi_xfer_progress(uct_gaudi_xfer_t *xfer, uct_gaudi_dma_t *dma,
     return count;
 }
 
-ucs_status_t uct_gaudi_xfer_flush(uct_gaudi_xfer_t *xfer,
-                                  uct_base_iface_t *iface,
-                                  uct_completion_t *comp)
+/* UCS_OK when all is delivered, else UCS_INPROGRESS with @a comp (if any)
+ * called once the copies submitted so far are */
+static ucs_status_t uct_gaudi_xfer_flush(uct_gaudi_xfer_t *xfer,
+                                         uct_base_iface_t *iface,
+                                         uct_completion_t *comp)
 {
     uct_gaudi_xfer_flush_t *flush;
 
@@ -125,15 +127,33 @@ ucs_status_t uct_gaudi_xfer_flush(uct_gaudi_xfer_t *xfer,
     return UCS_INPROGRESS;
 }
 
+ucs_status_t uct_gaudi_xfer_iface_flush(uct_gaudi_xfer_t *xfer,
+                                        uct_base_iface_t *iface,
+                                        unsigned flags,
+                                        uct_completion_t *comp)
+{
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    return uct_gaudi_xfer_flush(xfer, iface, comp);
+}
+
 ucs_status_t uct_gaudi_xfer_ep_flush(uct_gaudi_xfer_t *xfer,
                                      uct_base_iface_t *iface,
-                                     uct_base_ep_t *ep, unsigned num_pending,
+                                     uct_base_ep_t *ep,
+                                     unsigned *num_pending, unsigned flags,
                                      uct_completion_t *comp)
 {
     ucs_status_t status;
 
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        /* drop the pending requests, then flush what is posted */
+        uct_gaudi_xfer_pending_purge(xfer, num_pending, NULL, NULL);
+    }
+
     /* pending requests are not posted yet: flush after they are */
-    if (num_pending > 0) {
+    if (*num_pending > 0) {
         return UCS_ERR_NO_RESOURCE;
     }
 

@@ -64,17 +64,20 @@ void uct_gaudi_xfer_cleanup(uct_gaudi_xfer_t *xfer, uct_gaudi_dma_t *dma);
 unsigned uct_gaudi_xfer_progress(uct_gaudi_xfer_t *xfer, uct_gaudi_dma_t *dma,
                                  unsigned max_poll);
 
-/* UCS_OK when all is delivered, else UCS_INPROGRESS with @a comp (if any)
- * called once the copies submitted so far are */
-ucs_status_t uct_gaudi_xfer_flush(uct_gaudi_xfer_t *xfer,
-                                  uct_base_iface_t *iface,
-                                  uct_completion_t *comp);
+/* An iface's flush: UCS_OK when all is delivered, else UCS_INPROGRESS
+ * with @a comp (if any) called once the copies submitted so far are;
+ * UCT_FLUSH_FLAG_CANCEL is for endpoints only */
+ucs_status_t uct_gaudi_xfer_iface_flush(uct_gaudi_xfer_t *xfer,
+                                        uct_base_iface_t *iface,
+                                        unsigned flags,
+                                        uct_completion_t *comp);
 
-/* An ep's flush: after its pending requests are posted (UCT_FLUSH_FLAG_CANCEL
- * is the transport's to handle first) */
+/* An ep's flush: after its pending requests are posted, or dropped with
+ * UCT_FLUSH_FLAG_CANCEL; @a num_pending: the ep's count of them */
 ucs_status_t uct_gaudi_xfer_ep_flush(uct_gaudi_xfer_t *xfer,
                                      uct_base_iface_t *iface,
-                                     uct_base_ep_t *ep, unsigned num_pending,
+                                     uct_base_ep_t *ep,
+                                     unsigned *num_pending, unsigned flags,
                                      uct_completion_t *comp);
 
 void uct_gaudi_xfer_fence(uct_gaudi_xfer_t *xfer, uct_gaudi_dma_t *dma,

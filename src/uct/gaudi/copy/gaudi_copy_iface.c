@@ -325,7 +325,8 @@ static ucs_status_t uct_gaudi_copy_iface_flush(uct_iface_h tl_iface,
     uct_gaudi_copy_iface_t *iface = ucs_derived_of(tl_iface,
                                                    uct_gaudi_copy_iface_t);
 
-    return uct_gaudi_xfer_flush(&iface->xfer, &iface->super, comp);
+    return uct_gaudi_xfer_iface_flush(&iface->xfer, &iface->super, flags,
+                                      comp);
 }
 
 ucs_status_t uct_gaudi_copy_ep_flush(uct_ep_h tl_ep, unsigned flags,
@@ -337,7 +338,7 @@ ucs_status_t uct_gaudi_copy_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                                    uct_gaudi_copy_iface_t);
 
     return uct_gaudi_xfer_ep_flush(&iface->xfer, &iface->super, &ep->super,
-                                   ep->num_pending, comp);
+                                   &ep->num_pending, flags, comp);
 }
 
 static ucs_status_t uct_gaudi_copy_iface_fence(uct_iface_h tl_iface,

@@ -218,11 +218,8 @@ static ucs_status_t uct_gaudi_ipc_iface_flush(uct_iface_h tl_iface,
     uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_iface,
                                                   uct_gaudi_ipc_iface_t);
 
-    if (flags & UCT_FLUSH_FLAG_CANCEL) {
-        return UCS_ERR_UNSUPPORTED;
-    }
-
-    return uct_gaudi_xfer_flush(&iface->xfer, &iface->super, comp);
+    return uct_gaudi_xfer_iface_flush(&iface->xfer, &iface->super, flags,
+                                      comp);
 }
 
 ucs_status_t uct_gaudi_ipc_ep_flush(uct_ep_h tl_ep, unsigned flags,
@@ -232,13 +229,8 @@ ucs_status_t uct_gaudi_ipc_ep_flush(uct_ep_h tl_ep, unsigned flags,
     uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                                   uct_gaudi_ipc_iface_t);
 
-    if (flags & UCT_FLUSH_FLAG_CANCEL) {
-        /* drop the pending requests, then flush what is posted */
-        uct_gaudi_ipc_ep_pending_purge(tl_ep, NULL, NULL);
-    }
-
     return uct_gaudi_xfer_ep_flush(&iface->xfer, &iface->super, &ep->super,
-                                   ep->num_pending, comp);
+                                   &ep->num_pending, flags, comp);
 }
 
 static ucs_status_t uct_gaudi_ipc_iface_fence(uct_iface_h tl_iface,
