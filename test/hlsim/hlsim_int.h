@@ -1,7 +1,7 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * hlsim internals. "facts N.M" = /work/shared/docs/habanalabs-driver-facts.md
+ * hlsim internals. "facts N.M" = docs/driver-facts.md
  * section N.M, the spec of the driver behaviour reproduced here.
  */
 

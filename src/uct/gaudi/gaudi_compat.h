@@ -22,7 +22,7 @@
  * slot, which stock Debian UCX never uses (no rocm module is built). ROCM,
  * not ROCM_MANAGED: UCP must never access it with the CPU
  * (UCS_MEMORY_TYPES_CPU_ACCESSIBLE, ucs/memory/memory_type.h).
- * ../shared/docs/ucx-out-of-tree-module.md section 4.
+ * docs/ucx-loading.md section 4.
  */
 #  define UCT_GAUDI_MEMORY_TYPE          UCS_MEMORY_TYPE_ROCM
 #  define UCT_GAUDI_MEMORY_TYPE_BORROWED 1
@@ -31,7 +31,7 @@
 /*
  * DMA-BUF fields of uct_md_mem_attr_t (UCT_MD_MEM_ATTR_FIELD_DMABUF_FD /
  * _OFFSET) exist from UCX 1.14; 1.13.1 has no dma-buf API at all
- * (ucx-out-of-tree-module.md section 6).
+ * (docs/ucx-loading.md section 6).
  */
 #if UCT_API >= UCT_VERSION(1, 14)
 #  define UCT_GAUDI_HAVE_MEM_ATTR_DMABUF 1

@@ -2,7 +2,7 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * Thin ioctl shim over the habanalabs driver (see gaudi_hl.h).
- * "facts N" refers to docs habanalabs-driver-facts.md section N.
+ * "facts N" refers to section N of docs/driver-facts.md.
  */
 
 #ifdef HAVE_CONFIG_H

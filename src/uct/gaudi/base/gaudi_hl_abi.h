@@ -6,7 +6,7 @@
  * Shared by the ioctl shim (src/uct/gaudi/base) and the emulator (test/hlsim);
  * it has no UCX dependency on purpose.
  *
- * Facts: ../shared/docs/habanalabs-driver-facts.md (section numbers below);
+ * Facts: docs/driver-facts.md ("facts N.M" below = its section N.M);
  * upstream Linux 6.12 include/uapi/drm/habanalabs_accel.h (UAPI) and
  * Linux 6.1 include/uapi/misc/habanalabs.h (U61, installed here).
  */

@@ -7,7 +7,7 @@
  * the facts so that a mistake in one is caught by the other). No UCX
  * dependency.
  *
- * Facts: habanalabs-driver-facts.md 5.5 (K612 include/gaudi/gaudi_packets.h,
+ * Facts: docs/driver-facts.md 5.5 (K612 include/gaudi/gaudi_packets.h,
  * include/gaudi2/gaudi2_packets.h).
  */
 

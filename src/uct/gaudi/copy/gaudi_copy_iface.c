@@ -175,8 +175,8 @@ static ucs_status_t uct_gaudi_copy_iface_query(uct_iface_h tl_iface,
     iface_attr->iface_addr_len  = sizeof(uct_gaudi_copy_iface_addr_t);
     iface_attr->device_addr_len = 0;
     iface_attr->ep_addr_len     = 0;
-    /* what UCP needs for a memtype EP and rndv pipelines (ucx-out-of-tree-
-     * module.md section 4) */
+    /* what UCP needs for a memtype EP and rndv pipelines
+     * (docs/ucx-loading.md section 4) */
     iface_attr->cap.flags       = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
                                   UCT_IFACE_FLAG_PUT_SHORT |
                                   UCT_IFACE_FLAG_GET_SHORT |

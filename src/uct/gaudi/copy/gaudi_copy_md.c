@@ -70,7 +70,7 @@ static ucs_stats_class_t uct_gaudi_copy_md_stats_class = {
 #endif
 
 
-/* Memtype cache seeding (ucx-out-of-tree-module.md section 4) */
+/* Memtype cache seeding (docs/ucx-loading.md section 4) */
 
 static pthread_mutex_t uct_gaudi_copy_memtype_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned uct_gaudi_copy_memtype_users       = 0;

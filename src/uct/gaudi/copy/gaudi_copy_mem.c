@@ -2,7 +2,7 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * gaudi_copy device memory heap. "facts N.M" is a section of
- * habanalabs-driver-facts.md. Design and trade-offs: docs/md.md.
+ * docs/driver-facts.md. Design and trade-offs: docs/md.md.
  */
 
 #ifdef HAVE_CONFIG_H
