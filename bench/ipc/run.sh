@@ -11,6 +11,6 @@ shift
 root=$(mktemp -d /tmp/hlsim-bench.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 export HLSIM_ROOT=$root HLSIM_NUM_DEVICES=2
-export GAUDI_UCX_LIBDIR=$build/lib
-LD_PRELOAD=$build/lib/libhlsim.so "$build/contrib/ucx-gaudi-run" \
+# the program links the module's test build: no ucx-gaudi-run
+LD_PRELOAD=$build/lib/libhlsim.so \
     "$build/test/ipc/gaudi_ipc_test" --bench "${@:-$((16 << 20))}"

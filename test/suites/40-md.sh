@@ -18,7 +18,7 @@ for asic in gaudi2 gaudi1; do
     new_node
     log=$(mktemp); tmpdirs+=("$log")
     echo "=== HLSIM_ASIC=$asic"
-    HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=1 on_node "$gtest" 2>&1 | tee "$log"
+    HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=1 on_emulator "$gtest" 2>&1 | tee "$log"
     p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\.$/\1/p' "$log" | tail -1)
     f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\?, listed below:$/\1/p' \
             "$log" | tail -1)

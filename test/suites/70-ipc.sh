@@ -17,7 +17,7 @@ for run in gaudi2:habana gaudi2:upstream gaudi1:habana gaudi1:upstream; do
     log=$(mktemp); tmpdirs+=("$log")
     echo "=== HLSIM_ASIC=$asic HLSIM_FLAVOUR=$flavour"
     HLSIM_ASIC=$asic HLSIM_FLAVOUR=$flavour HLSIM_NUM_DEVICES=2 \
-        on_node "$gtest" 2>&1 | tee "$log"
+        on_emulator "$gtest" 2>&1 | tee "$log"
     p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\.$/\1/p' "$log" | tail -1)
     f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\?, listed below:$/\1/p' \
             "$log" | tail -1)

@@ -8,10 +8,12 @@ vg="valgrind --error-exitcode=99 --leak-check=full --show-leak-kinds=definite
     --errors-for-leak-kinds=definite --trace-children=yes -q"
 log=$(mktemp); tmpdirs+=("$log")
 
+# vg_run NAME RUNNER BINARY FILTER (RUNNER: on_node, or on_emulator for a
+# test linked with the module's test build)
 vg_run() {
-    local name=$1 bin=$2 filter=$3 rc
+    local name=$1 runner=$2 bin=$3 filter=$4 rc
     new_node
-    HLSIM_NUM_DEVICES=1 on_node $vg "$bin" --gtest_filter="$filter" \
+    HLSIM_NUM_DEVICES=1 $runner $vg "$bin" --gtest_filter="$filter" \
         > "$log" 2>&1
     rc=$?
     if [ $rc -eq 0 ] && grep -q '^\[  PASSED  \]' "$log" &&
@@ -23,9 +25,10 @@ vg_run() {
     fi
 }
 
-vg_run "memcheck: gaudi_copy MD" "$GAUDI_UCX_BUILD/test/md/.libs/gaudi_md_test" \
+vg_run "memcheck: gaudi_copy MD" on_emulator \
+    "$GAUDI_UCX_BUILD/test/md/.libs/gaudi_md_test" \
     'gaudi_md.alloc_free_sizes:gaudi_md.host_reg_unaligned_overlapping:gaudi_md.device_reg_and_rkey:gaudi_md.rcache_hit_miss:gaudi_md.dmabuf_export:gaudi_md.bad_input:gaudi_md.driver_faults'
-vg_run "memcheck: gaudi_cpy transport" \
+vg_run "memcheck: gaudi_cpy transport" on_node \
     "$GAUDI_UCX_BUILD/test/dma/gaudi_cpy_test" \
     'cpy_test.caps:cpy_test.short_all_directions:cpy_test.bcopy:cpy_test.bad_input'
 

@@ -44,6 +44,13 @@ on_node() {
         "$GAUDI_UCX_RUN" "$@"
 }
 
+# Run a command on the emulated node without the wrapper: for the test
+# programs linked with the module's test build (libuct_gaudi_test.so),
+# which must not load libuct_gaudi.so a second time
+on_emulator() {
+    LD_PRELOAD="$HLSIM_LIB" timeout -k 10 "${GAUDI_UCX_TEST_TIMEOUT:-600}" "$@"
+}
+
 finish() {
     local d
     for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
