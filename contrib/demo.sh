@@ -7,6 +7,7 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$("$top/contrib/build.sh")
+. "$top/test/suites/wait.sh"
 
 export HLSIM_ROOT=$(mktemp -d /tmp/hlsim-demo.XXXXXX)
 export HLSIM_NUM_DEVICES=${HLSIM_NUM_DEVICES:-2}
@@ -33,7 +34,7 @@ perftest_bw() {
     out=$(mktemp)
     UCX_WARN_UNUSED_ENV_VARS=n run ucx_perftest -p $port -t tag_bw -m $mem \
         -s $size -n 20 -w 2 >/dev/null 2>&1 &
-    sleep 1
+    wait_listen "$port" $! 60
     UCX_WARN_UNUSED_ENV_VARS=n run ucx_perftest 127.0.0.1 -p $port \
         -t tag_bw -m $mem -s $size -n 20 -w 2 > "$out" 2>&1
     wait

@@ -30,17 +30,13 @@ total_pass=0
 total_fail=0
 failed_suites=()
 
-# Count a suite's results from its own summary line: gtest's
-# "[  PASSED  ] N tests" / "[  FAILED  ] N tests", or "N passed, N failed".
+# Count a suite's results from its own summary line (gtest's, or
+# "N passed, N failed"): gtest_counts of test/suites/lib.sh
+. "$top/test/suites/lib.sh"
 count_results() {
-    local log=$1 pass fail
-    pass=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\.$/\1/p' "$log" | tail -1)
-    fail=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\?, listed below:$/\1/p' "$log" | tail -1)
-    if [ -z "$pass" ]; then
-        pass=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*$/\1/p' "$log" | tail -1)
-        fail=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*$/\2/p' "$log" | tail -1)
-    fi
-    echo "${pass:-0} ${fail:-0}"
+    local counts
+    counts=$(gtest_counts "$1")
+    echo "${counts:-0 0}"
 }
 
 run_suite() {

@@ -10,8 +10,8 @@
 #
 set -eu
 build=${GAUDI_UCX_BUILD:-$PWD}
-bench=$build/test/dma/gaudi_dma_bench
-[ -x "$bench" ] || make -C "$build/test/dma" gaudi_dma_bench >/dev/null
+bench=$build/test/gtest/dma/gaudi_dma_bench
+[ -x "$bench" ] || make -C "$build/test/gtest/dma" gaudi_dma_bench >/dev/null
 root=$(mktemp -d /tmp/hlsim-bench.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 export HLSIM_ROOT=$root HLSIM_NUM_DEVICES=1

@@ -8,8 +8,8 @@
 #
 set -eu
 build=${GAUDI_UCX_BUILD:-$PWD}
-bench=$build/test/md/gaudi_md_bench
-[ -x "$bench" ] || make -C "$build/test/md" gaudi_md_bench >/dev/null
+bench=$build/test/gtest/md/gaudi_md_bench
+[ -x "$bench" ] || make -C "$build/test/gtest/md" gaudi_md_bench >/dev/null
 root=$(mktemp -d /tmp/hlsim-bench.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 # the module is preloaded (the linker drops an unreferenced DT_NEEDED);

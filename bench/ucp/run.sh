@@ -23,6 +23,8 @@ rounds=${ROUNDS:-3}
 sizes=${SIZES:-"65536 1048576 16777216"}
 windows=${WINDOWS:-"1 default"}
 
+. "$top/test/suites/wait.sh"
+
 export GAUDI_UCX_LIBDIR=$build/lib UCX_WARN_UNUSED_ENV_VARS=n
 export HLSIM_ROOT=$(mktemp -d /tmp/hlsim-bench.XXXXXX) HLSIM_NUM_DEVICES=2
 trap 'rm -rf "$HLSIM_ROOT"' EXIT
@@ -48,7 +50,7 @@ one() {
     out=$(mktemp)
     UCX_TLS=$tls run ucx_perftest -p $port -t tag_bw -m $mem -s $size \
         -n $iters -w $warmup "${args[@]}" >/dev/null 2>&1 &
-    sleep 1
+    wait_listen "$port" $! 60
     UCX_TLS=$tls run ucx_perftest 127.0.0.1 -p $port -t tag_bw -m $mem \
         -s $size -n $iters -w $warmup "${args[@]}" > "$out" 2>&1
     wait

@@ -25,7 +25,8 @@ missing=$(comm -13 <(echo "$got") <(echo "$api"))
     fail "libuct_gaudi.so exports no internal symbol" \
          "$(echo "$extra" | wc -l) extra: $(echo $extra | cut -c1-300)"
 [ -z "$missing" ] && pass "libuct_gaudi.so exports the whole public API" ||
-    fail "libuct_gaudi.so exports the whole public API" "missing: $(echo $missing)"
+    fail "libuct_gaudi.so exports the whole public API" \
+         "missing: $(echo $missing)"
 
 got=$(exports "$GAUDI_UCX_LIBDIR/libucx_perftest_gaudi.so")
 [ -z "$got" ] && pass "libucx_perftest_gaudi.so exports nothing" ||

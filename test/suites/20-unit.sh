@@ -1,5 +1,5 @@
 # Unit tests of the base layer (shim, discovery, mapping table, selection,
 # ownership); each device test re-runs itself in a fresh process with its
-# own emulated node (test/unit/gaudi_unit.cc)
+# own emulated node (test/gtest/base/gaudi_unit.cc)
 . "$(dirname "$0")/lib.sh"
-"$GAUDI_UCX_BUILD/test/unit/gaudi_unit"
+"$GAUDI_UCX_BUILD/test/gtest/base/gaudi_unit"

@@ -34,9 +34,12 @@ expect_no_match "0 devices: no gaudi MD" "$out" 'Memory domain: gaudi'
 # device 0 owned by another process: the first free one is taken
 new_node
 export HLSIM_NUM_DEVICES=2
-LD_PRELOAD="$HLSIM_LIB" bash -c 'exec 3<>/dev/accel/accel0; sleep 20' &
+ready=$(mktemp -u); tmpdirs+=("$ready")
+LD_PRELOAD="$HLSIM_LIB" \
+    bash -c 'exec 3<>/dev/accel/accel0; : > "$0"; sleep 20' "$ready" &
 holder=$!
-sleep 0.5
+wait_file "$ready" "$holder" ||
+    fail "device 0 held by another process" "the holder did not open it"
 on_node ucx_info -d > "$out" 2>&1
 expect_match "busy device 0: device 1 used" "$out" '^#  System device: GAUDI_1'
 

@@ -1,17 +1,14 @@
-# DMA engine and gaudi_cpy transport tests (test/dma) on the emulated node,
-# once per ASIC model: Gaudi2 (user CBs, PDMA queues), Gaudi1 (kernel CBs,
+# DMA engine and gaudi_cpy transport tests (test/gtest/dma) on the emulated
+# node, once per ASIC model: Gaudi2 (user CBs, PDMA queues), Gaudi1 (kernel CBs,
 # DMA_0_x/DMA_1_x), Gaudi3 (refusal only). Prints gtest's own output, then
 # one gtest-style summary over all runs for contrib/test.sh.
 . "$(dirname "$0")/lib.sh"
 
-dma_test=$GAUDI_UCX_BUILD/test/dma/gaudi_dma_test
-cpy_test=$GAUDI_UCX_BUILD/test/dma/gaudi_cpy_test
-total_pass=0
-total_fail=0
-failed=()
+dma_test=$GAUDI_UCX_BUILD/test/gtest/dma/gaudi_dma_test
+cpy_test=$GAUDI_UCX_BUILD/test/gtest/dma/gaudi_cpy_test
 
 run_asic() {
-    local asic=$1 gtest=$2 filter=$3 log rc p f
+    local asic=$1 gtest=$2 filter=$3 log rc
     log=$(mktemp); tmpdirs+=("$log")
     new_node
     echo "=== HLSIM_ASIC=$asic $(basename "$gtest")"
@@ -20,16 +17,7 @@ run_asic() {
         > "$log" 2>&1
     rc=$?
     grep -v 'WAIT_CS of seq [0-9]* failed: Device or resource busy' "$log"
-    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\.$/\1/p' "$log" | tail -1)
-    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\?, listed below:$/\1/p' \
-        "$log" | tail -1)
-    p=${p:-0}; f=${f:-0}
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-        f=1
-    fi
-    [ "$f" -ne 0 ] && failed+=("$asic $(basename "$gtest") (exit $rc)")
-    total_pass=$((total_pass + p))
-    total_fail=$((total_fail + f))
+    gtest_add "$asic $(basename "$gtest")" "$log" "$rc"
 }
 
 run_asic gaudi2 "$dma_test" '*'
@@ -47,18 +35,10 @@ echo "=== HLSIM_ASIC=gaudi3 ucx_info -d"
 if grep -q 'Gaudi3 has no user-visible command-submission DMA queue' "$out" &&
    grep -q '^# Memory domain: gaudi_copy$' "$out" &&
    ! grep -q 'Transport: gaudi_cpy' "$out"; then
-    echo "[       OK ] ucx_info.gaudi3_reason"; total_pass=$((total_pass + 1))
+    echo "[       OK ] ucx_info.gaudi3_reason"; gt_pass=$((gt_pass + 1))
 else
     echo "[  FAILED  ] ucx_info.gaudi3_reason"; cat "$out"
-    total_fail=$((total_fail + 1)); failed+=("ucx_info gaudi3 reason")
+    gt_fail=$((gt_fail + 1)); gt_failed+=("ucx_info gaudi3 reason")
 fi
 
-for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
-echo "[==========] all ASIC models"
-echo "[  PASSED  ] $total_pass tests."
-if [ "$total_fail" -ne 0 ]; then
-    echo "[  FAILED  ] $total_fail tests, listed below:"
-    printf '[  FAILED  ] %s\n' "${failed[@]}"
-    exit 1
-fi
-exit 0
+gtest_summary "all ASIC models"

@@ -1,8 +1,8 @@
 # UCX 1.13.1's own uct gtest suites, instantiated for the Gaudi components
-# (test/ucx_gtest), on the emulated node.
+# (test/gtest/ucx), on the emulated node.
 #
 # Gaudi buffers come from UCX's mem_buffer, compiled with HAVE_ROCM over
-# test/ucx_gtest/hip_gaudi.cc (Gaudi memory is the ROCM type on UCX 1.13).
+# test/gtest/ucx/hip_gaudi.cc (Gaudi memory is the ROCM type on UCX 1.13).
 #
 # Excluded, with the reason:
 # - test_md.mem_type_detect_mds: for non-CUDA memory types the 1.13.1 test
@@ -14,7 +14,7 @@
 # invalidate (capabilities not offered).
 . "$(dirname "$0")/lib.sh"
 
-gtest=$GAUDI_UCX_BUILD/test/ucx_gtest/ucx_gtest
+gtest=$GAUDI_UCX_BUILD/test/gtest/ucx/ucx_gtest
 filter='gaudi_copy/test_md.*:gaudi_ipc/test_md.*:gaudi_cpy/*'
 exclude='*mem_type_detect_mds*'
 

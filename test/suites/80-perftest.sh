@@ -21,12 +21,18 @@ perftest_ok() {
 # two processes: a server and a client on the same emulated node
 ucp_pair() {
     local name=$1; shift
-    local port=$((20000 + RANDOM % 20000)) rc
+    local port=$((20000 + RANDOM % 20000)) rc server
     on_node ucx_perftest -p "$port" "$@" > "$srv" 2>&1 &
-    sleep 1
+    server=$!
+    if ! wait_listen "$port" "$server" 60; then
+        fail "$name" "the server did not listen on port $port"
+        kill "$server" 2>/dev/null; wait "$server"
+        tail -15 "$srv" | sed 's/^/      /'
+        return
+    fi
     on_node ucx_perftest 127.0.0.1 -p "$port" "$@" > "$out" 2>&1
     rc=$?
-    wait $! || rc=1
+    wait "$server" || rc=1
     if [ $rc -ne 0 ]; then
         fail "$name" "exit status $rc"
         tail -15 "$out" "$srv" | sed 's/^/      /'

@@ -11,14 +11,14 @@ log=$(mktemp); tmpdirs+=("$log")
 # vg_run NAME RUNNER BINARY FILTER (RUNNER: on_node, or on_emulator for a
 # test linked with the module's test build)
 vg_run() {
-    local name=$1 runner=$2 bin=$3 filter=$4 rc
+    local name=$1 runner=$2 bin=$3 filter=$4 rc p f
     new_node
     HLSIM_NUM_DEVICES=1 $runner $vg "$bin" --gtest_filter="$filter" \
         > "$log" 2>&1
     rc=$?
-    if [ $rc -eq 0 ] && grep -q '^\[  PASSED  \]' "$log" &&
-       ! grep -q '^\[  FAILED  \]' "$log"; then
-        pass "$name ($(sed -n 's/^\[  PASSED  \] //p' "$log"))"
+    read -r p f <<< "$(gtest_counts "$log")"
+    if [ $rc -eq 0 ] && [ "${p:-0}" -gt 0 ] && [ "${f:-1}" -eq 0 ]; then
+        pass "$name ($p tests)"
     else
         fail "$name" "exit $rc"
         grep -E '^==|FAILED' "$log" | head -40 | sed 's/^/      /'
@@ -26,10 +26,10 @@ vg_run() {
 }
 
 vg_run "memcheck: gaudi_copy MD" on_emulator \
-    "$GAUDI_UCX_BUILD/test/md/.libs/gaudi_md_test" \
+    "$GAUDI_UCX_BUILD/test/gtest/md/.libs/gaudi_md_test" \
     'gaudi_md.alloc_free_sizes:gaudi_md.host_reg_unaligned_overlapping:gaudi_md.device_reg_and_rkey:gaudi_md.rcache_hit_miss:gaudi_md.dmabuf_export:gaudi_md.bad_input:gaudi_md.driver_faults'
 vg_run "memcheck: gaudi_cpy transport" on_node \
-    "$GAUDI_UCX_BUILD/test/dma/gaudi_cpy_test" \
+    "$GAUDI_UCX_BUILD/test/gtest/dma/gaudi_cpy_test" \
     'cpy_test.caps:cpy_test.short_all_directions:cpy_test.bcopy:cpy_test.bad_input'
 
 finish

@@ -10,6 +10,8 @@ HLSIM_LIB=${HLSIM_LIB:-$GAUDI_UCX_BUILD/lib/libhlsim.so}
 GAUDI_UCX_RUN=${GAUDI_UCX_RUN:-$GAUDI_UCX_BUILD/contrib/ucx-gaudi-run}
 export GAUDI_UCX_LIBDIR=${GAUDI_UCX_LIBDIR:-$GAUDI_UCX_BUILD/lib}
 
+. "$(dirname "${BASH_SOURCE[0]}")/wait.sh"
+
 npass=0
 nfail=0
 tmpdirs=()
@@ -49,6 +51,67 @@ on_node() {
 # which must not load libuct_gaudi.so a second time
 on_emulator() {
     LD_PRELOAD="$HLSIM_LIB" timeout -k 10 "${GAUDI_UCX_TEST_TIMEOUT:-600}" "$@"
+}
+
+# gtest_counts LOG: "PASSED FAILED" from gtest's summary lines
+# ("[  PASSED  ] N tests." / "[  FAILED  ] N tests, listed below:"), or
+# from a suite's "N passed, N failed" line; nothing when it has neither
+gtest_counts() {
+    local log=$1 p f
+    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\.$/\1/p' "$log" | tail -1)
+    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\?, listed below:$/\1/p' \
+            "$log" | tail -1)
+    if [ -z "$p" ] && [ -z "$f" ]; then
+        p=$(sed -n 's/^\([0-9]*\) passed, [0-9]* failed.*$/\1/p' "$log" |
+            tail -1)
+        f=$(sed -n 's/^[0-9]* passed, \([0-9]*\) failed.*$/\1/p' "$log" |
+            tail -1)
+    fi
+    if [ -n "$p$f" ]; then
+        echo "${p:-0} ${f:-0}"
+    fi
+}
+
+# Several gtest runs reported as one gtest-style summary (gtest_add each
+# run, gtest_summary at the end)
+gt_pass=0
+gt_fail=0
+gt_failed=()
+
+# gtest_add LABEL LOG [RC]: add one run. A run without a summary (crashed)
+# or that exited non-zero with no failed test counts as one failure.
+gtest_add() {
+    local label=$1 log=$2 rc=${3:-0} p f t counts
+    counts=$(gtest_counts "$log")
+    if [ -z "$counts" ]; then
+        p=0; f=1
+        gt_failed+=("$label: no gtest summary (exit $rc)")
+    else
+        read -r p f <<< "$counts"
+        if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+            f=1
+            gt_failed+=("$label: exit $rc")
+        fi
+    fi
+    while read -r t; do
+        gt_failed+=("$label: $t")
+    done < <(sed -n 's/^\[  FAILED  \] \([^ ]*\) (.*$/\1/p' "$log")
+    gt_pass=$((gt_pass + p))
+    gt_fail=$((gt_fail + f))
+}
+
+# gtest_summary TITLE: print the summary of every run, clean up, exit
+gtest_summary() {
+    local d t
+    for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
+    echo "=== $1"
+    echo "[  PASSED  ] $gt_pass tests."
+    if [ "$gt_fail" -ne 0 ]; then
+        echo "[  FAILED  ] $gt_fail tests, listed below:"
+        for t in "${gt_failed[@]}"; do echo "[  FAILED  ] $t"; done
+        exit 1
+    fi
+    exit 0
 }
 
 finish() {

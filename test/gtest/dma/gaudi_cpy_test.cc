@@ -9,6 +9,8 @@
  * component registers with UCT. Gaudi memory is never dereferenced here.
  */
 
+#include "common/gaudi_gtest.h"
+
 #include <gtest/gtest.h>
 
 extern "C" {
@@ -26,6 +28,9 @@ extern "C" {
 #include <string>
 #include <vector>
 
+/* emulator control: test/gtest/common */
+using gaudi_gtest::hlsim_counter;
+
 
 class cpy_test : public ::testing::Test {
 protected:
@@ -38,7 +43,7 @@ protected:
         uct_md_attr_t md_attr;
         unsigned i, n, num_tls;
 
-        ASSERT_TRUE(dlsym(RTLD_DEFAULT, "hlsim_root") != NULL)
+        ASSERT_TRUE(gaudi_gtest::hlsim_loaded())
             << "run with LD_PRELOAD=libhlsim.so";
         ASSERT_EQ(UCS_OK, uct_query_components(&comps, &n));
         for (i = 0; i < n; ++i) {
@@ -638,15 +643,14 @@ TEST_F(cpy_test, bad_input) {
     module_id += 1;
     memcpy(packed.data() + 4, &module_id, 4);
     ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_comp, packed.data(), &other));
-    typedef int64_t (*counter_fn)(int, int);
-    counter_fn counter = (counter_fn)dlsym(RTLD_DEFAULT, "hlsim_get_counter");
-    ASSERT_TRUE(counter != NULL);
-    int64_t submitted = counter(2 /* HLSIM_COUNTER_CS_SUBMITTED */, 0);
+    ASSERT_TRUE(gaudi_gtest::hlsim_loaded());
+    int64_t submitted = hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED);
     iov.length = 64;
     EXPECT_NE(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev, other.rkey));
     EXPECT_NE(UCS_OK, uct_ep_get_short(m_ep, buf.data(), 64, (uintptr_t)dev,
                                        other.rkey));
-    EXPECT_EQ(submitted, counter(2, 0));   /* nothing reached the device */
+    /* nothing reached the device */
+    EXPECT_EQ(submitted, hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED));
     uct_rkey_release(m_comp, &other);
 
     /* the iface still works */
@@ -657,23 +661,21 @@ TEST_F(cpy_test, bad_input) {
 /* Device faults complete the operation with an error; the iface goes on */
 TEST_F(cpy_test, faults) {
     SKIP_NO_TL();
-    typedef int (*fault_fn)(const char*, unsigned, int);
-    fault_fn fault = (fault_fn)dlsym(RTLD_DEFAULT, "hlsim_fault_add");
     uct_rkey_t rkey;
     char *dev = (char*)dev_alloc(1 << 20, &rkey);
     std::vector<uint8_t> buf(65536), back(65536);
     uct_mem_h memh = host_reg(buf);
     uct_iov_t iov  = { buf.data(), buf.size(), memh, 0, 1 };
 
-    ASSERT_TRUE(fault != NULL);
+    ASSERT_TRUE(gaudi_gtest::hlsim_loaded());
     fill(buf, 5);
-    ASSERT_EQ(0, fault("dma_error", 1, EIO));
+    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("dma_error", 1, EIO));
     EXPECT_EQ(UCS_ERR_IO_ERROR, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
-    ASSERT_EQ(0, fault("cs_timeout", 1, ETIMEDOUT));
+    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs_timeout", 1, ETIMEDOUT));
     EXPECT_EQ(UCS_ERR_TIMED_OUT, uct_ep_put_short(m_ep, buf.data(), 64,
                                                   (uintptr_t)dev, rkey));
     /* CS EAGAIN is flow control: NO_RESOURCE, then it goes through */
-    ASSERT_EQ(0, fault("cs", 1, EAGAIN));
+    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs", 1, EAGAIN));
     comp_t c;
     comp_init(c);
     EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_ep_put_zcopy(m_ep, &iov, 1,

@@ -9,6 +9,8 @@
  * CPU. Run by test/suites/70-ipc.sh (habana and upstream flavours).
  */
 
+#include "common/gaudi_gtest.h"
+
 #include <gtest/gtest.h>
 
 extern "C" {
@@ -17,7 +19,7 @@ extern "C" {
 #include <uct/gaudi/api/uct_gaudi.h>
 #include <uct/api/uct.h>
 #include <ucs/async/async.h>
-#include "../hlsim/hlsim.h"
+#include "../../hlsim/hlsim.h"
 }
 
 #include <dirent.h>
@@ -39,25 +41,12 @@ extern "C" {
 #include <vector>
 
 
+/* fd counting and emulator control: test/gtest/common */
+using gaudi_gtest::hlsim_counter;
+
 static int open_fds()
 {
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    while (readdir(d) != NULL) {
-        ++n;
-    }
-    closedir(d);
-    return n;
-}
-
-static int64_t hlsim_counter(hlsim_counter_t c)
-{
-    static int64_t (*p)(hlsim_counter_t, int);
-    if (p == NULL) {
-        p = (int64_t (*)(hlsim_counter_t, int))dlsym(RTLD_DEFAULT,
-                                                     "hlsim_get_counter");
-    }
-    return (p == NULL) ? -1 : p(c, 0);
+    return gaudi_gtest::count_fds();
 }
 
 static bool upstream_flavour()

@@ -19,6 +19,8 @@ extern "C" {
 #include <ucs/debug/log_def.h>
 }
 
+#include "common/gaudi_gtest.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -43,13 +45,11 @@ enum {
  */
 int in_child(const env_t &env = env_t());
 
-/* Number of open fds of this process */
-int count_fds();
-
-/* hlsim control API, found with dlsym (the emulator is preloaded) */
-int hlsim_fault_add(const char *op, unsigned nth, int err);
-int hlsim_set_device_status(int dev, unsigned status);
-int hlsim_reset_device(int dev, unsigned ms);
+/* fd counting and emulator control: test/gtest/common */
+using gaudi_gtest::count_fds;
+using gaudi_gtest::hlsim_fault_add;
+using gaudi_gtest::hlsim_set_device_status;
+using gaudi_gtest::hlsim_reset_device;
 
 /* Messages logged by UCX at warn level or above while alive */
 class log_capture {

@@ -9,6 +9,8 @@
  * dereferenced here (the emulator's device VAs are non-canonical).
  */
 
+#include "common/gaudi_gtest.h"
+
 #include <gtest/gtest.h>
 
 extern "C" {
@@ -26,48 +28,13 @@ extern "C" {
 #include <string>
 #include <vector>
 
-extern "C" {
-typedef int (*hlsim_fault_add_fn)(const char*, unsigned, int);
-typedef int (*hlsim_fault_clear_fn)(void);
-typedef int64_t (*hlsim_get_counter_fn)(int, int);
-}
-
-/* hlsim.h counters used here */
-enum {
-    CNT_OPEN_FDS     = 0,
-    CNT_CS_SUBMITTED = 2,
-    CNT_MAPPINGS     = 6
-};
-
-static void *hlsim_sym(const char *name)
-{
-    return dlsym(RTLD_DEFAULT, name);
-}
-
-static int64_t hlsim_counter(int counter)
-{
-    hlsim_get_counter_fn fn = (hlsim_get_counter_fn)
-                              hlsim_sym("hlsim_get_counter");
-    return (fn != NULL) ? fn(counter, 0) : -1;
-}
+/* fd counting and emulator control: test/gtest/common */
+using gaudi_gtest::count_fds;
+using gaudi_gtest::hlsim_counter;
 
 static void hlsim_fault(const char *op, unsigned nth, int err)
 {
-    hlsim_fault_add_fn fn = (hlsim_fault_add_fn)hlsim_sym("hlsim_fault_add");
-    ASSERT_TRUE(fn != NULL);
-    ASSERT_EQ(0, fn(op, nth, err));
-}
-
-static int count_fds()
-{
-    DIR *d = opendir("/proc/self/fd");
-    int n  = 0;
-
-    while (readdir(d) != NULL) {
-        ++n;
-    }
-    closedir(d);
-    return n;
+    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add(op, nth, err));
 }
 
 
@@ -83,10 +50,10 @@ protected:
     static const size_t DEV_SIZE = 200ul << 20;
 
     void SetUp() override {
-        ASSERT_TRUE(hlsim_sym("hlsim_root") != NULL)
+        ASSERT_TRUE(gaudi_gtest::hlsim_loaded())
             << "run with LD_PRELOAD=libhlsim.so";
         m_fds      = count_fds();
-        m_mappings = hlsim_counter(CNT_MAPPINGS);
+        m_mappings = hlsim_counter(HLSIM_COUNTER_MAPPINGS);
         ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(0, &m_ctx));
         m_asic = m_ctx->info->asic;
         if (m_asic == UCT_GAUDI_ASIC_GAUDI3) {
@@ -98,10 +65,8 @@ protected:
     }
 
     void TearDown() override {
-        hlsim_fault_clear_fn clear = (hlsim_fault_clear_fn)
-                                     hlsim_sym("hlsim_fault_clear");
-        if (clear != NULL) {
-            clear();
+        if (gaudi_gtest::hlsim_loaded()) {
+            gaudi_gtest::hlsim_fault_clear();
         }
         if (m_dma != NULL) {
             uct_gaudi_dma_destroy(m_dma);
@@ -117,7 +82,7 @@ protected:
             uct_gaudi_ctx_put(m_ctx);
         }
         /* leak-free: no emulated mapping and no fd left behind */
-        EXPECT_EQ(m_mappings, hlsim_counter(CNT_MAPPINGS));
+        EXPECT_EQ(m_mappings, hlsim_counter(HLSIM_COUNTER_MAPPINGS));
         EXPECT_EQ(m_fds, count_fds());
     }
 
@@ -425,7 +390,7 @@ TEST_F(dma_test, bad_input) {
     SKIP_GAUDI3();
     std::vector<uct_gaudi_dma_xfer_t> x(uct_gaudi_dma_max_xfers(m_dma) + 1,
                                         { m_dev, m_dev + 4096, 1 });
-    int64_t submitted = hlsim_counter(CNT_CS_SUBMITTED);
+    int64_t submitted = hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED);
 
     EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
               uct_gaudi_dma_submit(m_dma, x.data(), x.size(), "test",
@@ -434,7 +399,7 @@ TEST_F(dma_test, bad_input) {
     EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
               uct_gaudi_dma_copy(m_dma, x.data(), 1, "test"));
     /* nothing reached the device */
-    EXPECT_EQ(submitted, hlsim_counter(CNT_CS_SUBMITTED));
+    EXPECT_EQ(submitted, hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED));
 }
 
 /* CS EAGAIN: flow control, the next submit works */

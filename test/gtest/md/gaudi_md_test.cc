@@ -7,6 +7,8 @@
  * a fresh HLSIM_ROOT when none is given.
  */
 
+#include "common/gaudi_gtest.h"
+
 #include <gtest/gtest.h>
 
 extern "C" {
@@ -15,7 +17,7 @@ extern "C" {
 #include <uct/api/uct.h>
 #include <ucs/debug/log_def.h>
 #include <ucs/memory/memtype_cache.h>
-#include "../hlsim/hlsim.h"
+#include "../../hlsim/hlsim.h"
 }
 
 #include <dirent.h>
@@ -32,26 +34,9 @@ extern "C" {
 #include <stdlib.h>
 
 
-/* hlsim control API, found at run time (never linked) */
-static int (*p_fault_add)(const char*, unsigned, int);
-static int (*p_fault_clear)(void);
-static int64_t (*p_counter)(hlsim_counter_t, int);
-
-static int64_t hlsim_counter(hlsim_counter_t c)
-{
-    return p_counter(c, 0);
-}
-
-static int open_fds()
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    while (readdir(d) != NULL) {
-        ++n;
-    }
-    closedir(d);
-    return n;
-}
+/* fd counting and emulator control: test/gtest/common */
+using gaudi_gtest::count_fds;
+using gaudi_gtest::hlsim_counter;
 
 static long rss_kb()
 {
@@ -163,12 +148,12 @@ static int mmap_probe_main(int fd)
 class gaudi_md : public ::testing::Test {
 protected:
     void SetUp() override {
-        p_fault_clear();
+        gaudi_gtest::hlsim_fault_clear();
         open_md(NULL);
     }
 
     void TearDown() override {
-        p_fault_clear();
+        gaudi_gtest::hlsim_fault_clear();
         close_md();
     }
 
@@ -654,7 +639,7 @@ TEST_F(gaudi_md, dmabuf_export)
     uct_mem_h m1, m2;
     void *p1 = alloc_ok(1000, &m1);
     char *p2 = (char*)alloc_ok(3 * 4096, &m2);
-    int fd, fd2, fds = open_fds();
+    int fd, fd2, fds = count_fds();
     uint64_t off, off2;
     char hbuf[64];
     uct_gaudi_counters_t c0 = counters();
@@ -691,7 +676,7 @@ TEST_F(gaudi_md, dmabuf_export)
     EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, m2));
     EXPECT_EQ(c0.dmabuf_open, counters().dmabuf_open);
     EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, m1));
-    EXPECT_EQ(fds, open_fds());
+    EXPECT_EQ(fds, count_fds());
     EXPECT_EQ(0, hlsim_counter(HLSIM_COUNTER_DMABUFS));
     (void)p1;
 }
@@ -807,20 +792,20 @@ TEST_F(gaudi_md, driver_faults)
     scoped_log log;
 
     /* ALLOC: Gaudi2 chunk allocation, Gaudi1 usage accounting */
-    p_fault_add("mem_alloc", 1, ENOMEM);
+    gaudi_gtest::hlsim_fault_add("mem_alloc", 1, ENOMEM);
     len = big;
     EXPECT_EQ(UCS_ERR_NO_MEMORY, alloc(&len, &ptr, &memh));
     EXPECT_TRUE(log.has("failed to allocate", dev) || gaudi1()) << log.all();
-    p_fault_add("mem_alloc", 1, EBUSY);
+    gaudi_gtest::hlsim_fault_add("mem_alloc", 1, EBUSY);
     len = big;
     EXPECT_EQ(UCS_ERR_BUSY, alloc(&len, &ptr, &memh));
-    p_fault_add("mem_alloc", 1, EIO);
+    gaudi_gtest::hlsim_fault_add("mem_alloc", 1, EIO);
     len = big;
     EXPECT_EQ(UCS_ERR_IO_ERROR, alloc(&len, &ptr, &memh));
 
     if (!gaudi1()) {
         /* MAP of the chunk fails: the ALLOC is undone */
-        p_fault_add("mem_map", 1, ENOMEM);
+        gaudi_gtest::hlsim_fault_add("mem_map", 1, ENOMEM);
         len = big;
         EXPECT_EQ(UCS_ERR_NO_MEMORY, alloc(&len, &ptr, &memh));
         EXPECT_EQ(allocs, hlsim_counter(HLSIM_COUNTER_ALLOCS));
@@ -829,11 +814,11 @@ TEST_F(gaudi_md, driver_faults)
     /* host MAP */
     close_md();
     open_md("no");
-    p_fault_add("mem_map", 1, EIO);
+    gaudi_gtest::hlsim_fault_add("mem_map", 1, EIO);
     EXPECT_EQ(UCS_ERR_IO_ERROR, uct_md_mem_reg(m_md, host.data(), 4096, UCT_MD_MEM_ACCESS_ALL,
                                                &memh));
     EXPECT_TRUE(log.has("registration of host memory", dev)) << log.all();
-    p_fault_add("mem_map", 1, EBUSY);
+    gaudi_gtest::hlsim_fault_add("mem_map", 1, EBUSY);
     EXPECT_EQ(UCS_ERR_BUSY, uct_md_mem_reg(m_md, host.data(), 4096, UCT_MD_MEM_ACCESS_ALL,
                                            &memh));
 
@@ -841,7 +826,7 @@ TEST_F(gaudi_md, driver_faults)
     ptr = alloc_ok(4096, &memh);
     int fd;
     uint64_t off;
-    p_fault_add("mem_export", 1, EIO);
+    gaudi_gtest::hlsim_fault_add("mem_export", 1, EIO);
     EXPECT_EQ(UCS_ERR_IO_ERROR, uct_gaudi_dmabuf_get(ptr, 4096, &fd, &off));
     EXPECT_EQ(UCS_OK, uct_gaudi_dmabuf_get(ptr, 4096, &fd, &off));
     close(fd);
@@ -869,7 +854,7 @@ TEST_F(gaudi_md, stable_over_10000_cycles)
         ptr = alloc_ok(4096, &memh);
         uct_md_mem_free(m_md, memh);
     }
-    fds = open_fds();
+    fds = count_fds();
     rss = rss_kb();
     int64_t maps = hlsim_counter(HLSIM_COUNTER_MAPPINGS);
     uct_gaudi_counters_t c0 = counters();
@@ -894,7 +879,7 @@ TEST_F(gaudi_md, stable_over_10000_cycles)
     }
 
     uct_gaudi_counters_t c1 = counters();
-    EXPECT_EQ(fds, open_fds());
+    EXPECT_EQ(fds, count_fds());
     EXPECT_EQ(c0.alloc_bytes, c1.alloc_bytes);
     EXPECT_EQ(c0.chunk_count, c1.chunk_count);
     EXPECT_EQ(c0.dmabuf_open, c1.dmabuf_open);
@@ -1017,7 +1002,7 @@ TEST_F(gaudi_md, unmap_busy_defers_chunk_release)
     scoped_log log;
 
     alloc_ok(chunk_size(), &m1);
-    p_fault_add("mem_unmap", 1, EBUSY);
+    gaudi_gtest::hlsim_fault_add("mem_unmap", 1, EBUSY);
     EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, m1));
     EXPECT_EQ(c0.deferred_chunks + 1, counters().deferred_chunks);
     EXPECT_EQ(allocs + 1, hlsim_counter(HLSIM_COUNTER_ALLOCS));
@@ -1117,33 +1102,13 @@ TEST_F(gaudi_md, deferred_teardown_child)
 }
 
 
-/* Preload the emulator and give it a node of its own */
-static void setup_emulator(int argc, char **argv)
-{
-    if (dlsym(RTLD_DEFAULT, "hlsim_fault_add") == NULL) {
-        const char *lib = getenv("HLSIM_LIB");
-        setenv("LD_PRELOAD", lib ? lib : GAUDI_MD_HLSIM_LIB, 1);
-        execv("/proc/self/exe", argv);
-        perror("execv");
-        exit(1);
-    }
-    if (getenv("HLSIM_ROOT") == NULL) {
-        char tmpl[] = "/tmp/gaudi_md_test.XXXXXX";
-        setenv("HLSIM_ROOT", mkdtemp(tmpl), 1);
-    }
-    p_fault_add   = (int (*)(const char*, unsigned, int))
-                    dlsym(RTLD_DEFAULT, "hlsim_fault_add");
-    p_fault_clear = (int (*)(void))dlsym(RTLD_DEFAULT, "hlsim_fault_clear");
-    p_counter     = (int64_t (*)(hlsim_counter_t, int))
-                    dlsym(RTLD_DEFAULT, "hlsim_get_counter");
-}
-
 int main(int argc, char **argv)
 {
     if ((argc == 3) && !strcmp(argv[1], "--mmap-probe")) {
         return mmap_probe_main(atoi(argv[2]));
     }
-    setup_emulator(argc, argv);
+    /* preload the emulator, give it a node of its own */
+    gaudi_gtest::hlsim_setup(argv, "gaudi_md_test");
     ::testing::InitGoogleTest(&argc, argv);
     return RUN_ALL_TESTS();
 }

@@ -1,8 +1,8 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * Test support: re-run in a child process, log capture, fd counting,
- * emulator control (see gaudi_unit.h).
+ * Test support: re-run in a child process, log capture (see gaudi_unit.h;
+ * fd counting and emulator control are in test/gtest/common).
  */
 
 #include "gaudi_unit.h"
@@ -10,8 +10,6 @@
 #include <fstream>
 #include <sstream>
 
-#include <dirent.h>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
@@ -72,27 +70,6 @@ static int rm_entry(const char *path, const struct stat *st, int flag,
     return remove(path);
 }
 
-/* LD_PRELOAD with the emulator, unless it is there already */
-static std::string preload_value()
-{
-    const char *cur = getenv("LD_PRELOAD");
-    const char *lib = getenv("HLSIM_LIB");
-    std::string value(cur ? cur : "");
-
-    if (value.find("libhlsim") != std::string::npos) {
-        return value;
-    }
-#ifdef GAUDI_UNIT_HLSIM_LIB
-    if (lib == NULL) {
-        lib = GAUDI_UNIT_HLSIM_LIB;
-    }
-#endif
-    if (lib != NULL) {
-        value = value.empty() ? lib : (std::string(lib) + ":" + value);
-    }
-    return value;
-}
-
 int in_child(const env_t &env)
 {
     const ::testing::TestInfo *info =
@@ -106,7 +83,7 @@ int in_child(const env_t &env)
     pid_t pid;
 
     if (getenv(GAUDI_UNIT_CHILD_ENV) != NULL) {
-        if (dlsym(RTLD_DEFAULT, "hlsim_root") == NULL) {
+        if (!gaudi_gtest::hlsim_loaded()) {
             ADD_FAILURE() << "the hlsim emulator is not preloaded";
             return PARENT_DONE;
         }
@@ -123,7 +100,8 @@ int in_child(const env_t &env)
             vars.push_back(*e);
         }
     }
-    vars.push_back(std::string("LD_PRELOAD=") + preload_value());
+    vars.push_back(std::string("LD_PRELOAD=") +
+                   gaudi_gtest::hlsim_preload(getenv("LD_PRELOAD")));
     vars.push_back(std::string("HLSIM_ROOT=") + root + "/node");
     vars.push_back(GAUDI_UNIT_CHILD_ENV "=1");
     for (auto &kv : env) {
@@ -171,50 +149,6 @@ int in_child(const env_t &env)
     return (passed && (text.str().find("[  SKIPPED ] 1 test") !=
                        std::string::npos)) ? PARENT_SKIPPED : PARENT_DONE;
 }
-
-int count_fds()
-{
-    DIR *dir = opendir("/proc/self/fd");
-    int count = 0;
-
-    if (dir == NULL) {
-        return -1;
-    }
-    while (readdir(dir) != NULL) {
-        ++count;
-    }
-    closedir(dir);
-    return count - 3; /* ".", ".." and the dir's own fd */
-}
-
-template <typename F> static F hlsim_sym(const char *name)
-{
-    void *sym = dlsym(RTLD_DEFAULT, name);
-
-    if (sym == NULL) {
-        ADD_FAILURE() << "emulator symbol " << name << " not found";
-    }
-    return (F)sym;
-}
-
-int hlsim_fault_add(const char *op, unsigned nth, int err)
-{
-    auto f = hlsim_sym<int (*)(const char*, unsigned, int)>("hlsim_fault_add");
-    return f ? f(op, nth, err) : -ENOSYS;
-}
-
-int hlsim_set_device_status(int dev, unsigned status)
-{
-    auto f = hlsim_sym<int (*)(int, unsigned)>("hlsim_set_device_status");
-    return f ? f(dev, status) : -ENOSYS;
-}
-
-int hlsim_reset_device(int dev, unsigned ms)
-{
-    auto f = hlsim_sym<int (*)(int, unsigned)>("hlsim_reset_device");
-    return f ? f(dev, ms) : -ENOSYS;
-}
-
 
 std::vector<log_capture::entry> log_capture::entries;
 
