@@ -54,7 +54,7 @@ uct_gaudi_copy_ep_iface(uct_ep_h tl_ep)
 static UCS_F_ALWAYS_INLINE int
 uct_gaudi_copy_is_dev(uct_gaudi_copy_iface_t *iface, const void *ptr)
 {
-    return uct_gaudi_copy_md_is_device_mem(iface->md, ptr, 1);
+    return uct_gaudi_heap_in_window(iface->md->heap, (uintptr_t)ptr, 1);
 }
 
 /* The remote range must be covered by @a rkey of this device */
@@ -74,11 +74,11 @@ static ucs_status_t uct_gaudi_copy_dev_addr(uct_gaudi_copy_iface_t *iface,
                                             const void *ptr, size_t length,
                                             uint64_t *dma_addr)
 {
-    uct_gaudi_copy_dma_ref_t ref;
+    uct_gaudi_dma_ref_t ref;
     ucs_status_t status;
 
-    status = uct_gaudi_copy_md_dma_resolve(iface->md, ptr, length,
-                                           UCT_MEM_HANDLE_NULL, &ref);
+    status = uct_gaudi_reg_dma_resolve(&iface->md->reg, ptr, length,
+                                       UCT_MEM_HANDLE_NULL, &ref);
     if (status != UCS_OK) {
         return status;
     }
@@ -109,7 +109,7 @@ static ucs_status_t uct_gaudi_copy_sync(uct_gaudi_copy_iface_t *iface,
         return UCS_OK;
     }
 
-    status = uct_gaudi_xfer_fence_wait(&iface->xfer, iface->dma);
+    status = uct_gaudi_iface_fence_wait(&iface->xfer, iface->dma);
     if (status != UCS_OK) {
         return status;
     }
@@ -209,7 +209,7 @@ ssize_t uct_gaudi_copy_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
         goto out;
     }
 
-    status = uct_gaudi_xfer_fence_wait(&iface->xfer, iface->dma);
+    status = uct_gaudi_iface_fence_wait(&iface->xfer, iface->dma);
     if (status != UCS_OK) {
         goto out;
     }
@@ -256,7 +256,7 @@ ucs_status_t uct_gaudi_copy_ep_get_bcopy(uct_ep_h tl_ep,
         goto out;
     }
 
-    status = uct_gaudi_xfer_fence_wait(&iface->xfer, iface->dma);
+    status = uct_gaudi_iface_fence_wait(&iface->xfer, iface->dma);
     if (status != UCS_OK) {
         return status;
     }
@@ -287,7 +287,7 @@ static void uct_gaudi_copy_desc_release(uct_gaudi_copy_desc_t *desc)
     unsigned i;
 
     for (i = 0; i < desc->num_refs; i++) {
-        uct_gaudi_copy_md_dma_release(desc->iface->md, &desc->refs[i]);
+        uct_gaudi_reg_dma_release(&desc->iface->md->reg, &desc->refs[i]);
     }
     ucs_mpool_put(desc);
 }
@@ -321,9 +321,9 @@ uct_gaudi_copy_zcopy_xfers(uct_gaudi_copy_iface_t *iface,
     void *buffer;
 
     /* remote: Gaudi memory (translated) or host memory (registered) */
-    status = uct_gaudi_copy_md_dma_resolve(iface->md, (void*)remote_addr,
-                                           total, UCT_MEM_HANDLE_NULL,
-                                           &desc->refs[desc->num_refs]);
+    status = uct_gaudi_reg_dma_resolve(&iface->md->reg, (void*)remote_addr,
+                                       total, UCT_MEM_HANDLE_NULL,
+                                       &desc->refs[desc->num_refs]);
     if (status != UCS_OK) {
         return status;
     }
@@ -339,8 +339,8 @@ uct_gaudi_copy_zcopy_xfers(uct_gaudi_copy_iface_t *iface,
             }
 
             buffer = UCS_PTR_BYTE_OFFSET(iov[i].buffer, k * iov[i].stride);
-            status = uct_gaudi_copy_md_dma_resolve(
-                    iface->md, buffer, iov[i].length, iov[i].memh,
+            status = uct_gaudi_reg_dma_resolve(
+                    &iface->md->reg, buffer, iov[i].length, iov[i].memh,
                     &desc->refs[desc->num_refs]);
             if (status != UCS_OK) {
                 return status;
@@ -381,7 +381,7 @@ uct_gaudi_copy_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     }
 
     /* keep the order of pending requests; resolve nothing in vain */
-    if (uct_gaudi_xfer_must_queue(&iface->xfer) ||
+    if (uct_gaudi_iface_must_queue(&iface->xfer) ||
         !uct_gaudi_dma_can_submit(iface->dma)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -391,7 +391,7 @@ uct_gaudi_copy_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
         return status;
     }
 
-    status = uct_gaudi_xfer_fence_wait(&iface->xfer, iface->dma);
+    status = uct_gaudi_iface_fence_wait(&iface->xfer, iface->dma);
     if (status != UCS_OK) {
         return status;
     }

@@ -13,11 +13,11 @@
 
 #include "gaudi_copy_iface.h"
 #include "gaudi_copy_md.h"
-#include "gaudi_copy_mem.h"
+#include <uct/gaudi/base/gaudi_mem.h>
 #include "gaudi_copy_ep.h"
 
 #include <uct/gaudi/gaudi_compat.h>
-#include <uct/gaudi/gaudi_device.h>
+#include <uct/gaudi/base/gaudi_device.h>
 #include <ucs/debug/log.h>
 #include <ucs/type/class.h>
 #include <ucs/sys/string.h>
@@ -308,12 +308,12 @@ static unsigned uct_gaudi_copy_iface_progress(uct_iface_h tl_iface)
                                                    uct_gaudi_copy_iface_t);
     unsigned count;
 
-    count = uct_gaudi_xfer_progress(&iface->xfer, iface->dma,
-                                    iface->config.max_poll);
+    count = uct_gaudi_iface_progress(&iface->xfer, iface->dma,
+                                     iface->config.max_poll);
     if (count == 0) {
         /* idle: release device memory a peer's import held back (one
          * counter read when there is none) */
-        uct_gaudi_copy_heap_progress(iface->md->heap);
+        uct_gaudi_heap_progress(iface->md->heap);
     }
     return count;
 }
@@ -325,8 +325,8 @@ static ucs_status_t uct_gaudi_copy_iface_flush(uct_iface_h tl_iface,
     uct_gaudi_copy_iface_t *iface = ucs_derived_of(tl_iface,
                                                    uct_gaudi_copy_iface_t);
 
-    return uct_gaudi_xfer_iface_flush(&iface->xfer, &iface->super, flags,
-                                      comp);
+    return uct_gaudi_iface_iface_flush(&iface->xfer, &iface->super, flags,
+                                       comp);
 }
 
 ucs_status_t uct_gaudi_copy_ep_flush(uct_ep_h tl_ep, unsigned flags,
@@ -337,8 +337,8 @@ ucs_status_t uct_gaudi_copy_ep_flush(uct_ep_h tl_ep, unsigned flags,
     uct_gaudi_copy_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                                    uct_gaudi_copy_iface_t);
 
-    return uct_gaudi_xfer_ep_flush(&iface->xfer, &iface->super, &ep->super,
-                                   &ep->num_pending, flags, comp);
+    return uct_gaudi_iface_ep_flush(&iface->xfer, &iface->super, &ep->super,
+                                    &ep->num_pending, flags, comp);
 }
 
 static ucs_status_t uct_gaudi_copy_iface_fence(uct_iface_h tl_iface,
@@ -347,7 +347,7 @@ static ucs_status_t uct_gaudi_copy_iface_fence(uct_iface_h tl_iface,
     uct_gaudi_copy_iface_t *iface = ucs_derived_of(tl_iface,
                                                    uct_gaudi_copy_iface_t);
 
-    uct_gaudi_xfer_fence(&iface->xfer, iface->dma, &iface->super);
+    uct_gaudi_iface_fence(&iface->xfer, iface->dma, &iface->super);
     return UCS_OK;
 }
 
@@ -366,8 +366,8 @@ ucs_status_t uct_gaudi_copy_ep_pending_add(uct_ep_h tl_ep,
     uct_gaudi_copy_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                                    uct_gaudi_copy_iface_t);
 
-    return uct_gaudi_xfer_pending_add(&iface->xfer, iface->dma, &ep->super,
-                                      req, &ep->num_pending);
+    return uct_gaudi_iface_pending_add(&iface->xfer, iface->dma, &ep->super,
+                                       req, &ep->num_pending);
 }
 
 void uct_gaudi_copy_ep_pending_purge(uct_ep_h tl_ep,
@@ -379,7 +379,7 @@ void uct_gaudi_copy_ep_pending_purge(uct_ep_h tl_ep,
     uct_gaudi_copy_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                                    uct_gaudi_copy_iface_t);
 
-    uct_gaudi_xfer_pending_purge(&iface->xfer, &ep->num_pending, cb, arg);
+    uct_gaudi_iface_pending_purge(&iface->xfer, &ep->num_pending, cb, arg);
 }
 
 
@@ -523,7 +523,7 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_copy_iface_t, uct_md_h md,
     self->ctx       = gmd->ctx;
     self->md        = gmd;
     self->dma       = NULL;
-    uct_gaudi_xfer_init(&self->xfer);
+    uct_gaudi_iface_init(&self->xfer);
 
     if (uct_gaudi_dma_check(self->ctx, &reason) != UCS_OK) {
         ucs_error("gaudi %s: cannot open %s: %s", self->ctx->info->name,
@@ -561,7 +561,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_gaudi_copy_iface_t)
     uct_base_iface_progress_disable(&self->super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
 
-    uct_gaudi_xfer_cleanup(&self->xfer, self->dma);
+    uct_gaudi_iface_cleanup(&self->xfer, self->dma);
     uct_gaudi_dma_destroy(self->dma);
     ucs_mpool_cleanup(&self->desc_mp, 1);
 }

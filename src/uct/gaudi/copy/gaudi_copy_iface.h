@@ -17,7 +17,7 @@
 #include <uct/base/uct_iface.h>
 #include <uct/gaudi/base/gaudi_base.h>
 #include <uct/gaudi/base/gaudi_dma.h>
-#include <uct/gaudi/gaudi_xfer.h>
+#include <uct/gaudi/base/gaudi_iface.h>
 
 /* iov entries of one zcopy (each may be split further by the engine) */
 #define UCT_GAUDI_COPY_MAX_IOV 16
@@ -55,7 +55,7 @@ typedef struct uct_gaudi_copy_desc {
     struct uct_gaudi_copy_iface *iface;
     uct_completion_t            *comp;
     unsigned                    num_refs;
-    uct_gaudi_copy_dma_ref_t    refs[UCT_GAUDI_COPY_MAX_IOV + 1];
+    uct_gaudi_dma_ref_t    refs[UCT_GAUDI_COPY_MAX_IOV + 1];
 } uct_gaudi_copy_desc_t;
 
 
@@ -66,7 +66,7 @@ typedef struct uct_gaudi_copy_iface {
     uct_gaudi_copy_md_t         *md;
     uct_gaudi_dma_t             *dma;
     ucs_mpool_t                 desc_mp;
-    uct_gaudi_xfer_t            xfer;       /* async copies */
+    uct_gaudi_iface_t            xfer;       /* async copies */
     struct {
         double                  bw[UCT_GAUDI_COPY_DIR_LAST]; /* bytes/s */
         double                  latency;    /* seconds */

@@ -60,9 +60,7 @@ void uct_gaudi_ipc_ep_zcopy_done(void *arg, ucs_status_t status)
         status = UCS_ERR_CONNECTION_RESET;
     }
 
-    uct_gaudi_copy_md_dma_release(ucs_derived_of(iface->copy_md,
-                                                 uct_gaudi_copy_md_t),
-                                  &desc->local);
+    uct_gaudi_reg_dma_release(&iface->reg, &desc->local);
     uct_gaudi_ipc_cache_put(&iface->cache, region);
     ++iface->xfer.delivered;
 
@@ -96,8 +94,6 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
 {
     uct_gaudi_ipc_iface_t *iface    = ucs_derived_of(tl_ep->iface,
                                                      uct_gaudi_ipc_iface_t);
-    uct_gaudi_copy_md_t *copy_md    = ucs_derived_of(iface->copy_md,
-                                                     uct_gaudi_copy_md_t);
     const uct_gaudi_ipc_rkey_t *key = (const uct_gaudi_ipc_rkey_t*)rkey;
     const char *name                = is_put ? "put_zcopy" : "get_zcopy";
     uct_gaudi_ipc_region_t *region;
@@ -126,12 +122,12 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
         return status;
     }
 
-    status = uct_gaudi_xfer_fence_wait(&iface->xfer, iface->dma);
+    status = uct_gaudi_iface_fence_wait(&iface->xfer, iface->dma);
     if (status != UCS_OK) {
         return status;
     }
 
-    if (uct_gaudi_xfer_must_queue(&iface->xfer) ||
+    if (uct_gaudi_iface_must_queue(&iface->xfer) ||
         !uct_gaudi_dma_can_submit(iface->dma)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -149,7 +145,7 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
 
     /* the local buffer: our device memory, or host memory mapped through
      * the copy MD's registration cache */
-    status = uct_gaudi_copy_md_dma_resolve(copy_md, iov->buffer, length,
+    status = uct_gaudi_reg_dma_resolve(&iface->reg, iov->buffer, length,
                                            NULL, &desc->local);
     if (status != UCS_OK) {
         goto err_desc;
@@ -174,7 +170,7 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
         if (status == UCS_OK) {
             status = UCS_ERR_IO_ERROR; /* cannot happen: length > 0 */
         }
-        uct_gaudi_copy_md_dma_release(copy_md, &desc->local);
+        uct_gaudi_reg_dma_release(&iface->reg, &desc->local);
         goto err_desc;
     }
 
@@ -245,11 +241,11 @@ uct_gaudi_ipc_ep_sync_begin(uct_gaudi_ipc_iface_t *iface,
     }
 
     /* queued requests go first */
-    if (uct_gaudi_xfer_must_queue(&iface->xfer)) {
+    if (uct_gaudi_iface_must_queue(&iface->xfer)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
-    status = uct_gaudi_xfer_fence_wait(&iface->xfer, iface->dma);
+    status = uct_gaudi_iface_fence_wait(&iface->xfer, iface->dma);
     if (status != UCS_OK) {
         return status;
     }
@@ -287,19 +283,18 @@ uct_gaudi_ipc_ep_sync_copy(uct_gaudi_ipc_iface_t *iface, void *local,
                            uint64_t remote, size_t length, int is_put,
                            const char *name)
 {
-    uct_gaudi_copy_md_t *copy_md = ucs_derived_of(iface->copy_md,
-                                                  uct_gaudi_copy_md_t);
-    uct_gaudi_copy_dma_ref_t ref;
+    uct_gaudi_dma_ref_t ref;
     uct_gaudi_dma_xfer_t xfer;
     ucs_status_t status;
 
-    if (!uct_gaudi_copy_md_is_device_mem(copy_md, local, length)) {
+    if (!uct_gaudi_heap_in_window(iface->reg.heap, (uintptr_t)local,
+                                  length)) {
         /* host memory: staged through the engine's mapped bounce buffer */
         return uct_gaudi_dma_short(iface->dma, is_put, local, remote, length,
                                    name);
     }
 
-    status = uct_gaudi_copy_md_dma_resolve(copy_md, local, length, NULL,
+    status = uct_gaudi_reg_dma_resolve(&iface->reg, local, length, NULL,
                                            &ref);
     if (status != UCS_OK) {
         return status;
@@ -308,7 +303,7 @@ uct_gaudi_ipc_ep_sync_copy(uct_gaudi_ipc_iface_t *iface, void *local,
     xfer.dst    = is_put ? remote : ref.dma_addr;
     xfer.length = length;
     status      = uct_gaudi_dma_copy(iface->dma, &xfer, 1, name);
-    uct_gaudi_copy_md_dma_release(copy_md, &ref);
+    uct_gaudi_reg_dma_release(&iface->reg, &ref);
     return status;
 }
 

@@ -10,7 +10,7 @@
 #include "gaudi_ipc_ep.h"
 #include "gaudi_ipc_md.h"
 
-#include <uct/gaudi/gaudi_device.h>
+#include <uct/gaudi/base/gaudi_device.h>
 #include <ucs/debug/log.h>
 #include <inttypes.h>
 #include <ucs/sys/sys.h>
@@ -24,6 +24,12 @@ static ucs_config_field_t uct_gaudi_ipc_iface_config_table[] = {
     {"", "", NULL,
      ucs_offsetof(uct_gaudi_ipc_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
+
+    /* local host buffers of zcopy are mapped into the device MMU, cached
+     * for the life of the interface */
+    {"", "", NULL,
+     ucs_offsetof(uct_gaudi_ipc_iface_config_t, reg),
+     UCS_CONFIG_TYPE_TABLE(uct_gaudi_reg_config_table)},
 
     {"CACHE_MAX_REGIONS", "256",
      "Most peer buffers kept imported (op 99 mappings) per interface; the\n"
@@ -197,7 +203,7 @@ static unsigned uct_gaudi_ipc_iface_progress(uct_iface_h tl_iface)
         return 0;
     }
 
-    count = uct_gaudi_xfer_progress(&iface->xfer, iface->dma,
+    count = uct_gaudi_iface_progress(&iface->xfer, iface->dma,
                                     iface->config.max_poll);
     if (count == 0) {
         /* idle: now and then unmap the buffers of exited exporters */
@@ -218,7 +224,7 @@ static ucs_status_t uct_gaudi_ipc_iface_flush(uct_iface_h tl_iface,
     uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_iface,
                                                   uct_gaudi_ipc_iface_t);
 
-    return uct_gaudi_xfer_iface_flush(&iface->xfer, &iface->super, flags,
+    return uct_gaudi_iface_iface_flush(&iface->xfer, &iface->super, flags,
                                       comp);
 }
 
@@ -229,7 +235,7 @@ ucs_status_t uct_gaudi_ipc_ep_flush(uct_ep_h tl_ep, unsigned flags,
     uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                                   uct_gaudi_ipc_iface_t);
 
-    return uct_gaudi_xfer_ep_flush(&iface->xfer, &iface->super, &ep->super,
+    return uct_gaudi_iface_ep_flush(&iface->xfer, &iface->super, &ep->super,
                                    &ep->num_pending, flags, comp);
 }
 
@@ -239,7 +245,7 @@ static ucs_status_t uct_gaudi_ipc_iface_fence(uct_iface_h tl_iface,
     uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_iface,
                                                   uct_gaudi_ipc_iface_t);
 
-    uct_gaudi_xfer_fence(&iface->xfer, iface->dma, &iface->super);
+    uct_gaudi_iface_fence(&iface->xfer, iface->dma, &iface->super);
     return UCS_OK;
 }
 
@@ -257,7 +263,7 @@ ucs_status_t uct_gaudi_ipc_ep_pending_add(uct_ep_h tl_ep,
     uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                                   uct_gaudi_ipc_iface_t);
 
-    return uct_gaudi_xfer_pending_add(&iface->xfer, iface->dma, &ep->super,
+    return uct_gaudi_iface_pending_add(&iface->xfer, iface->dma, &ep->super,
                                       req, &ep->num_pending);
 }
 
@@ -269,7 +275,7 @@ void uct_gaudi_ipc_ep_pending_purge(uct_ep_h tl_ep,
     uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                                   uct_gaudi_ipc_iface_t);
 
-    uct_gaudi_xfer_pending_purge(&iface->xfer, &ep->num_pending, cb, arg);
+    uct_gaudi_iface_pending_purge(&iface->xfer, &ep->num_pending, cb, arg);
 }
 
 
@@ -356,26 +362,6 @@ out:
     }
 }
 
-/* A private gaudi_copy MD: turns local buffers (device, or host through
- * its registration cache) into DMA addresses, per the copy MD contract */
-static ucs_status_t uct_gaudi_ipc_iface_open_copy_md(uct_md_h *md_p)
-{
-    uct_md_config_t *md_config;
-    ucs_status_t status;
-
-    status = uct_md_config_read(&uct_gaudi_copy_component, NULL, NULL,
-                                &md_config);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    status = uct_gaudi_copy_component.md_open(&uct_gaudi_copy_component,
-                                              UCT_GAUDI_COPY_COMPONENT_NAME,
-                                              md_config, md_p);
-    uct_config_release(md_config);
-    return status;
-}
-
 static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
                            uct_worker_h worker,
                            const uct_iface_params_t *params,
@@ -394,11 +380,10 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
 
     /* UCS classes are not zeroed */
     self->ctx        = ucs_derived_of(md, uct_gaudi_ipc_md_t)->ctx;
-    self->copy_md    = NULL;
     self->dma        = NULL;
     self->pidns      = uct_gaudi_ipc_pidns();
     self->next_check = 0;
-    uct_gaudi_xfer_init(&self->xfer);
+    uct_gaudi_iface_init(&self->xfer);
 
     self->config.bw         = config->bw;
     self->config.latency    = config->latency;
@@ -423,7 +408,11 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
         return UCS_OK;
     }
 
-    status = uct_gaudi_ipc_iface_open_copy_md(&self->copy_md);
+    status = uct_gaudi_reg_init(&self->reg,
+                                ucs_derived_of(md, uct_gaudi_ipc_md_t)->heap,
+                                &config->reg, UCT_GAUDI_IPC_TL_NAME,
+                                "GAUDI_IPC_",
+                                UCS_STATS_RVAL(self->super.stats));
     if (status != UCS_OK) {
         goto err_mpool;
     }
@@ -431,13 +420,13 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
     uct_gaudi_dma_params_default(self->ctx, &dma_params);
     status = uct_gaudi_dma_create(self->ctx, &dma_params, &self->dma);
     if (status != UCS_OK) {
-        goto err_md;
+        goto err_reg;
     }
 
     return UCS_OK;
 
-err_md:
-    self->copy_md->ops->close(self->copy_md);
+err_reg:
+    uct_gaudi_reg_cleanup(&self->reg);
 err_mpool:
     ucs_mpool_cleanup(&self->desc_mp, 1);
     return status;
@@ -448,15 +437,13 @@ static UCS_CLASS_CLEANUP_FUNC(uct_gaudi_ipc_iface_t)
     uct_base_iface_progress_disable(&self->super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
 
-    uct_gaudi_xfer_cleanup(&self->xfer, self->dma);
+    uct_gaudi_iface_cleanup(&self->xfer, self->dma);
     if (self->dma != NULL) {
         uct_gaudi_dma_destroy(self->dma);
+        uct_gaudi_reg_cleanup(&self->reg);
     }
 
     uct_gaudi_ipc_cache_cleanup(&self->cache);
-    if (self->copy_md != NULL) {
-        self->copy_md->ops->close(self->copy_md);
-    }
     ucs_mpool_cleanup(&self->desc_mp, 1);
 }
 

@@ -19,8 +19,8 @@
 #include <uct/base/uct_iface.h>
 #include <uct/gaudi/base/gaudi_base.h>
 #include <uct/gaudi/base/gaudi_dma.h>
-#include <uct/gaudi/copy/gaudi_copy_md.h>
-#include <uct/gaudi/gaudi_xfer.h>
+#include <uct/gaudi/base/gaudi_reg.h>
+#include <uct/gaudi/base/gaudi_iface.h>
 
 
 /* Device address: the node (boot id) */
@@ -37,6 +37,7 @@ typedef struct UCS_S_PACKED uct_gaudi_ipc_iface_addr {
 
 typedef struct uct_gaudi_ipc_iface_config {
     uct_iface_config_t        super;
+    uct_gaudi_reg_config_t    reg;               /* RCACHE* */
     unsigned                  cache_max_regions; /* CACHE_MAX_REGIONS */
     size_t                    cache_max_size;    /* CACHE_MAX_SIZE */
     uct_gaudi_ipc_fd_method_t fd_method;         /* FD_METHOD */
@@ -53,7 +54,7 @@ typedef struct uct_gaudi_ipc_desc {
     struct uct_gaudi_ipc_iface *iface;
     uct_completion_t           *comp;
     uct_gaudi_ipc_region_t     *region;
-    uct_gaudi_copy_dma_ref_t   local;
+    uct_gaudi_dma_ref_t   local;
     const char                 *name;
     size_t                     length;
 } uct_gaudi_ipc_desc_t;
@@ -62,15 +63,14 @@ typedef struct uct_gaudi_ipc_desc {
 typedef struct uct_gaudi_ipc_iface {
     uct_base_iface_t      super;
     uct_gaudi_ctx_t       *ctx;
-    uct_md_h              copy_md;   /* private gaudi_copy MD: local
-                                        buffers -> DMA addresses */
+    uct_gaudi_reg_t       reg;       /* local buffers -> DMA addresses */
     uct_gaudi_dma_t       *dma;      /* NULL when import is unsupported */
     int                   import_ok; /* op 99 available on our device */
     const char            *reason;   /* why not, for the log */
     uint64_t              pidns;
     uct_gaudi_ipc_cache_t cache;
     ucs_mpool_t           desc_mp;
-    uct_gaudi_xfer_t      xfer;      /* async copies */
+    uct_gaudi_iface_t      xfer;      /* async copies */
     ucs_time_t            next_check; /* next sweep of exited peers */
     struct {
         double            bw;

@@ -1,21 +1,21 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * The plugin's public C API (api/uct_gaudi.h), over the gaudi_copy heap.
+ * The plugin's public C API (api/uct_gaudi.h), over the memory layer.
  */
 
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
 #endif
 
-#include "gaudi_copy_mem.h"
+#include "gaudi_mem.h"
+#include "gaudi_device.h"
+#include "gaudi_dma.h"
 
-#include <uct/gaudi/base/gaudi_dma.h>
 #include <ucm/event/event.h>
 
 #include <uct/gaudi/api/uct_gaudi.h>
 #include <uct/gaudi/gaudi_compat.h>
-#include <uct/gaudi/gaudi_device.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
@@ -27,7 +27,7 @@
 
 
 static pthread_mutex_t uct_gaudi_api_lock = PTHREAD_MUTEX_INITIALIZER;
-static uct_gaudi_copy_heap_t *uct_gaudi_api_heap = NULL;
+static uct_gaudi_heap_t *uct_gaudi_api_heap = NULL;
 
 /* The API's own DMA engine; its lock serializes the synchronous copies */
 static pthread_mutex_t uct_gaudi_api_dma_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -35,7 +35,7 @@ static uct_gaudi_dma_t *uct_gaudi_api_dma     = NULL;
 
 
 /* The heap, with a reference kept for the life of the process */
-static ucs_status_t uct_gaudi_api_heap_get(uct_gaudi_copy_heap_t **heap_p)
+static ucs_status_t uct_gaudi_api_heap_get(uct_gaudi_heap_t **heap_p)
 {
     uct_gaudi_ctx_t *ctx;
     ucs_status_t status = UCS_OK;
@@ -44,7 +44,7 @@ static ucs_status_t uct_gaudi_api_heap_get(uct_gaudi_copy_heap_t **heap_p)
     if (uct_gaudi_api_heap == NULL) {
         status = uct_gaudi_device_get(&ctx);
         if (status == UCS_OK) {
-            status = uct_gaudi_copy_heap_get(ctx, &uct_gaudi_api_heap);
+            status = uct_gaudi_heap_get(ctx, &uct_gaudi_api_heap);
         }
     }
     *heap_p = uct_gaudi_api_heap;
@@ -59,8 +59,8 @@ ucs_memory_type_t uct_gaudi_memory_type(void)
 
 ucs_status_t uct_gaudi_mem_alloc(size_t length, void **ptr_p)
 {
-    uct_gaudi_copy_heap_t *heap;
-    uct_gaudi_copy_buf_t *buf;
+    uct_gaudi_heap_t *heap;
+    uct_gaudi_buf_t *buf;
     ucs_status_t status;
 
     if (ptr_p == NULL) {
@@ -73,7 +73,7 @@ ucs_status_t uct_gaudi_mem_alloc(size_t length, void **ptr_p)
         return status;
     }
 
-    status = uct_gaudi_copy_heap_alloc(heap, &length, &buf);
+    status = uct_gaudi_heap_alloc(heap, &length, &buf);
     if (status != UCS_OK) {
         return status;
     }
@@ -89,15 +89,15 @@ ucs_status_t uct_gaudi_mem_alloc(size_t length, void **ptr_p)
  * dma-buf is still exported (facts 3.3). Called without the heap lock,
  * because the handlers deregister through the MDs.
  */
-static void uct_gaudi_api_dispatch_free(uct_gaudi_copy_heap_t *heap,
+static void uct_gaudi_api_dispatch_free(uct_gaudi_heap_t *heap,
                                         void *ptr)
 {
-    uct_gaudi_copy_buf_t *buf;
+    uct_gaudi_buf_t *buf;
     ucm_event_t event;
     size_t length;
 
     pthread_mutex_lock(&heap->lock);
-    buf    = uct_gaudi_copy_heap_buf_at(heap, (uintptr_t)ptr);
+    buf    = uct_gaudi_heap_buf_at(heap, (uintptr_t)ptr);
     length = (buf != NULL) ? buf->size : 0;
     pthread_mutex_unlock(&heap->lock);
 
@@ -113,16 +113,16 @@ static void uct_gaudi_api_dispatch_free(uct_gaudi_copy_heap_t *heap,
 
 ucs_status_t uct_gaudi_mem_free(void *ptr)
 {
-    uct_gaudi_copy_heap_t *heap = uct_gaudi_copy_heap_peek();
-    uct_gaudi_copy_buf_t *buf   = NULL;
+    uct_gaudi_heap_t *heap = uct_gaudi_heap_peek();
+    uct_gaudi_buf_t *buf   = NULL;
     ucs_status_t status;
 
     if (heap != NULL) {
         uct_gaudi_api_dispatch_free(heap, ptr);
         pthread_mutex_lock(&heap->lock);
-        buf = uct_gaudi_copy_heap_buf_at(heap, (uintptr_t)ptr);
+        buf = uct_gaudi_heap_buf_at(heap, (uintptr_t)ptr);
         if (buf != NULL) {
-            status = uct_gaudi_copy_heap_free(heap, buf);
+            status = uct_gaudi_heap_free(heap, buf);
         }
         pthread_mutex_unlock(&heap->lock);
     }
@@ -139,7 +139,7 @@ ucs_status_t uct_gaudi_mem_free(void *ptr)
 ucs_status_t uct_gaudi_dmabuf_get(const void *ptr, size_t length, int *fd_p,
                                   uint64_t *offset_p)
 {
-    uct_gaudi_copy_heap_t *heap = uct_gaudi_copy_heap_peek();
+    uct_gaudi_heap_t *heap = uct_gaudi_heap_peek();
 
     if ((fd_p == NULL) || (offset_p == NULL)) {
         ucs_error("uct_gaudi_dmabuf_get: NULL output pointer");
@@ -151,13 +151,13 @@ ucs_status_t uct_gaudi_dmabuf_get(const void *ptr, size_t length, int *fd_p,
         return UCS_ERR_INVALID_ADDR;
     }
 
-    return uct_gaudi_copy_heap_dmabuf(heap, (uintptr_t)ptr, length, fd_p,
-                                      offset_p);
+    return uct_gaudi_heap_dmabuf(heap, (uintptr_t)ptr, length, fd_p,
+                                 offset_p);
 }
 
 ucs_status_t uct_gaudi_counters_get(uct_gaudi_counters_t *counters)
 {
-    uct_gaudi_copy_heap_t *heap = uct_gaudi_copy_heap_peek();
+    uct_gaudi_heap_t *heap = uct_gaudi_heap_peek();
 
     if (counters == NULL) {
         return UCS_ERR_INVALID_PARAM;
@@ -173,7 +173,7 @@ ucs_status_t uct_gaudi_counters_get(uct_gaudi_counters_t *counters)
 
 
 /* The API's DMA engine, created at the first copy; call with dma_lock held */
-static ucs_status_t uct_gaudi_api_dma_get(uct_gaudi_copy_heap_t *heap,
+static ucs_status_t uct_gaudi_api_dma_get(uct_gaudi_heap_t *heap,
                                           uct_gaudi_dma_t **dma_p)
 {
     uct_gaudi_dma_params_t params;
@@ -204,27 +204,27 @@ static ucs_status_t uct_gaudi_api_dma_get(uct_gaudi_copy_heap_t *heap,
  * A range that is only partly in the device window is an error: the CPU
  * must never touch its device part.
  */
-static ucs_status_t uct_gaudi_api_classify(uct_gaudi_copy_heap_t *heap,
+static ucs_status_t uct_gaudi_api_classify(uct_gaudi_heap_t *heap,
                                            const void *ptr, size_t length,
                                            const char *op, int *is_dev_p,
                                            uint64_t *dma_addr_p)
 {
-    uct_gaudi_copy_dev_range_t range;
+    uct_gaudi_dev_range_t range;
     ucs_status_t status;
 
-    if (!uct_gaudi_copy_heap_touches_window(heap, (uintptr_t)ptr, length)) {
+    if (!uct_gaudi_heap_touches_window(heap, (uintptr_t)ptr, length)) {
         *is_dev_p = 0;
         return UCS_OK;
     }
 
-    if (!uct_gaudi_copy_heap_in_window(heap, (uintptr_t)ptr, length)) {
+    if (!uct_gaudi_heap_in_window(heap, (uintptr_t)ptr, length)) {
         ucs_error("%s: range %p..+%zu is partly Gaudi memory", op, ptr,
                   length);
         return UCS_ERR_INVALID_ADDR;
     }
 
-    status = uct_gaudi_copy_heap_resolve(heap, (uintptr_t)ptr, length,
-                                         &range);
+    status = uct_gaudi_heap_resolve(heap, (uintptr_t)ptr, length,
+                                    &range);
     if (status != UCS_OK) {
         ucs_error("%s: %p..+%zu is not inside one Gaudi allocation", op, ptr,
                   length);
@@ -236,7 +236,7 @@ static ucs_status_t uct_gaudi_api_classify(uct_gaudi_copy_heap_t *heap,
     return UCS_OK;
 }
 
-static ucs_status_t uct_gaudi_api_copy(uct_gaudi_copy_heap_t *heap,
+static ucs_status_t uct_gaudi_api_copy(uct_gaudi_heap_t *heap,
                                        void *dst, int dst_dev,
                                        uint64_t dst_dma, const void *src,
                                        int src_dev, uint64_t src_dma,
@@ -275,7 +275,7 @@ out:
 ucs_status_t uct_gaudi_memcpy(void *dst, const void *src, size_t length)
 {
     uint64_t dst_dma = 0, src_dma = 0;
-    uct_gaudi_copy_heap_t *heap;
+    uct_gaudi_heap_t *heap;
     int dst_dev, src_dev;
     ucs_status_t status;
 
@@ -317,7 +317,7 @@ ucs_status_t uct_gaudi_memcpy(void *dst, const void *src, size_t length)
 
 ucs_status_t uct_gaudi_memset(void *ptr, int value, size_t length)
 {
-    uct_gaudi_copy_heap_t *heap;
+    uct_gaudi_heap_t *heap;
     size_t chunk, offset;
     ucs_status_t status;
     uint64_t dma_addr;

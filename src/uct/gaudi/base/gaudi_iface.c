@@ -6,12 +6,12 @@
 #  include "config.h"
 #endif
 
-#include "gaudi_xfer.h"
+#include "gaudi_iface.h"
 
 #include <limits.h>
 
 
-void uct_gaudi_xfer_init(uct_gaudi_xfer_t *xfer)
+void uct_gaudi_iface_init(uct_gaudi_iface_t *xfer)
 {
     xfer->submitted   = 0;
     xfer->delivered   = 0;
@@ -22,9 +22,9 @@ void uct_gaudi_xfer_init(uct_gaudi_xfer_t *xfer)
     ucs_queue_head_init(&xfer->flushes);
 }
 
-void uct_gaudi_xfer_cleanup(uct_gaudi_xfer_t *xfer, uct_gaudi_dma_t *dma)
+void uct_gaudi_iface_cleanup(uct_gaudi_iface_t *xfer, uct_gaudi_dma_t *dma)
 {
-    uct_gaudi_xfer_flush_t *flush;
+    uct_gaudi_iface_flush_t *flush;
 
     if ((dma != NULL) && (uct_gaudi_dma_quiesce(dma) == UCS_OK)) {
         xfer->closing = 1;
@@ -35,18 +35,18 @@ void uct_gaudi_xfer_cleanup(uct_gaudi_xfer_t *xfer, uct_gaudi_dma_t *dma)
 
     while (!ucs_queue_is_empty(&xfer->flushes)) {
         flush = ucs_queue_pull_elem_non_empty(&xfer->flushes,
-                                              uct_gaudi_xfer_flush_t, queue);
+                                              uct_gaudi_iface_flush_t, queue);
         ucs_free(flush);
     }
 }
 
-static void uct_gaudi_xfer_flushes_progress(uct_gaudi_xfer_t *xfer)
+static void uct_gaudi_iface_flushes_progress(uct_gaudi_iface_t *xfer)
 {
-    uct_gaudi_xfer_flush_t *flush;
+    uct_gaudi_iface_flush_t *flush;
 
     while (!ucs_queue_is_empty(&xfer->flushes)) {
         flush = ucs_queue_head_elem_non_empty(&xfer->flushes,
-                                              uct_gaudi_xfer_flush_t, queue);
+                                              uct_gaudi_iface_flush_t, queue);
         if (flush->target > xfer->delivered) {
             break;
         }
@@ -58,17 +58,17 @@ static void uct_gaudi_xfer_flushes_progress(uct_gaudi_xfer_t *xfer)
 
 /* Run pending requests while the ring has room; one that cannot post
  * goes back to the head of the queue */
-static void uct_gaudi_xfer_pending_progress(uct_gaudi_xfer_t *xfer,
-                                            uct_gaudi_dma_t *dma)
+static void uct_gaudi_iface_pending_progress(uct_gaudi_iface_t *xfer,
+                                             uct_gaudi_dma_t *dma)
 {
-    uct_gaudi_xfer_pending_priv_t *priv;
+    uct_gaudi_iface_pending_priv_t *priv;
     uct_pending_req_t *req;
     ucs_status_t status;
 
     while (!ucs_queue_is_empty(&xfer->pending) &&
            uct_gaudi_dma_can_submit(dma)) {
         priv = ucs_queue_pull_elem_non_empty(&xfer->pending,
-                                             uct_gaudi_xfer_pending_priv_t,
+                                             uct_gaudi_iface_pending_priv_t,
                                              queue_elem);
         req  = ucs_container_of(priv, uct_pending_req_t, priv);
         --(*priv->num_pending);
@@ -83,18 +83,18 @@ static void uct_gaudi_xfer_pending_progress(uct_gaudi_xfer_t *xfer,
     }
 }
 
-unsigned uct_gaudi_xfer_progress(uct_gaudi_xfer_t *xfer, uct_gaudi_dma_t *dma,
-                                 unsigned max_poll)
+unsigned uct_gaudi_iface_progress(uct_gaudi_iface_t *xfer, uct_gaudi_dma_t *dma,
+                                  unsigned max_poll)
 {
     unsigned count;
 
     count = uct_gaudi_dma_progress(dma, max_poll);
     if (count > 0) {
-        uct_gaudi_xfer_flushes_progress(xfer);
+        uct_gaudi_iface_flushes_progress(xfer);
     }
 
     if (!ucs_queue_is_empty(&xfer->pending)) {
-        uct_gaudi_xfer_pending_progress(xfer, dma);
+        uct_gaudi_iface_pending_progress(xfer, dma);
     }
 
     return count;
@@ -102,11 +102,11 @@ unsigned uct_gaudi_xfer_progress(uct_gaudi_xfer_t *xfer, uct_gaudi_dma_t *dma,
 
 /* UCS_OK when all is delivered, else UCS_INPROGRESS with @a comp (if any)
  * called once the copies submitted so far are */
-static ucs_status_t uct_gaudi_xfer_flush(uct_gaudi_xfer_t *xfer,
-                                         uct_base_iface_t *iface,
-                                         uct_completion_t *comp)
+static ucs_status_t uct_gaudi_iface_flush(uct_gaudi_iface_t *xfer,
+                                          uct_base_iface_t *iface,
+                                          uct_completion_t *comp)
 {
-    uct_gaudi_xfer_flush_t *flush;
+    uct_gaudi_iface_flush_t *flush;
 
     if (xfer->delivered == xfer->submitted) {
         UCT_TL_IFACE_STAT_FLUSH(iface);
@@ -127,29 +127,29 @@ static ucs_status_t uct_gaudi_xfer_flush(uct_gaudi_xfer_t *xfer,
     return UCS_INPROGRESS;
 }
 
-ucs_status_t uct_gaudi_xfer_iface_flush(uct_gaudi_xfer_t *xfer,
-                                        uct_base_iface_t *iface,
-                                        unsigned flags,
-                                        uct_completion_t *comp)
+ucs_status_t uct_gaudi_iface_iface_flush(uct_gaudi_iface_t *xfer,
+                                         uct_base_iface_t *iface,
+                                         unsigned flags,
+                                         uct_completion_t *comp)
 {
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
         return UCS_ERR_UNSUPPORTED;
     }
 
-    return uct_gaudi_xfer_flush(xfer, iface, comp);
+    return uct_gaudi_iface_flush(xfer, iface, comp);
 }
 
-ucs_status_t uct_gaudi_xfer_ep_flush(uct_gaudi_xfer_t *xfer,
-                                     uct_base_iface_t *iface,
-                                     uct_base_ep_t *ep,
-                                     unsigned *num_pending, unsigned flags,
-                                     uct_completion_t *comp)
+ucs_status_t uct_gaudi_iface_ep_flush(uct_gaudi_iface_t *xfer,
+                                      uct_base_iface_t *iface,
+                                      uct_base_ep_t *ep,
+                                      unsigned *num_pending, unsigned flags,
+                                      uct_completion_t *comp)
 {
     ucs_status_t status;
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
         /* drop the pending requests, then flush what is posted */
-        uct_gaudi_xfer_pending_purge(xfer, num_pending, NULL, NULL);
+        uct_gaudi_iface_pending_purge(xfer, num_pending, NULL, NULL);
     }
 
     /* pending requests are not posted yet: flush after they are */
@@ -157,7 +157,7 @@ ucs_status_t uct_gaudi_xfer_ep_flush(uct_gaudi_xfer_t *xfer,
         return UCS_ERR_NO_RESOURCE;
     }
 
-    status = uct_gaudi_xfer_flush(xfer, iface, comp);
+    status = uct_gaudi_iface_flush(xfer, iface, comp);
     if (status == UCS_OK) {
         UCT_TL_EP_STAT_FLUSH(ep);
     } else if (status == UCS_INPROGRESS) {
@@ -166,8 +166,8 @@ ucs_status_t uct_gaudi_xfer_ep_flush(uct_gaudi_xfer_t *xfer,
     return status;
 }
 
-void uct_gaudi_xfer_fence(uct_gaudi_xfer_t *xfer, uct_gaudi_dma_t *dma,
-                          uct_base_iface_t *iface)
+void uct_gaudi_iface_fence(uct_gaudi_iface_t *xfer, uct_gaudi_dma_t *dma,
+                           uct_base_iface_t *iface)
 {
     /* the pieces of one copy run on several queues and copies complete
      * out of order: the next copy waits until everything before is done */
@@ -175,14 +175,14 @@ void uct_gaudi_xfer_fence(uct_gaudi_xfer_t *xfer, uct_gaudi_dma_t *dma,
     UCT_TL_IFACE_STAT_FENCE(iface);
 }
 
-ucs_status_t uct_gaudi_xfer_pending_add(uct_gaudi_xfer_t *xfer,
-                                        uct_gaudi_dma_t *dma,
-                                        uct_base_ep_t *ep,
-                                        uct_pending_req_t *req,
-                                        unsigned *num_pending)
+ucs_status_t uct_gaudi_iface_pending_add(uct_gaudi_iface_t *xfer,
+                                         uct_gaudi_dma_t *dma,
+                                         uct_base_ep_t *ep,
+                                         uct_pending_req_t *req,
+                                         unsigned *num_pending)
 {
-    uct_gaudi_xfer_pending_priv_t *priv =
-            (uct_gaudi_xfer_pending_priv_t*)&req->priv;
+    uct_gaudi_iface_pending_priv_t *priv =
+            (uct_gaudi_iface_pending_priv_t*)&req->priv;
 
     UCS_STATIC_ASSERT(sizeof(*priv) <= UCT_PENDING_REQ_PRIV_LEN);
 
@@ -199,11 +199,11 @@ ucs_status_t uct_gaudi_xfer_pending_add(uct_gaudi_xfer_t *xfer,
     return UCS_OK;
 }
 
-void uct_gaudi_xfer_pending_purge(uct_gaudi_xfer_t *xfer,
-                                  unsigned *num_pending,
-                                  uct_pending_purge_callback_t cb, void *arg)
+void uct_gaudi_iface_pending_purge(uct_gaudi_iface_t *xfer,
+                                   unsigned *num_pending,
+                                   uct_pending_purge_callback_t cb, void *arg)
 {
-    uct_gaudi_xfer_pending_priv_t *priv;
+    uct_gaudi_iface_pending_priv_t *priv;
     ucs_queue_iter_t iter;
 
     ucs_queue_for_each_safe(priv, iter, &xfer->pending, queue_elem) {

@@ -7,7 +7,7 @@
 #endif
 
 #include "gaudi_device.h"
-#include "gaudi_compat.h"
+#include <uct/gaudi/gaudi_compat.h>
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
