@@ -22,10 +22,6 @@
 #include <string.h>
 
 
-/* Largest host buffer uct_gaudi_memset() fills at a time */
-#define UCT_GAUDI_API_MEMSET_CHUNK (1ul << 20)
-
-
 static pthread_mutex_t uct_gaudi_api_lock = PTHREAD_MUTEX_INITIALIZER;
 static uct_gaudi_heap_t *uct_gaudi_api_heap = NULL;
 
@@ -199,84 +195,11 @@ static ucs_status_t uct_gaudi_api_dma_get(uct_gaudi_heap_t *heap,
     return UCS_OK;
 }
 
-/*
- * Whether [ptr, ptr+length) is device memory; if so, its DMA address.
- * A range that is only partly in the device window is an error: the CPU
- * must never touch its device part.
- */
-static ucs_status_t uct_gaudi_api_classify(uct_gaudi_heap_t *heap,
-                                           const void *ptr, size_t length,
-                                           const char *op, int *is_dev_p,
-                                           uint64_t *dma_addr_p)
-{
-    uct_gaudi_dev_range_t range;
-    ucs_status_t status;
-
-    if (!uct_gaudi_heap_touches_window(heap, (uintptr_t)ptr, length)) {
-        *is_dev_p = 0;
-        return UCS_OK;
-    }
-
-    if (!uct_gaudi_heap_in_window(heap, (uintptr_t)ptr, length)) {
-        ucs_error("%s: range %p..+%zu is partly Gaudi memory", op, ptr,
-                  length);
-        return UCS_ERR_INVALID_ADDR;
-    }
-
-    status = uct_gaudi_heap_resolve(heap, (uintptr_t)ptr, length,
-                                    &range);
-    if (status != UCS_OK) {
-        ucs_error("%s: %p..+%zu is not inside one Gaudi allocation", op, ptr,
-                  length);
-        return status;
-    }
-
-    *is_dev_p   = 1;
-    *dma_addr_p = range.dma_base + ((uintptr_t)ptr - range.base);
-    return UCS_OK;
-}
-
-static ucs_status_t uct_gaudi_api_copy(uct_gaudi_heap_t *heap,
-                                       void *dst, int dst_dev,
-                                       uint64_t dst_dma, const void *src,
-                                       int src_dev, uint64_t src_dma,
-                                       size_t length)
-{
-    uct_gaudi_dma_xfer_t xfer;
-    uct_gaudi_dma_t *dma;
-    ucs_status_t status;
-
-    pthread_mutex_lock(&uct_gaudi_api_dma_lock);
-    status = uct_gaudi_api_dma_get(heap, &dma);
-    if (status != UCS_OK) {
-        goto out;
-    }
-
-    if (dst_dev && src_dev) {
-        xfer.src    = src_dma;
-        xfer.dst    = dst_dma;
-        xfer.length = length;
-        status      = uct_gaudi_dma_copy(dma, &xfer, 1, "uct_gaudi_memcpy");
-    } else if (dst_dev) {
-        /* the engine copies from its pre-mapped bounce buffer: the host
-         * side needs no registration and is only read */
-        status = uct_gaudi_dma_short(dma, 1, (void*)src, dst_dma, length,
-                                     "uct_gaudi_memcpy");
-    } else {
-        status = uct_gaudi_dma_short(dma, 0, dst, src_dma, length,
-                                     "uct_gaudi_memcpy");
-    }
-
-out:
-    pthread_mutex_unlock(&uct_gaudi_api_dma_lock);
-    return status;
-}
-
 ucs_status_t uct_gaudi_memcpy(void *dst, const void *src, size_t length)
 {
-    uint64_t dst_dma = 0, src_dma = 0;
+    uct_gaudi_dma_end_t dst_end, src_end;
     uct_gaudi_heap_t *heap;
-    int dst_dev, src_dev;
+    uct_gaudi_dma_t *dma;
     ucs_status_t status;
 
     if (length == 0) {
@@ -294,35 +217,41 @@ ucs_status_t uct_gaudi_memcpy(void *dst, const void *src, size_t length)
         return status;
     }
 
-    status = uct_gaudi_api_classify(heap, dst, length, "uct_gaudi_memcpy",
-                                    &dst_dev, &dst_dma);
+    status = uct_gaudi_heap_dma_end(heap, dst, length, "uct_gaudi_memcpy",
+                                    &dst_end);
     if (status != UCS_OK) {
         return status;
     }
 
-    status = uct_gaudi_api_classify(heap, src, length, "uct_gaudi_memcpy",
-                                    &src_dev, &src_dma);
+    status = uct_gaudi_heap_dma_end(heap, src, length, "uct_gaudi_memcpy",
+                                    &src_end);
     if (status != UCS_OK) {
         return status;
     }
 
-    if (!dst_dev && !src_dev) {
+    if ((dst_end.host != NULL) && (src_end.host != NULL)) {
         memmove(dst, src, length);
         return UCS_OK;
     }
 
-    return uct_gaudi_api_copy(heap, dst, dst_dev, dst_dma, src, src_dev,
-                              src_dma, length);
+    pthread_mutex_lock(&uct_gaudi_api_dma_lock);
+    status = uct_gaudi_api_dma_get(heap, &dma);
+    if (status == UCS_OK) {
+        /* a host side is staged through the engine's pre-mapped bounce
+         * buffer: it needs no registration */
+        status = uct_gaudi_dma_copy_sync(dma, &dst_end, &src_end, length,
+                                         "uct_gaudi_memcpy");
+    }
+    pthread_mutex_unlock(&uct_gaudi_api_dma_lock);
+    return status;
 }
 
 ucs_status_t uct_gaudi_memset(void *ptr, int value, size_t length)
 {
+    uct_gaudi_dma_end_t end;
     uct_gaudi_heap_t *heap;
-    size_t chunk, offset;
+    uct_gaudi_dma_t *dma;
     ucs_status_t status;
-    uint64_t dma_addr;
-    void *fill;
-    int is_dev;
 
     if (length == 0) {
         return UCS_OK;
@@ -333,37 +262,25 @@ ucs_status_t uct_gaudi_memset(void *ptr, int value, size_t length)
         return status;
     }
 
-    status = uct_gaudi_api_classify(heap, ptr, length, "uct_gaudi_memset",
-                                    &is_dev, &dma_addr);
+    status = uct_gaudi_heap_dma_end(heap, ptr, length, "uct_gaudi_memset",
+                                    &end);
     if (status != UCS_OK) {
         return status;
     }
 
-    if (!is_dev) {
+    if (end.host != NULL) {
         memset(ptr, value, length);
         return UCS_OK;
     }
 
-    /* Copies of a host pattern buffer: the device gets the bytes through
-     * the same DMA path as any host-to-device copy */
-    chunk = ucs_min(length, UCT_GAUDI_API_MEMSET_CHUNK);
-    fill  = ucs_malloc(chunk, "uct_gaudi_memset");
-    if (fill == NULL) {
-        ucs_error("uct_gaudi_memset: failed to allocate %zu bytes", chunk);
-        return UCS_ERR_NO_MEMORY;
+    /* the engine fills device memory itself: no host pattern buffer */
+    pthread_mutex_lock(&uct_gaudi_api_dma_lock);
+    status = uct_gaudi_api_dma_get(heap, &dma);
+    if (status == UCS_OK) {
+        status = uct_gaudi_dma_fill(dma, end.dma_addr, value, length,
+                                    "uct_gaudi_memset");
     }
-    memset(fill, value, chunk);
-
-    for (offset = 0; offset < length; offset += chunk) {
-        chunk  = ucs_min(chunk, length - offset);
-        status = uct_gaudi_api_copy(heap, NULL, 1, dma_addr + offset, fill, 0,
-                                    0, chunk);
-        if (status != UCS_OK) {
-            break;
-        }
-    }
-
-    ucs_free(fill);
+    pthread_mutex_unlock(&uct_gaudi_api_dma_lock);
     return status;
 }
 

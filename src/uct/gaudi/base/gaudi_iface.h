@@ -1,18 +1,51 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * Asynchronous copies of an iface on its DMA engine (base/gaudi_dma.h):
- * the completion counters, flushes, fence and pending queue shared by
- * gaudi_cpy and gaudi_ipc. Copies are not tracked per ep: a flush waits
- * for every copy of the iface.
+ * Base class of the gaudi_cpy and gaudi_ipc interfaces (as UCX's
+ * uct_cuda_iface_t): the DMA engine of the iface (base/gaudi_dma.h), the
+ * descriptors of asynchronous copies and their completion accounting,
+ * flushes, fence and the pending queue, and the endpoint class both
+ * transports use. Copies are not tracked per ep: a flush waits for every
+ * copy of the iface.
  */
 
 #ifndef UCT_GAUDI_IFACE_H_
 #define UCT_GAUDI_IFACE_H_
 
+#include "gaudi_dma.h"
+#include "gaudi_reg.h"
+
+#include <ucs/datastruct/mpool.h>
 #include <ucs/datastruct/queue.h>
+#include <ucs/type/class.h>
 #include <uct/base/uct_iface.h>
-#include <uct/gaudi/base/gaudi_dma.h>
+
+/* Buffers one asynchronous copy holds: iov entries and the remote range */
+#define UCT_GAUDI_IFACE_MAX_REFS 17
+
+
+typedef struct uct_gaudi_iface uct_gaudi_iface_t;
+
+
+/* An asynchronous copy: what completes it and what it holds; transports
+ * extend it (desc_size of the iface) */
+typedef struct uct_gaudi_iface_desc {
+    uct_gaudi_iface_t   *iface;
+    uct_completion_t    *comp;
+    unsigned            num_refs;
+    uct_gaudi_dma_ref_t refs[UCT_GAUDI_IFACE_MAX_REFS];
+} uct_gaudi_iface_desc_t;
+
+
+/* What differs between the transports */
+typedef struct uct_gaudi_iface_ops {
+    /* A copy is done (or failed): release what the transport holds beyond
+     * desc->refs; returns the status the user gets. NULL: @a status */
+    ucs_status_t (*desc_done)(uct_gaudi_iface_desc_t *desc,
+                              ucs_status_t status);
+    /* Progress found nothing to deliver. NULL: nothing to do */
+    void         (*idle)(uct_gaudi_iface_t *iface);
+} uct_gaudi_iface_ops_t;
 
 
 /* A flush with a completion: done when @a target copies are delivered */
@@ -31,85 +64,96 @@ typedef struct {
 } uct_gaudi_iface_pending_priv_t;
 
 
-/* Embedded in an iface; the DMA engine stays the iface's (NULL when
- * gaudi_ipc cannot import) and is passed to the calls that use it */
-typedef struct uct_gaudi_xfer {
-    ucs_queue_head_t pending;     /* uct_gaudi_iface_pending_priv_t */
-    ucs_queue_head_t flushes;     /* uct_gaudi_iface_flush_t */
-    uint64_t         submitted;   /* async copies submitted */
-    uint64_t         delivered;   /* async copies completed */
-    int              fenced;      /* next copy waits for all */
-    int              closing;     /* completions not delivered */
-    int              dispatching; /* a pending request is being run */
-} uct_gaudi_iface_t;
+struct uct_gaudi_iface {
+    uct_base_iface_t            super;
+    uct_gaudi_ctx_t             *ctx;
+    uct_gaudi_reg_t             *reg;       /* local buffers -> DMA
+                                               addresses */
+    uct_gaudi_dma_t             *dma;       /* NULL: the transport cannot
+                                               copy (gaudi_ipc without op 99) */
+    const uct_gaudi_iface_ops_t *ops;
+    ucs_mpool_t                 desc_mp;    /* uct_gaudi_iface_desc_t + */
+    ucs_queue_head_t            pending;    /* uct_gaudi_iface_pending_priv_t */
+    ucs_queue_head_t            flushes;    /* uct_gaudi_iface_flush_t */
+    uint64_t                    submitted;  /* async copies submitted */
+    uint64_t                    delivered;  /* async copies completed */
+    int                         fenced;     /* next copy waits for all */
+    int                         closing;    /* completions not delivered */
+    int                         dispatching; /* a pending request is run */
+    unsigned                    max_poll;   /* completions per progress */
+};
+
+UCS_CLASS_DECLARE(uct_gaudi_iface_t, uct_iface_ops_t*,
+                  uct_iface_internal_ops_t*, const uct_gaudi_iface_ops_t*,
+                  uct_md_h, uct_worker_h, const uct_iface_params_t*,
+                  const uct_iface_config_t*, uct_gaudi_ctx_t*,
+                  uct_gaudi_reg_t*, size_t, unsigned, const char*);
 
 
-/* A new operation must not overtake queued requests; the one being
- * dispatched from the queue is not new (else the queue never drains) */
-static UCS_F_ALWAYS_INLINE int
-uct_gaudi_iface_must_queue(const uct_gaudi_iface_t *xfer)
-{
-    return !xfer->dispatching && !ucs_queue_is_empty(&xfer->pending);
-}
+/* An endpoint of either transport: its count of queued requests */
+typedef struct uct_gaudi_ep {
+    uct_base_ep_t super;
+    unsigned      num_pending;  /* requests of this ep in the iface queue */
+} uct_gaudi_ep_t;
+
+UCS_CLASS_DECLARE(uct_gaudi_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_NEW_FUNC(uct_gaudi_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_DELETE_FUNC(uct_gaudi_ep_t, uct_ep_t);
 
 
-void uct_gaudi_iface_init(uct_gaudi_iface_t *xfer);
+/* iface and ep operations of both transports */
 
-/* Let the device finish, then release what the copies hold without calling
- * back the user (closing): the close cancels the operations */
-void uct_gaudi_iface_cleanup(uct_gaudi_iface_t *xfer, uct_gaudi_dma_t *dma);
+unsigned uct_gaudi_iface_progress(uct_iface_h tl_iface);
 
-/* Deliver up to @a max_poll completions, then the flushes they satisfy,
- * then the pending requests the ring has room for */
-unsigned uct_gaudi_iface_progress(uct_gaudi_iface_t *xfer, uct_gaudi_dma_t *dma,
-                                  unsigned max_poll);
+ucs_status_t uct_gaudi_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                   uct_completion_t *comp);
 
-/* An iface's flush: UCS_OK when all is delivered, else UCS_INPROGRESS
- * with @a comp (if any) called once the copies submitted so far are;
- * UCT_FLUSH_FLAG_CANCEL is for endpoints only */
-ucs_status_t uct_gaudi_iface_iface_flush(uct_gaudi_iface_t *xfer,
-                                         uct_base_iface_t *iface,
-                                         unsigned flags,
-                                         uct_completion_t *comp);
+ucs_status_t uct_gaudi_iface_fence(uct_iface_h tl_iface, unsigned flags);
 
-/* An ep's flush: after its pending requests are posted, or dropped with
- * UCT_FLUSH_FLAG_CANCEL; @a num_pending: the ep's count of them */
-ucs_status_t uct_gaudi_iface_ep_flush(uct_gaudi_iface_t *xfer,
-                                      uct_base_iface_t *iface,
-                                      uct_base_ep_t *ep,
-                                      unsigned *num_pending, unsigned flags,
-                                      uct_completion_t *comp);
+ucs_status_t uct_gaudi_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                                uct_completion_t *comp);
 
-void uct_gaudi_iface_fence(uct_gaudi_iface_t *xfer, uct_gaudi_dma_t *dma,
-                           uct_base_iface_t *iface);
+ucs_status_t uct_gaudi_ep_fence(uct_ep_h tl_ep, unsigned flags);
 
-/* @a num_pending: the ep's count of requests in the queue */
-ucs_status_t uct_gaudi_iface_pending_add(uct_gaudi_iface_t *xfer,
-                                         uct_gaudi_dma_t *dma,
-                                         uct_base_ep_t *ep,
-                                         uct_pending_req_t *req,
-                                         unsigned *num_pending);
+ucs_status_t uct_gaudi_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                      unsigned flags);
 
-void uct_gaudi_iface_pending_purge(uct_gaudi_iface_t *xfer,
-                                   unsigned *num_pending,
-                                   uct_pending_purge_callback_t cb, void *arg);
+void uct_gaudi_ep_pending_purge(uct_ep_h tl_ep,
+                                uct_pending_purge_callback_t cb, void *arg);
 
 
-/* Wait for the copies before a fence; called by every data op */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_gaudi_iface_fence_wait(uct_gaudi_iface_t *xfer, uct_gaudi_dma_t *dma)
-{
-    ucs_status_t status;
+/**
+ * Let the device finish, then destroy the engine without calling back the
+ * user (closing: the close cancels the operations). A transport whose
+ * descriptors hold its own resources calls it before releasing them; the
+ * base class calls it otherwise.
+ */
+void uct_gaudi_iface_dma_close(uct_gaudi_iface_t *iface);
 
-    if (ucs_likely(!xfer->fenced)) {
-        return UCS_OK;
-    }
 
-    status = uct_gaudi_dma_quiesce(dma);
-    if (status == UCS_OK) {
-        xfer->fenced = 0;
-    }
-    return status;
-}
+/**
+ * Start a data operation, in the one order of both transports: queued
+ * requests go first (UCS_ERR_NO_RESOURCE), an asynchronous one (@a async)
+ * needs a free slot of the ring, then a fence waits for the copies before.
+ */
+ucs_status_t uct_gaudi_iface_op_start(uct_gaudi_iface_t *iface, int async);
+
+/* A descriptor from the pool (iface, comp set; no refs) or NULL */
+uct_gaudi_iface_desc_t *uct_gaudi_iface_desc_get(uct_gaudi_iface_t *iface,
+                                                 uct_completion_t *comp);
+
+/* Release the refs of a descriptor that was not submitted, and free it */
+void uct_gaudi_iface_desc_put(uct_gaudi_iface_desc_t *desc);
+
+/**
+ * Submit @a desc as one asynchronous copy of @a count transfers.
+ * UCS_INPROGRESS: counted, and completed from progress (desc_done, refs,
+ * the user's completion); otherwise nothing was submitted and @a desc is
+ * still the caller's.
+ */
+ucs_status_t uct_gaudi_iface_submit(uct_gaudi_iface_t *iface,
+                                    uct_gaudi_iface_desc_t *desc,
+                                    const uct_gaudi_dma_xfer_t *xfers,
+                                    unsigned count, const char *name);
 
 #endif

@@ -856,6 +856,25 @@ ucs_status_t uct_gaudi_heap_dma_addr(uct_gaudi_heap_t *heap, const void *ptr,
     return UCS_OK;
 }
 
+ucs_status_t uct_gaudi_heap_dma_end(uct_gaudi_heap_t *heap, const void *ptr,
+                                    size_t len, const char *op,
+                                    uct_gaudi_dma_end_t *end)
+{
+    if (!uct_gaudi_heap_touches_window(heap, (uintptr_t)ptr, len)) {
+        end->host = (void*)ptr;
+        return UCS_OK;
+    }
+
+    if (!uct_gaudi_heap_in_window(heap, (uintptr_t)ptr, len)) {
+        ucs_error("gaudi %s: %s: range %p..+%zu is partly Gaudi memory",
+                  uct_gaudi_heap_name(heap), op, ptr, len);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    end->host = NULL;
+    return uct_gaudi_heap_dma_addr(heap, ptr, len, &end->dma_addr);
+}
+
 
 /* Registry */
 

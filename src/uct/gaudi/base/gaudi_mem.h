@@ -15,6 +15,7 @@
 
 #include <uct/gaudi/api/uct_gaudi.h>
 #include <uct/gaudi/base/gaudi_base.h>
+#include <uct/gaudi/base/gaudi_dma.h>
 #include <ucs/datastruct/list.h>
 #include <ucs/datastruct/pgtable.h>
 #include <ucs/type/status.h>
@@ -224,6 +225,15 @@ ucs_status_t uct_gaudi_heap_resolve(uct_gaudi_heap_t *heap,
  * else UCS_ERR_INVALID_ADDR with one message */
 ucs_status_t uct_gaudi_heap_dma_addr(uct_gaudi_heap_t *heap, const void *ptr,
                                      size_t len, uint64_t *dma_addr_p);
+
+/**
+ * [ptr, +len) as a side of a synchronous copy (uct_gaudi_dma_copy_sync):
+ * host memory as it is, device memory by its DMA address. A range that is
+ * only partly device memory is an error: the CPU must never touch it.
+ */
+ucs_status_t uct_gaudi_heap_dma_end(uct_gaudi_heap_t *heap, const void *ptr,
+                                    size_t len, const char *op,
+                                    uct_gaudi_dma_end_t *end);
 
 /* DMA address of a window pointer not allocated by the plugin */
 uint64_t uct_gaudi_heap_dma_of(const uct_gaudi_heap_t *heap,
