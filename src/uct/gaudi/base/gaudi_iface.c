@@ -119,6 +119,50 @@ static void uct_gaudi_iface_desc_complete(void *arg, ucs_status_t status)
     }
 }
 
+/* Limits of put or get (distinct anonymous structs of uct_iface_attr_t) */
+#define UCT_GAUDI_IFACE_RMA_CAP(_cap, _max_iov, _bounce) \
+    do { \
+        (_cap).max_short       = (_bounce); \
+        (_cap).max_bcopy       = (_bounce); \
+        (_cap).min_zcopy       = 0; \
+        (_cap).max_zcopy       = UCT_GAUDI_DMA_MAX_COPY; \
+        (_cap).opt_zcopy_align = 1; \
+        (_cap).align_mtu       = 1; \
+        (_cap).max_iov         = (_max_iov); \
+    } while (0)
+
+void uct_gaudi_iface_query(uct_gaudi_iface_t *iface, size_t max_iov,
+                           uct_iface_attr_t *iface_attr)
+{
+    size_t bounce = 0;
+
+    uct_base_iface_query(&iface->super, iface_attr);
+
+    iface_attr->ep_addr_len         = 0;
+    /* short and bcopy are what UCP needs for a memtype EP and of an RMA
+     * lane; zcopy for rndv pipelines */
+    iface_attr->cap.flags           = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                                      UCT_IFACE_FLAG_PUT_SHORT |
+                                      UCT_IFACE_FLAG_GET_SHORT |
+                                      UCT_IFACE_FLAG_PUT_BCOPY |
+                                      UCT_IFACE_FLAG_GET_BCOPY |
+                                      UCT_IFACE_FLAG_PUT_ZCOPY |
+                                      UCT_IFACE_FLAG_GET_ZCOPY |
+                                      UCT_IFACE_FLAG_PENDING;
+    iface_attr->cap.event_flags     = 0;
+    iface_attr->bandwidth.dedicated = 0;
+    iface_attr->priority            = 0;
+
+    /* short: one bounce-buffer step; longer short ops still work
+     * (bounce-sized steps, for UCP's memtype pack/unpack) but cost one CS
+     * round trip each, which zcopy avoids */
+    if (iface->dma != NULL) {
+        (void)uct_gaudi_dma_bounce(iface->dma, &bounce);
+    }
+    UCT_GAUDI_IFACE_RMA_CAP(iface_attr->cap.put, max_iov, bounce);
+    UCT_GAUDI_IFACE_RMA_CAP(iface_attr->cap.get, max_iov, bounce);
+}
+
 /* UCS_OK when all is delivered, else UCS_INPROGRESS with @a comp (if any)
  * called once the copies submitted so far are */
 static ucs_status_t uct_gaudi_iface_flush_all(uct_gaudi_iface_t *iface,

@@ -103,6 +103,28 @@ UCS_CLASS_DECLARE_DELETE_FUNC(uct_gaudi_ep_t, uct_ep_t);
 
 /* iface and ep operations of both transports */
 
+/* The entries of a transport's uct_iface_ops_t the base class implements */
+#define UCT_GAUDI_IFACE_BASE_OPS \
+    .ep_pending_add           = uct_gaudi_ep_pending_add, \
+    .ep_pending_purge         = uct_gaudi_ep_pending_purge, \
+    .ep_flush                 = uct_gaudi_ep_flush, \
+    .ep_fence                 = uct_gaudi_ep_fence, \
+    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_gaudi_ep_t), \
+    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_gaudi_ep_t), \
+    .iface_flush              = uct_gaudi_iface_flush, \
+    .iface_fence              = uct_gaudi_iface_fence, \
+    .iface_progress_enable    = uct_base_iface_progress_enable, \
+    .iface_progress_disable   = uct_base_iface_progress_disable, \
+    .iface_progress           = uct_gaudi_iface_progress
+
+/* The same for uct_iface_internal_ops_t, less iface_estimate_perf */
+#define UCT_GAUDI_IFACE_BASE_INTERNAL_OPS \
+    .iface_vfs_refresh = (uct_iface_vfs_refresh_func_t)ucs_empty_function, \
+    .ep_query          = (uct_ep_query_func_t) \
+                             ucs_empty_function_return_unsupported, \
+    .ep_invalidate     = (uct_ep_invalidate_func_t) \
+                             ucs_empty_function_return_unsupported
+
 unsigned uct_gaudi_iface_progress(uct_iface_h tl_iface);
 
 ucs_status_t uct_gaudi_iface_flush(uct_iface_h tl_iface, unsigned flags,
@@ -121,6 +143,15 @@ ucs_status_t uct_gaudi_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
 void uct_gaudi_ep_pending_purge(uct_ep_h tl_ep,
                                 uct_pending_purge_callback_t cb, void *arg);
 
+
+/**
+ * What both transports offer (uct_iface_query of the transport fills in
+ * addresses and performance): put/get short and bcopy (synchronous,
+ * through the engine's bounce buffer), zcopy of @a max_iov entries
+ * (asynchronous), pending, connect to iface.
+ */
+void uct_gaudi_iface_query(uct_gaudi_iface_t *iface, size_t max_iov,
+                           uct_iface_attr_t *iface_attr);
 
 /**
  * Let the device finish, then destroy the engine without calling back the

@@ -142,78 +142,27 @@ static int uct_gaudi_copy_iface_is_reachable(const uct_iface_h tl_iface,
            (iface->id == *(const uct_gaudi_copy_iface_addr_t*)iface_addr);
 }
 
-static void uct_gaudi_copy_iface_query_rma(uct_gaudi_copy_iface_t *iface,
-                                           size_t *max_short,
-                                           size_t *max_bcopy,
-                                           size_t *min_zcopy,
-                                           size_t *max_zcopy,
-                                           size_t *opt_zcopy_align,
-                                           size_t *align_mtu,
-                                           size_t *max_iov)
-{
-    /* one bounce-buffer step; longer short ops still work (bounce-sized
-     * steps, for UCP's memtype pack/unpack) but cost one CS round trip
-     * each, which zcopy avoids */
-    *max_short       = iface->config.max_bcopy;
-    *max_bcopy       = iface->config.max_bcopy;
-    *min_zcopy       = 0;
-    *max_zcopy       = iface->config.max_zcopy;
-    *opt_zcopy_align = 1;
-    *align_mtu       = 1;
-    *max_iov         = iface->config.max_iov;
-}
-
 static ucs_status_t uct_gaudi_copy_iface_query(uct_iface_h tl_iface,
                                                uct_iface_attr_t *iface_attr)
 {
     uct_gaudi_copy_iface_t *iface = ucs_derived_of(tl_iface,
                                                    uct_gaudi_copy_iface_t);
 
-    uct_base_iface_query(&iface->super.super, iface_attr);
+    uct_gaudi_iface_query(&iface->super, iface->config.max_iov, iface_attr);
 
-    iface_attr->iface_addr_len  = sizeof(uct_gaudi_copy_iface_addr_t);
-    iface_attr->device_addr_len = 0;
-    iface_attr->ep_addr_len     = 0;
-    /* what UCP needs for a memtype EP and rndv pipelines (ucx-out-of-tree-
-     * module.md section 4) */
-    iface_attr->cap.flags       = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
-                                  UCT_IFACE_FLAG_PUT_SHORT |
-                                  UCT_IFACE_FLAG_GET_SHORT |
-                                  UCT_IFACE_FLAG_PUT_BCOPY |
-                                  UCT_IFACE_FLAG_GET_BCOPY |
-                                  UCT_IFACE_FLAG_PUT_ZCOPY |
-                                  UCT_IFACE_FLAG_GET_ZCOPY |
-                                  UCT_IFACE_FLAG_PENDING;
-    iface_attr->cap.event_flags = 0;
-
-    uct_gaudi_copy_iface_query_rma(iface, &iface_attr->cap.put.max_short,
-                                   &iface_attr->cap.put.max_bcopy,
-                                   &iface_attr->cap.put.min_zcopy,
-                                   &iface_attr->cap.put.max_zcopy,
-                                   &iface_attr->cap.put.opt_zcopy_align,
-                                   &iface_attr->cap.put.align_mtu,
-                                   &iface_attr->cap.put.max_iov);
-    uct_gaudi_copy_iface_query_rma(iface, &iface_attr->cap.get.max_short,
-                                   &iface_attr->cap.get.max_bcopy,
-                                   &iface_attr->cap.get.min_zcopy,
-                                   &iface_attr->cap.get.max_zcopy,
-                                   &iface_attr->cap.get.opt_zcopy_align,
-                                   &iface_attr->cap.get.align_mtu,
-                                   &iface_attr->cap.get.max_iov);
-
+    iface_attr->iface_addr_len          = sizeof(uct_gaudi_copy_iface_addr_t);
+    iface_attr->device_addr_len         = 0;
     iface_attr->cap.am.max_iov          = 1;
     iface_attr->cap.am.opt_zcopy_align  = 1;
     iface_attr->cap.am.align_mtu        = 1;
 
     iface_attr->latency                 = ucs_linear_func_make(
                                               iface->config.latency, 0);
-    iface_attr->bandwidth.dedicated     = 0;
     /* the direction UCP's memtype EP uses most (pack/unpack, staging) */
     iface_attr->bandwidth.shared        = ucs_min(
             iface->config.bw[UCT_GAUDI_COPY_DIR_H2D],
             iface->config.bw[UCT_GAUDI_COPY_DIR_D2H]);
     iface_attr->overhead                = iface->config.overhead;
-    iface_attr->priority                = 0;
     return UCS_OK;
 }
 
@@ -341,17 +290,7 @@ static uct_iface_ops_t uct_gaudi_copy_iface_ops = {
     .ep_get_bcopy             = uct_gaudi_copy_ep_get_bcopy,
     .ep_put_zcopy             = uct_gaudi_copy_ep_put_zcopy,
     .ep_get_zcopy             = uct_gaudi_copy_ep_get_zcopy,
-    .ep_pending_add           = uct_gaudi_ep_pending_add,
-    .ep_pending_purge         = uct_gaudi_ep_pending_purge,
-    .ep_flush                 = uct_gaudi_ep_flush,
-    .ep_fence                 = uct_gaudi_ep_fence,
-    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_gaudi_ep_t),
-    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_gaudi_ep_t),
-    .iface_flush              = uct_gaudi_iface_flush,
-    .iface_fence              = uct_gaudi_iface_fence,
-    .iface_progress_enable    = uct_base_iface_progress_enable,
-    .iface_progress_disable   = uct_base_iface_progress_disable,
-    .iface_progress           = uct_gaudi_iface_progress,
+    UCT_GAUDI_IFACE_BASE_OPS,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(
                                     uct_gaudi_copy_iface_t),
     .iface_query              = uct_gaudi_copy_iface_query,
@@ -363,11 +302,7 @@ static uct_iface_ops_t uct_gaudi_copy_iface_ops = {
 
 static uct_iface_internal_ops_t uct_gaudi_copy_iface_internal_ops = {
     .iface_estimate_perf = uct_gaudi_copy_iface_estimate_perf,
-    .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
-    .ep_query            = (uct_ep_query_func_t)
-                               ucs_empty_function_return_unsupported,
-    .ep_invalidate       = (uct_ep_invalidate_func_t)
-                               ucs_empty_function_return_unsupported
+    UCT_GAUDI_IFACE_BASE_INTERNAL_OPS
 };
 
 static const uct_gaudi_iface_ops_t uct_gaudi_copy_iface_gaudi_ops = {
@@ -460,7 +395,6 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_copy_iface_t, uct_md_h md,
     self->config.max_zcopy = UCT_GAUDI_DMA_MAX_COPY;
     self->config.max_iov   = ucs_min(UCT_GAUDI_COPY_MAX_IOV,
                                      uct_gaudi_dma_max_xfers(self->super.dma));
-    uct_gaudi_dma_bounce(self->super.dma, &self->config.max_bcopy);
     return UCS_OK;
 }
 

@@ -55,7 +55,6 @@ typedef struct uct_gaudi_copy_iface {
         double                  latency;    /* seconds */
         double                  overhead;   /* seconds */
         size_t                  max_zcopy;
-        size_t                  max_bcopy;
         unsigned                max_iov;
     } config;
 } uct_gaudi_copy_iface_t;

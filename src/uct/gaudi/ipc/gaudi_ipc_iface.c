@@ -142,50 +142,15 @@ static ucs_status_t uct_gaudi_ipc_iface_query(uct_iface_h tl_iface,
 {
     uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_iface,
                                                   uct_gaudi_ipc_iface_t);
-    size_t bounce                = 0;
 
-    uct_base_iface_query(&iface->super.super, iface_attr);
+    uct_gaudi_iface_query(&iface->super, 1, iface_attr);
 
     iface_attr->iface_addr_len      = sizeof(uct_gaudi_ipc_iface_addr_t);
     iface_attr->device_addr_len     = sizeof(uct_gaudi_ipc_device_addr_t);
-    iface_attr->ep_addr_len         = 0;
-    /* short and bcopy: synchronous, through the engine's bounce buffer;
-     * UCP takes only such a transport as an RMA lane */
-    iface_attr->cap.flags           = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
-                                      UCT_IFACE_FLAG_PUT_SHORT |
-                                      UCT_IFACE_FLAG_GET_SHORT |
-                                      UCT_IFACE_FLAG_PUT_BCOPY |
-                                      UCT_IFACE_FLAG_GET_BCOPY |
-                                      UCT_IFACE_FLAG_GET_ZCOPY |
-                                      UCT_IFACE_FLAG_PUT_ZCOPY |
-                                      UCT_IFACE_FLAG_PENDING;
-
-    if (iface->super.dma != NULL) {
-        (void)uct_gaudi_dma_bounce(iface->super.dma, &bounce);
-    }
-    iface_attr->cap.put.max_short       = bounce;
-    iface_attr->cap.put.max_bcopy       = bounce;
-    iface_attr->cap.get.max_short       = bounce;
-    iface_attr->cap.get.max_bcopy       = bounce;
-
-    iface_attr->cap.put.min_zcopy       = 0;
-    iface_attr->cap.put.max_zcopy       = UCT_GAUDI_DMA_MAX_COPY;
-    iface_attr->cap.put.opt_zcopy_align = 1;
-    iface_attr->cap.put.align_mtu       = 1;
-    iface_attr->cap.put.max_iov         = 1;
-
-    iface_attr->cap.get.min_zcopy       = 0;
-    iface_attr->cap.get.max_zcopy       = UCT_GAUDI_DMA_MAX_COPY;
-    iface_attr->cap.get.opt_zcopy_align = 1;
-    iface_attr->cap.get.align_mtu       = 1;
-    iface_attr->cap.get.max_iov         = 1;
-
     iface_attr->latency             = ucs_linear_func_make(
                                           iface->config.latency, 0);
-    iface_attr->bandwidth.dedicated = 0;
     iface_attr->bandwidth.shared    = iface->config.bw;
     iface_attr->overhead            = 1e-6;
-    iface_attr->priority            = 0;
     return UCS_OK;
 }
 
@@ -211,17 +176,7 @@ static uct_iface_ops_t uct_gaudi_ipc_iface_ops = {
     .ep_get_bcopy             = uct_gaudi_ipc_ep_get_bcopy,
     .ep_put_zcopy             = uct_gaudi_ipc_ep_put_zcopy,
     .ep_get_zcopy             = uct_gaudi_ipc_ep_get_zcopy,
-    .ep_pending_add           = uct_gaudi_ep_pending_add,
-    .ep_pending_purge         = uct_gaudi_ep_pending_purge,
-    .ep_flush                 = uct_gaudi_ep_flush,
-    .ep_fence                 = uct_gaudi_ep_fence,
-    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_gaudi_ep_t),
-    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_gaudi_ep_t),
-    .iface_flush              = uct_gaudi_iface_flush,
-    .iface_fence              = uct_gaudi_iface_fence,
-    .iface_progress_enable    = uct_base_iface_progress_enable,
-    .iface_progress_disable   = uct_base_iface_progress_disable,
-    .iface_progress           = uct_gaudi_iface_progress,
+    UCT_GAUDI_IFACE_BASE_OPS,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(
                                     uct_gaudi_ipc_iface_t),
     .iface_query              = uct_gaudi_ipc_iface_query,
@@ -232,11 +187,7 @@ static uct_iface_ops_t uct_gaudi_ipc_iface_ops = {
 
 static uct_iface_internal_ops_t uct_gaudi_ipc_iface_internal_ops = {
     .iface_estimate_perf = uct_base_iface_estimate_perf,
-    .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
-    .ep_query            = (uct_ep_query_func_t)
-                               ucs_empty_function_return_unsupported,
-    .ep_invalidate       = (uct_ep_invalidate_func_t)
-                               ucs_empty_function_return_unsupported
+    UCT_GAUDI_IFACE_BASE_INTERNAL_OPS
 };
 
 static const uct_gaudi_iface_ops_t uct_gaudi_ipc_iface_gaudi_ops = {
