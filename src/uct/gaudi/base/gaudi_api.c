@@ -22,31 +22,10 @@
 #include <string.h>
 
 
-static pthread_mutex_t uct_gaudi_api_lock = PTHREAD_MUTEX_INITIALIZER;
-static uct_gaudi_heap_t *uct_gaudi_api_heap = NULL;
-
 /* The API's own DMA engine; its lock serializes the synchronous copies */
 static pthread_mutex_t uct_gaudi_api_dma_lock = PTHREAD_MUTEX_INITIALIZER;
 static uct_gaudi_dma_t *uct_gaudi_api_dma     = NULL;
 
-
-/* The heap, with a reference kept for the life of the process */
-static ucs_status_t uct_gaudi_api_heap_get(uct_gaudi_heap_t **heap_p)
-{
-    uct_gaudi_ctx_t *ctx;
-    ucs_status_t status = UCS_OK;
-
-    pthread_mutex_lock(&uct_gaudi_api_lock);
-    if (uct_gaudi_api_heap == NULL) {
-        status = uct_gaudi_device_get(&ctx);
-        if (status == UCS_OK) {
-            status = uct_gaudi_heap_get(ctx, &uct_gaudi_api_heap);
-        }
-    }
-    *heap_p = uct_gaudi_api_heap;
-    pthread_mutex_unlock(&uct_gaudi_api_lock);
-    return status;
-}
 
 ucs_memory_type_t uct_gaudi_memory_type(void)
 {
@@ -64,7 +43,7 @@ ucs_status_t uct_gaudi_mem_alloc(size_t length, void **ptr_p)
         return UCS_ERR_INVALID_PARAM;
     }
 
-    status = uct_gaudi_api_heap_get(&heap);
+    status = uct_gaudi_device_heap(&heap);
     if (status != UCS_OK) {
         return status;
     }
@@ -212,7 +191,7 @@ ucs_status_t uct_gaudi_memcpy(void *dst, const void *src, size_t length)
         return UCS_ERR_INVALID_PARAM;
     }
 
-    status = uct_gaudi_api_heap_get(&heap);
+    status = uct_gaudi_device_heap(&heap);
     if (status != UCS_OK) {
         return status;
     }
@@ -257,7 +236,7 @@ ucs_status_t uct_gaudi_memset(void *ptr, int value, size_t length)
         return UCS_OK;
     }
 
-    status = uct_gaudi_api_heap_get(&heap);
+    status = uct_gaudi_device_heap(&heap);
     if (status != UCS_OK) {
         return status;
     }

@@ -58,14 +58,14 @@ static int uct_gaudi_heap_is_gaudi1(const uct_gaudi_heap_t *heap)
 
 int uct_gaudi_heap_owned(uct_gaudi_heap_t *heap, const char *op)
 {
-    if (ucs_likely(getpid() == heap->pid)) {
+    if (uct_gaudi_ctx_owned(heap->ctx)) {
         return 1;
     }
 
     ucs_error("gaudi %s (%s): %s refused: the device context belongs to "
               "process %d, this process (%d) is a fork() child of it",
               heap->ctx->info->name, heap->ctx->info->node_name, op,
-              (int)heap->pid, (int)getpid());
+              (int)heap->ctx->pid, (int)getpid());
     return 0;
 }
 
@@ -328,7 +328,7 @@ static inline void
 uct_gaudi_heap_retry_deferred_fast(uct_gaudi_heap_t *heap)
 {
     if (ucs_unlikely(!ucs_list_is_empty(&heap->deferred)) &&
-        (getpid() == heap->pid)) {
+        uct_gaudi_ctx_owned(heap->ctx)) {
         uct_gaudi_heap_retry_deferred(heap);
     }
 }
@@ -354,7 +354,7 @@ static void uct_gaudi_heap_drop_deferred(uct_gaudi_heap_t *heap)
     uct_gaudi_chunk_t *chunk, *tmp;
     unsigned waited_ms;
 
-    if (getpid() == heap->pid) {
+    if (uct_gaudi_ctx_owned(heap->ctx)) {
         uct_gaudi_heap_retry_deferred(heap);
         for (waited_ms = 0; !ucs_list_is_empty(&heap->deferred) &&
                             (waited_ms < UCT_GAUDI_HEAP_TEARDOWN_GRACE_MS);
@@ -365,7 +365,7 @@ static void uct_gaudi_heap_drop_deferred(uct_gaudi_heap_t *heap)
     }
 
     ucs_list_for_each_safe(chunk, tmp, &heap->deferred, list) {
-        if (getpid() == heap->pid) {
+        if (uct_gaudi_ctx_owned(heap->ctx)) {
             ucs_warn("gaudi %s: device memory chunk 0x%" PRIx64 " (%" PRIu64
                      " bytes) is still exported at teardown (a dma-buf of "
                      "it is open, e.g. imported by another process): not "
@@ -453,7 +453,6 @@ static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
     pthread_mutex_init(&heap->lock, NULL);
     ucs_list_head_init(&heap->chunks);
     ucs_list_head_init(&heap->deferred);
-    heap->pid       = getpid();
     heap->uuid      = ucs_generate_uuid((uintptr_t)heap);
     heap->host_page = ucs_get_page_size();
     heap->registry  = kh_init(uct_gaudi_memh_set);
@@ -499,7 +498,7 @@ static void uct_gaudi_heap_destroy(uct_gaudi_heap_t *heap)
         if (uct_gaudi_heap_is_gaudi1(heap)) {
             ucs_list_del(&chunk->list);
             uct_gaudi_chunk_delete(chunk);
-        } else if (getpid() == heap->pid) {
+        } else if (uct_gaudi_ctx_owned(heap->ctx)) {
             uct_gaudi_chunk_destroy(heap, chunk);
         } else {
             ucs_list_del(&chunk->list);   /* the parent's, not ours */
@@ -628,8 +627,7 @@ static ucs_status_t uct_gaudi_heap_account(uct_gaudi_heap_t *heap,
     if (add) {
         status = uct_gaudi_hl_mem_alloc(&heap->ctx->hl, size, 0, &handle);
     } else {
-        /* FREE reads alloc.mem_size, which aliases free.handle */
-        status = uct_gaudi_hl_mem_free(&heap->ctx->hl, size);
+        status = uct_gaudi_hl_mem_free_size(&heap->ctx->hl, size);
     }
     pthread_mutex_unlock(&heap->ctx->lock);
     return status;
@@ -735,7 +733,7 @@ static void uct_gaudi_buf_close_dmabuf(uct_gaudi_heap_t *heap,
 ucs_status_t uct_gaudi_heap_free(uct_gaudi_heap_t *heap,
                                  uct_gaudi_buf_t *buf)
 {
-    int owned = (getpid() == heap->pid);
+    int owned = (uct_gaudi_ctx_owned(heap->ctx));
     ucs_status_t status;
 
     /* the caller validated buf (registry) with heap->lock held */
@@ -824,7 +822,7 @@ ucs_status_t uct_gaudi_heap_resolve(uct_gaudi_heap_t *heap,
         }
     } else if (uct_gaudi_heap_is_gaudi1(heap) ||
                uct_gaudi_heap_in_chunk(heap, addr) ||
-               !strcmp(heap->ctx->source, "opened")) {
+               heap->ctx->hl.owns_fd) {
         /* Not allocated: freed, or no other allocator shares this context
          * (we opened the device ourselves) */
         status = UCS_ERR_INVALID_ADDR;

@@ -125,7 +125,6 @@ typedef struct uct_gaudi_dev_range {
 typedef struct uct_gaudi_heap {
     uct_gaudi_ctx_t           *ctx;      /* our own device reference */
     pthread_mutex_t           lock;      /* chunks, table, registry */
-    pid_t                     pid;       /* process that owns the device */
     uint64_t                  uuid;      /* identity of this device context */
     uint64_t                  win_start; /* Gaudi pointer window */
     uint64_t                  win_end;

@@ -101,7 +101,7 @@ void uct_gaudi_mem_host_unmap(uct_gaudi_heap_t *heap,
     ucs_status_t status;
 
     memh->tag = 0;
-    if (getpid() != heap->pid) {
+    if (!uct_gaudi_ctx_owned(heap->ctx)) {
         /* fork child: the mapping is the parent's; never unmap it */
         ucs_debug("gaudi %s: fork child keeps the parent's mapping 0x%" PRIx64,
                   uct_gaudi_heap_name(heap), memh->map_va);
