@@ -78,7 +78,7 @@ static ucs_pgt_dir_t *uct_gaudi_heap_pgt_dir_alloc(const ucs_pgtable_t *pgt)
 
     if (ucs_posix_memalign(&ptr, ucs_max(sizeof(void*),
                                          UCS_PGT_ENTRY_MIN_ALIGN),
-                           sizeof(ucs_pgt_dir_t), "gaudi_copy_pgt_dir") != 0) {
+                           sizeof(ucs_pgt_dir_t), "gaudi_heap_pgt_dir") != 0) {
         return NULL;
     }
     return ptr;
@@ -132,7 +132,7 @@ static ucs_status_t uct_gaudi_chunk_give(uct_gaudi_chunk_t *chunk,
         prev->length += size;                    /* merge with previous */
         ext           = prev;
     } else {
-        new_ext = ucs_malloc(sizeof(*new_ext), "gaudi_copy_extent");
+        new_ext = ucs_malloc(sizeof(*new_ext), "gaudi_heap_extent");
         if (new_ext == NULL) {
             return UCS_ERR_NO_MEMORY;
         }
@@ -166,8 +166,8 @@ uct_gaudi_chunk_new(uint64_t ptr, uint64_t dma, uint64_t size)
     uct_gaudi_chunk_t *chunk;
     uct_gaudi_extent_t *ext;
 
-    chunk = ucs_calloc(1, sizeof(*chunk), "gaudi_copy_chunk");
-    ext   = ucs_malloc(sizeof(*ext), "gaudi_copy_extent");
+    chunk = ucs_calloc(1, sizeof(*chunk), "gaudi_heap_chunk");
+    ext   = ucs_malloc(sizeof(*ext), "gaudi_heap_extent");
     if ((chunk == NULL) || (ext == NULL)) {
         ucs_free(chunk);
         ucs_free(ext);
@@ -272,7 +272,7 @@ static ucs_status_t uct_gaudi_chunk_release(uct_gaudi_heap_t *heap,
 }
 
 /* An empty chunk (in heap->chunks) goes back to the driver, or, if the
- * driver refuses, to the deferred list (see gaudi_copy_mem.h) */
+ * driver refuses, to the deferred list (see gaudi_mem.h) */
 static void uct_gaudi_chunk_destroy(uct_gaudi_heap_t *heap,
                                     uct_gaudi_chunk_t *chunk)
 {
@@ -440,7 +440,7 @@ static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
     uct_gaudi_heap_t *heap;
     ucs_status_t status;
 
-    heap = ucs_calloc(1, sizeof(*heap), "gaudi_copy_heap");
+    heap = ucs_calloc(1, sizeof(*heap), "gaudi_heap");
     if (heap == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
@@ -660,7 +660,7 @@ ucs_status_t uct_gaudi_heap_alloc(uct_gaudi_heap_t *heap,
     }
 
     size = ucs_align_up_pow2(length, UCT_GAUDI_MEM_ALLOC_ALIGN);
-    buf  = ucs_calloc(1, sizeof(*buf), "gaudi_copy_buf");
+    buf  = ucs_calloc(1, sizeof(*buf), "gaudi_heap_buf");
     if (buf == NULL) {
         return UCS_ERR_NO_MEMORY;
     }

@@ -72,7 +72,7 @@ typedef struct uct_gaudi_memh {
     uint64_t                  length;
     uint64_t                  dma_base;  /* DMA address of @address */
     uint64_t                  map_va;    /* HOST_*: VA returned by MAP */
-    struct uct_gaudi_buf *buf;      /* ALLOC/DEVICE_REG, or NULL */
+    struct uct_gaudi_buf      *buf;      /* ALLOC/DEVICE_REG, or NULL */
     uint32_t                  user_refs; /* HOST_RCACHE: handed out, not
                                             deregistered yet */
 } uct_gaudi_memh_t;
@@ -102,8 +102,8 @@ typedef struct uct_gaudi_chunk {
 /* A device buffer handed out by mem_alloc; its own memh is embedded */
 typedef struct uct_gaudi_buf {
     ucs_pgt_region_t       super;     /* [ptr, ptr + size): table key */
-    uct_gaudi_memh_t  memh;
-    uct_gaudi_chunk_t *chunk;
+    uct_gaudi_memh_t       memh;
+    uct_gaudi_chunk_t      *chunk;
     uint64_t               offset;    /* in the chunk */
     uint64_t               size;      /* rounded, as reported to the user */
     int                    dmabuf_fd; /* kept export, or -1 */
@@ -117,7 +117,7 @@ typedef struct uct_gaudi_dev_range {
     uint64_t             base;     /* allocation base (Gaudi pointer) */
     uint64_t             length;   /* allocation length */
     uint64_t             dma_base; /* DMA address of base */
-    uct_gaudi_buf_t *buf;     /* NULL: not allocated by the plugin */
+    uct_gaudi_buf_t      *buf;     /* NULL: not allocated by the plugin */
 } uct_gaudi_dev_range_t;
 
 
@@ -136,7 +136,7 @@ typedef struct uct_gaudi_heap {
     ucs_pgtable_t             bufs;     /* uct_gaudi_buf_t */
     void                      *registry; /* live memh set (khash) */
     unsigned                  refcount;  /* MDs + public API */
-    uct_gaudi_counters_t counters;
+    uct_gaudi_counters_t      counters;
 } uct_gaudi_heap_t;
 
 

@@ -48,7 +48,7 @@ typedef struct uct_gaudi_reg {
 /* A host registration in the cache; its memh is what UCT users get */
 typedef struct uct_gaudi_reg_region {
     ucs_rcache_region_t   super;
-    uct_gaudi_memh_t memh;
+    uct_gaudi_memh_t      memh;
 } uct_gaudi_reg_region_t;
 
 

@@ -171,8 +171,8 @@ uct_gaudi_copy_mem_alloc(uct_md_h tl_md, size_t *length_p, void **address_p,
 
 static ucs_status_t uct_gaudi_copy_mem_free(uct_md_h tl_md, uct_mem_h memh)
 {
-    uct_gaudi_copy_md_t *md     = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
-    uct_gaudi_heap_t *heap = md->heap;
+    uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
+    uct_gaudi_heap_t *heap  = md->heap;
     uct_gaudi_memh_t *gmemh = memh;
     ucs_status_t status;
 
@@ -305,9 +305,9 @@ uct_gaudi_copy_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
                          const uct_md_mkey_pack_params_t *params,
                          void *rkey_buffer)
 {
-    uct_gaudi_copy_md_t *md      = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
-    uct_gaudi_memh_t *gmemh = memh;
-    uct_gaudi_copy_rkey_t *key   = rkey_buffer;
+    uct_gaudi_copy_md_t *md    = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
+    uct_gaudi_memh_t *gmemh    = memh;
+    uct_gaudi_copy_rkey_t *key = rkey_buffer;
     int valid;
 
     pthread_mutex_lock(&md->heap->lock);
