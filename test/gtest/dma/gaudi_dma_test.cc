@@ -324,6 +324,50 @@ TEST_F(dma_test, short_bounce) {
     }
 }
 
+/* The engine's fill: the range gets the byte, its neighbours keep theirs */
+TEST_F(dma_test, fill) {
+    SKIP_GAUDI3();
+    for (size_t size : { 1ul, 7ul, 4096ul, 3 * m_params.split_min + 5 }) {
+        std::vector<uint8_t> pattern(size + 2), out(size + 2, 0);
+
+        fill(pattern, (unsigned)size);
+        ASSERT_EQ(UCS_OK, uct_gaudi_dma_short(m_dma, 1, pattern.data(),
+                                              m_dev + 5, size + 2, "put"));
+        ASSERT_EQ(UCS_OK, uct_gaudi_dma_fill(m_dma, m_dev + 6, 0xa7, size,
+                                             "memset"));
+        ASSERT_EQ(UCS_OK, uct_gaudi_dma_short(m_dma, 0, out.data(),
+                                              m_dev + 5, size + 2, "get"));
+        EXPECT_EQ(pattern[0], out[0]) << "size " << size;
+        EXPECT_EQ(pattern[size + 1], out[size + 1]) << "size " << size;
+        for (size_t i = 1; i <= size; ++i) {
+            ASSERT_EQ(0xa7, out[i]) << "size " << size << " byte " << i;
+        }
+    }
+}
+
+/* The any-pair synchronous copy: every pair of host and DMA address */
+TEST_F(dma_test, copy_sync_any_pair) {
+    SKIP_GAUDI3();
+    const size_t size = m_params.bounce_size + 99;
+    std::vector<uint8_t> src(size), mid(size, 0), dst(size, 0);
+    uct_gaudi_dma_end_t h_src = { src.data(), 0 }, h_mid = { mid.data(), 0 };
+    uct_gaudi_dma_end_t h_dst = { dst.data(), 0 };
+    uct_gaudi_dma_end_t d_a   = { NULL, m_dev + 1 };
+    uct_gaudi_dma_end_t d_b   = { NULL, m_dev + DEV_SIZE / 2 + 3 };
+
+    fill(src, 42);
+    ASSERT_EQ(UCS_OK, uct_gaudi_dma_copy_sync(m_dma, &h_mid, &h_src, size,
+                                              "h2h"));
+    ASSERT_EQ(UCS_OK, uct_gaudi_dma_copy_sync(m_dma, &d_a, &h_mid, size,
+                                              "h2d"));
+    ASSERT_EQ(UCS_OK, uct_gaudi_dma_copy_sync(m_dma, &d_b, &d_a, size,
+                                              "d2d"));
+    ASSERT_EQ(UCS_OK, uct_gaudi_dma_copy_sync(m_dma, &h_dst, &d_b, size,
+                                              "d2h"));
+    EXPECT_EQ(src, mid);
+    EXPECT_EQ(src, dst);
+}
+
 /* More copies than the in-flight window: NO_RESOURCE, then all complete */
 TEST_F(dma_test, many_outstanding) {
     SKIP_GAUDI3();

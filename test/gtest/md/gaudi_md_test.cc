@@ -232,9 +232,9 @@ protected:
 
     /* DMA address of @a addr through the transport contract */
     uint64_t dma_of(const void *addr, size_t len, uct_mem_h memh) {
-        uct_gaudi_copy_dma_ref_t ref;
-        EXPECT_EQ(UCS_OK, uct_gaudi_copy_md_dma_resolve(m_gmd, addr, len,
-                                                         memh, &ref));
+        uct_gaudi_dma_ref_t ref;
+        EXPECT_EQ(UCS_OK, uct_gaudi_reg_dma_resolve(&m_gmd->reg, addr, len,
+                                                    memh, &ref));
         EXPECT_TRUE(ref.region == NULL);
         return ref.dma_addr;
     }
@@ -282,8 +282,8 @@ TEST_F(gaudi_md, alloc_free_sizes)
 
         ASSERT_EQ(UCS_OK, alloc(&len, &ptr, &memh)) << size;
         EXPECT_GE(len, size);
-        EXPECT_EQ(0u, len % UCT_GAUDI_COPY_ALLOC_ALIGN);
-        EXPECT_EQ(0u, (uintptr_t)ptr % UCT_GAUDI_COPY_ALLOC_ALIGN);
+        EXPECT_EQ(0u, len % UCT_GAUDI_MEM_ALLOC_ALIGN);
+        EXPECT_EQ(0u, (uintptr_t)ptr % UCT_GAUDI_MEM_ALLOC_ALIGN);
         ASSERT_EQ(UCS_OK, uct_md_detect_memory_type(m_md, ptr, size, &mt));
         EXPECT_EQ(gaudi_type(), mt);
 
@@ -299,8 +299,8 @@ TEST_F(gaudi_md, alloc_free_sizes)
         EXPECT_EQ(len, mattr.alloc_length);
         if (gaudi1()) {
             /* synthetic window over the physical user range */
-            EXPECT_GE((uintptr_t)ptr, UCT_GAUDI_COPY_G1_WINDOW);
-            EXPECT_EQ((uintptr_t)ptr - UCT_GAUDI_COPY_G1_WINDOW,
+            EXPECT_GE((uintptr_t)ptr, UCT_GAUDI_MEM_G1_WINDOW);
+            EXPECT_EQ((uintptr_t)ptr - UCT_GAUDI_MEM_G1_WINDOW,
                       dma_of(ptr, size, memh));
         } else {
             EXPECT_GE((uintptr_t)ptr,
@@ -397,7 +397,8 @@ TEST_F(gaudi_md, mem_query_foreign)
     EXPECT_EQ(UCS_OK, uct_md_detect_memory_type(m_md, host.data(),
                                                 host.size(), &mt));
     EXPECT_EQ(UCS_MEMORY_TYPE_HOST, mt);
-    EXPECT_FALSE(uct_gaudi_copy_md_is_device_mem(m_gmd, host.data(), 100));
+    EXPECT_FALSE(uct_gaudi_heap_in_window(m_gmd->heap,
+                                          (uintptr_t)host.data(), 100));
 }
 
 TEST_F(gaudi_md, host_reg_unaligned_overlapping)
@@ -507,7 +508,7 @@ TEST_F(gaudi_md, rcache_hit_miss)
     uct_mem_h m1, m2, m3;
     uct_gaudi_counters_t c0 = counters();
 
-    if (m_gmd->rcache == NULL) {
+    if (m_gmd->reg.rcache == NULL) {
         GTEST_SKIP() << "no registration cache";
     }
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf.data(), buf.size(), UCT_MD_MEM_ACCESS_ALL, &m1));
@@ -539,7 +540,7 @@ TEST_F(gaudi_md, rcache_off)
 
     close_md();
     open_md("no");
-    ASSERT_TRUE(m_gmd->rcache == NULL);
+    ASSERT_TRUE(m_gmd->reg.rcache == NULL);
     uct_gaudi_counters_t c0 = counters();
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf.data(), buf.size(), UCT_MD_MEM_ACCESS_ALL, &m1));
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf.data(), buf.size(), UCT_MD_MEM_ACCESS_ALL, &m2));
@@ -562,7 +563,7 @@ TEST_F(gaudi_md, munmap_remap_fresh_mapping)
     const size_t size = 16 * 4096;
     uct_mem_h memh;
 
-    if (m_gmd->rcache == NULL) {
+    if (m_gmd->reg.rcache == NULL) {
         GTEST_SKIP() << "no registration cache";
     }
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -648,7 +649,7 @@ TEST_F(gaudi_md, dmabuf_export)
     EXPECT_GE(fcntl(fd, F_GETFD), 0);
     EXPECT_TRUE(fcntl(fd, F_GETFD) & FD_CLOEXEC);
     if (gaudi1()) {
-        EXPECT_EQ(((uintptr_t)p2 - UCT_GAUDI_COPY_G1_WINDOW) % 4096 + 10, off);
+        EXPECT_EQ(((uintptr_t)p2 - UCT_GAUDI_MEM_G1_WINDOW) % 4096 + 10, off);
     } else {
         EXPECT_EQ((uintptr_t)p2 % 4096 + 10, off);
     }
@@ -722,7 +723,7 @@ TEST_F(gaudi_md, public_api)
 TEST_F(gaudi_md, bad_input)
 {
     const char *dev = m_gmd->ctx->info->name;
-    uct_gaudi_copy_memh_t fake = {};
+    uct_gaudi_memh_t fake = {};
     std::vector<char> host(4096);
     uct_mem_h memh, memh2;
     size_t len;
@@ -894,7 +895,7 @@ TEST_F(gaudi_md, stable_over_10000_cycles)
  * while a dma-buf exported from it is alive anywhere (facts 3.3). Freeing
  * a buffer whose dma-buf fd is still held must not log an error nor leak:
  * the chunk waits on the deferred list (its range is not reused) and is
- * released by a later alloc/free or uct_gaudi_copy_heap_progress().
+ * released by a later alloc/free or uct_gaudi_heap_progress().
  */
 TEST_F(gaudi_md, dmabuf_held_defers_chunk_release)
 {
@@ -908,7 +909,7 @@ TEST_F(gaudi_md, dmabuf_held_defers_chunk_release)
 
     /* A: a sub-allocated buffer alone in a shared chunk, exported */
     char *a = (char*)alloc_ok(8192, &ma);
-    uintptr_t dchunk = ((uct_gaudi_copy_memh_t*)ma)->buf->chunk->ptr;
+    uintptr_t dchunk = ((uct_gaudi_memh_t*)ma)->buf->chunk->ptr;
     ASSERT_EQ(UCS_OK, uct_gaudi_dmabuf_get(a, 8192, &fd, &off));
     EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, ma));   /* fd still held */
 
@@ -930,9 +931,9 @@ TEST_F(gaudi_md, dmabuf_held_defers_chunk_release)
     EXPECT_EQ(maps + 1, hlsim_counter(HLSIM_COUNTER_MAPPINGS));
 
     /* the freed range is not an allocation, and not handed out again */
-    uct_gaudi_copy_dma_ref_t ref;
+    uct_gaudi_dma_ref_t ref;
     EXPECT_EQ(UCS_ERR_INVALID_ADDR,
-              uct_gaudi_copy_md_dma_resolve(m_gmd, a, 8192, NULL, &ref));
+              uct_gaudi_reg_dma_resolve(&m_gmd->reg, a, 8192, NULL, &ref));
     EXPECT_TRUE(log.has("not inside one live allocation")) << log.all();
     g_errors.clear();
     g_levels.clear();
@@ -969,10 +970,10 @@ TEST_F(gaudi_md, dmabuf_held_defers_chunk_release)
     ASSERT_EQ(UCS_OK, uct_gaudi_dmabuf_get(b, 100, &fd, &off));
     EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, mb));
     EXPECT_EQ(c0.deferred_chunks + 1, counters().deferred_chunks);
-    uct_gaudi_copy_heap_progress(m_gmd->heap);         /* fd still held */
+    uct_gaudi_heap_progress(m_gmd->heap);         /* fd still held */
     EXPECT_EQ(c0.deferred_chunks + 1, counters().deferred_chunks);
     close(fd);
-    uct_gaudi_copy_heap_progress(m_gmd->heap);
+    uct_gaudi_heap_progress(m_gmd->heap);
     c1 = counters();
     EXPECT_EQ(c0.deferred_chunks, c1.deferred_chunks);
     EXPECT_EQ(c0.chunk_count, c1.chunk_count);

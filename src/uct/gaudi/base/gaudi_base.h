@@ -15,6 +15,7 @@
 #include <ucs/time/time_def.h>
 #include <ucs/type/spinlock.h>
 #include <pthread.h>
+#include <sys/types.h>
 
 BEGIN_C_DECLS
 
@@ -74,7 +75,9 @@ typedef struct uct_gaudi_ctx {
     const uct_gaudi_dev_info_t  *info;    /* from discovery */
     pthread_mutex_t             lock;     /* serializes users of hl */
     unsigned                    refcount; /* guarded by the registry lock */
-    const char                  *source;  /* "opened", "UCX_GAUDI_DEVICE_FD", "SynapseAI" */
+    pid_t                       pid;      /* process that opened/attached it */
+    const char                  *source;  /* for messages: "opened",
+                                             "UCX_GAUDI_DEVICE_FD", "SynapseAI" */
 } uct_gaudi_ctx_t;
 
 
@@ -129,6 +132,14 @@ ucs_status_t uct_gaudi_ctx_get(int index, uct_gaudi_ctx_t **ctx_p);
 
 /* Drop a reference; the last one closes the compute node if we opened it */
 void uct_gaudi_ctx_put(uct_gaudi_ctx_t *ctx);
+
+/**
+ * Whether @a ctx belongs to the calling process. After fork() the child
+ * inherits the fd, but the device context (and every mapping in it)
+ * belongs to the parent (facts 7.1): the child must not issue MEMORY
+ * ioctls on it. The one fork check of the plugin.
+ */
+int uct_gaudi_ctx_owned(const uct_gaudi_ctx_t *ctx);
 
 END_C_DECLS
 

@@ -118,6 +118,11 @@ static void uct_gaudi_ctx_check_fork(void)
     uct_gaudi_ctx_pid     = pid;
 }
 
+int uct_gaudi_ctx_owned(const uct_gaudi_ctx_t *ctx)
+{
+    return ucs_likely(ctx->pid == getpid());
+}
+
 static ucs_status_t uct_gaudi_ctx_create(const uct_gaudi_dev_info_t *info,
                                          const uct_gaudi_hl_t *hl,
                                          const char *source,
@@ -134,6 +139,7 @@ static ucs_status_t uct_gaudi_ctx_create(const uct_gaudi_dev_info_t *info,
     ctx->hl       = *hl;
     ctx->info     = info;
     ctx->refcount = 1;
+    ctx->pid      = getpid();
     ctx->source   = source;
     pthread_mutex_init(&ctx->lock, NULL);
 

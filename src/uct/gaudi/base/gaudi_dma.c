@@ -229,14 +229,17 @@ static int uct_gaudi_dma_pick_queue(const uct_gaudi_dma_t *dma,
  * Encode @a xfers into the CBs of @a slot, one CB a queue, and fill the CS
  * chunks. Large transfers are split into pieces of at least split_min and
  * each piece goes to the least loaded queue, so engines run in parallel.
+ * With @a fill, each src is the pattern of a memset of dst.
  * Returns the number of chunks (0: nothing to copy) or -1 if the packets
  * do not fit.
  */
 static int uct_gaudi_dma_build(uct_gaudi_dma_t *dma,
                                uct_gaudi_dma_slot_t *slot,
                                const uct_gaudi_dma_xfer_t *xfers,
-                               unsigned count, struct hl_cs_chunk *chunks)
+                               unsigned count, int fill,
+                               struct hl_cs_chunk *chunks)
 {
+    void *pkt;
     size_t bytes[UCT_GAUDI_DMA_MAX_QUEUES]   = {0};
     unsigned npkts[UCT_GAUDI_DMA_MAX_QUEUES] = {0};
     size_t total_pieces = 0, piece, off, len;
@@ -265,11 +268,18 @@ static int uct_gaudi_dma_build(uct_gaudi_dma_t *dma,
                 return -1;
             }
 
-            gaudi_pkt_lin_dma_encode(slot->cb_host[q] +
-                                     npkts[q] * GAUDI_PKT_SIZE_LIN_DMA,
-                                     dma->backend->gen, xfers[i].src + off,
-                                     xfers[i].dst + off,
-                                     ucs_min(piece, len - off), 0);
+            pkt = slot->cb_host[q] + npkts[q] * GAUDI_PKT_SIZE_LIN_DMA;
+            if (fill) {
+                gaudi_pkt_lin_dma_memset_encode(pkt, dma->backend->gen,
+                                                xfers[i].src,
+                                                xfers[i].dst + off,
+                                                ucs_min(piece, len - off), 0);
+            } else {
+                gaudi_pkt_lin_dma_encode(pkt, dma->backend->gen,
+                                         xfers[i].src + off,
+                                         xfers[i].dst + off,
+                                         ucs_min(piece, len - off), 0);
+            }
             npkts[q]++;
             bytes[q] += ucs_min(piece, len - off);
         }
@@ -330,13 +340,14 @@ static ucs_status_t uct_gaudi_dma_check_xfers(uct_gaudi_dma_t *dma,
 static ucs_status_t uct_gaudi_dma_slot_submit(uct_gaudi_dma_t *dma,
                                               uct_gaudi_dma_slot_t *slot,
                                               const uct_gaudi_dma_xfer_t *xfers,
-                                              unsigned count, const char *name)
+                                              unsigned count, int fill,
+                                              const char *name)
 {
     struct hl_cs_chunk chunks[UCT_GAUDI_DMA_MAX_QUEUES];
     ucs_status_t status;
     int nchunks;
 
-    nchunks = uct_gaudi_dma_build(dma, slot, xfers, count, chunks);
+    nchunks = uct_gaudi_dma_build(dma, slot, xfers, count, fill, chunks);
     if (nchunks < 0) {
         ucs_error("%s: %s of %u transfers does not fit in the command "
                   "buffers", dma->name, name, count);
@@ -482,7 +493,7 @@ ucs_status_t uct_gaudi_dma_submit(uct_gaudi_dma_t *dma,
     }
 
     slot   = &dma->slots[(dma->head + dma->count) % dma->num_slots];
-    status = uct_gaudi_dma_slot_submit(dma, slot, xfers, count, name);
+    status = uct_gaudi_dma_slot_submit(dma, slot, xfers, count, 0, name);
     if (status != UCS_INPROGRESS) {
         return status;
     }
@@ -571,7 +582,8 @@ static ucs_status_t uct_gaudi_dma_sync_reclaim(uct_gaudi_dma_t *dma)
 
 static ucs_status_t uct_gaudi_dma_sync_run(uct_gaudi_dma_t *dma,
                                            const uct_gaudi_dma_xfer_t *xfers,
-                                           unsigned count, const char *name)
+                                           unsigned count, int fill,
+                                           const char *name)
 {
     ucs_time_t deadline = uct_gaudi_dma_deadline(dma);
     ucs_status_t status;
@@ -583,7 +595,7 @@ static ucs_status_t uct_gaudi_dma_sync_run(uct_gaudi_dma_t *dma,
 
     for (;;) {
         status = uct_gaudi_dma_slot_submit(dma, dma->sync, xfers, count,
-                                           name);
+                                           fill, name);
         if (status != UCS_ERR_NO_RESOURCE) {
             break;
         } else if (ucs_get_time() >= deadline) {
@@ -615,7 +627,7 @@ ucs_status_t uct_gaudi_dma_copy(uct_gaudi_dma_t *dma,
         return status;
     }
 
-    return uct_gaudi_dma_sync_run(dma, xfers, count, name);
+    return uct_gaudi_dma_sync_run(dma, xfers, count, 0, name);
 }
 
 void *uct_gaudi_dma_bounce(const uct_gaudi_dma_t *dma, size_t *size_p)
@@ -634,7 +646,7 @@ ucs_status_t uct_gaudi_dma_bounce_copy(uct_gaudi_dma_t *dma, int to_device,
     xfer.src    = to_device ? dma->bounce_dma : dma_addr;
     xfer.dst    = to_device ? dma_addr : dma->bounce_dma;
     xfer.length = length;
-    return uct_gaudi_dma_sync_run(dma, &xfer, 1, name);
+    return uct_gaudi_dma_sync_run(dma, &xfer, 1, 0, name);
 }
 
 ucs_status_t uct_gaudi_dma_short(uct_gaudi_dma_t *dma, int to_device,
@@ -664,6 +676,51 @@ ucs_status_t uct_gaudi_dma_short(uct_gaudi_dma_t *dma, int to_device,
     }
 
     return UCS_OK;
+}
+
+ucs_status_t uct_gaudi_dma_copy_sync(uct_gaudi_dma_t *dma,
+                                     const uct_gaudi_dma_end_t *dst,
+                                     const uct_gaudi_dma_end_t *src,
+                                     size_t length, const char *name)
+{
+    uct_gaudi_dma_xfer_t xfer;
+
+    if (length == 0) {
+        return UCS_OK;
+    } else if ((dst->host != NULL) && (src->host != NULL)) {
+        memmove(dst->host, src->host, length);
+        return UCS_OK;
+    } else if (src->host != NULL) {
+        return uct_gaudi_dma_short(dma, 1, src->host, dst->dma_addr, length,
+                                   name);
+    } else if (dst->host != NULL) {
+        return uct_gaudi_dma_short(dma, 0, dst->host, src->dma_addr, length,
+                                   name);
+    }
+
+    xfer.src    = src->dma_addr;
+    xfer.dst    = dst->dma_addr;
+    xfer.length = length;
+    return uct_gaudi_dma_copy(dma, &xfer, 1, name);
+}
+
+ucs_status_t uct_gaudi_dma_fill(uct_gaudi_dma_t *dma, uint64_t dma_addr,
+                                int value, size_t length, const char *name)
+{
+    uct_gaudi_dma_xfer_t xfer;
+    ucs_status_t status;
+
+    /* src_addr carries the pattern: the byte in every lane, whatever
+     * width the engine reads */
+    xfer.src    = 0x0101010101010101ull * (uint8_t)value;
+    xfer.dst    = dma_addr;
+    xfer.length = length;
+    status      = uct_gaudi_dma_check_xfers(dma, &xfer, 1, name);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    return uct_gaudi_dma_sync_run(dma, &xfer, 1, 1, name);
 }
 
 

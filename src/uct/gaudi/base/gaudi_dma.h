@@ -62,6 +62,14 @@ typedef struct uct_gaudi_dma_xfer {
 } uct_gaudi_dma_xfer_t;
 
 
+/* One side of a synchronous copy: a host buffer (staged through the
+ * engine's bounce buffer, never registered) or a DMA address */
+typedef struct uct_gaudi_dma_end {
+    void     *host;      /* NULL: @a dma_addr */
+    uint64_t dma_addr;
+} uct_gaudi_dma_end_t;
+
+
 /* Completion of an asynchronous copy, called from uct_gaudi_dma_progress */
 typedef void (*uct_gaudi_dma_comp_cb_t)(void *arg, ucs_status_t status);
 
@@ -133,6 +141,22 @@ ucs_status_t uct_gaudi_dma_copy(uct_gaudi_dma_t *dma,
 ucs_status_t uct_gaudi_dma_short(uct_gaudi_dma_t *dma, int to_device,
                                  void *host, uint64_t dma_addr,
                                  size_t length, const char *name);
+
+/**
+ * The one synchronous copy of any pair of sides: device<->device by DMA,
+ * host<->device through the bounce buffer, host<->host by memmove.
+ */
+ucs_status_t uct_gaudi_dma_copy_sync(uct_gaudi_dma_t *dma,
+                                     const uct_gaudi_dma_end_t *dst,
+                                     const uct_gaudi_dma_end_t *src,
+                                     size_t length, const char *name);
+
+/**
+ * Synchronous fill of [dma_addr, +length) with the byte @a value by the
+ * engine (LIN_DMA memset, facts 5.5): no host buffer is involved.
+ */
+ucs_status_t uct_gaudi_dma_fill(uct_gaudi_dma_t *dma, uint64_t dma_addr,
+                                int value, size_t length, const char *name);
 
 /**
  * The engine's pre-mapped host bounce buffer (for bcopy: pack into it,

@@ -481,6 +481,27 @@ ucs_status_t uct_gaudi_hl_mem_free(const uct_gaudi_hl_t *hl, uint64_t handle)
     return UCS_OK;
 }
 
+ucs_status_t uct_gaudi_hl_mem_free_size(const uct_gaudi_hl_t *hl,
+                                        uint64_t size)
+{
+    union hl_mem_args args;
+    int err;
+
+    /* the Gaudi1 FREE path reads alloc.mem_size, which aliases
+     * free.handle in the union */
+    memset(&args, 0, sizeof(args));
+    args.in.op             = HL_MEM_OP_FREE;
+    args.in.alloc.mem_size = size;
+
+    err = uct_gaudi_hl_ioctl(hl, GAUDI_HL_OP_MEMORY, &args);
+    if (err != 0) {
+        return uct_gaudi_hl_fail(hl->name, err, 0,
+                                 "MEMORY FREE of %" PRIu64 " bytes", size);
+    }
+
+    return UCS_OK;
+}
+
 ucs_status_t uct_gaudi_hl_mem_map_device(const uct_gaudi_hl_t *hl,
                                          uint64_t handle, uint64_t hint,
                                          uint64_t *va)

@@ -101,6 +101,11 @@ ucs_status_t uct_gaudi_hl_mem_alloc(const uct_gaudi_hl_t *hl, uint64_t size,
 
 ucs_status_t uct_gaudi_hl_mem_free(const uct_gaudi_hl_t *hl, uint64_t handle);
 
+/* Gaudi1 (no DRAM MMU): give @a size bytes back to the driver's usage
+ * accounting of ALLOC; its FREE reads a size, not a handle (facts 3.2) */
+ucs_status_t uct_gaudi_hl_mem_free_size(const uct_gaudi_hl_t *hl,
+                                        uint64_t size);
+
 /* MAP an ALLOC handle into the device VA space */
 ucs_status_t uct_gaudi_hl_mem_map_device(const uct_gaudi_hl_t *hl,
                                          uint64_t handle, uint64_t hint,

@@ -120,6 +120,21 @@ static inline void gaudi_pkt_lin_dma_encode(void *dest, gaudi_pkt_gen_t gen,
     memcpy(dest, &pkt, sizeof(pkt));
 }
 
+/* Encode a LIN_DMA memset: @a size bytes at @a dst get the pattern that
+ * src_addr carries (@a value, the byte repeated) */
+static inline void gaudi_pkt_lin_dma_memset_encode(void *dest,
+                                                   gaudi_pkt_gen_t gen,
+                                                   uint64_t value,
+                                                   uint64_t dst,
+                                                   uint32_t size, int eb)
+{
+    gaudi_pkt_lin_dma_t pkt;
+
+    gaudi_pkt_lin_dma_encode(&pkt, gen, value, dst, size, eb);
+    pkt.ctl |= GAUDI_PKT_LIN_DMA_MEMSET;
+    memcpy(dest, &pkt, sizeof(pkt));
+}
+
 /*
  * Encode a NOP. With @a eb set it is the conservative trailing barrier of
  * a CB: the queue waits for the DMA engine to drain before the CB is

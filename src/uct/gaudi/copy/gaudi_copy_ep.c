@@ -2,7 +2,7 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * gaudi_cpy ep: data operations. Buffers become DMA addresses through the
- * MD contract (gaudi_copy_md.h); device addresses are never dereferenced.
+ * memory layer (base/gaudi_reg.h); device addresses are never dereferenced.
  * - short, bcopy: synchronous; host buffers go through the engine's
  *   pre-mapped bounce buffer (no registration, no lookup on the hot path);
  * - zcopy: asynchronous, one CS per operation, completed from progress.
@@ -23,27 +23,6 @@
 #include <string.h>
 
 
-static UCS_CLASS_INIT_FUNC(uct_gaudi_copy_ep_t, const uct_ep_params_t *params)
-{
-    uct_gaudi_copy_iface_t *iface = ucs_derived_of(params->iface,
-                                                   uct_gaudi_copy_iface_t);
-
-    UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
-    self->num_pending = 0;
-    return UCS_OK;
-}
-
-static UCS_CLASS_CLEANUP_FUNC(uct_gaudi_copy_ep_t)
-{
-    uct_gaudi_copy_ep_pending_purge(&self->super.super, NULL, NULL);
-}
-
-UCS_CLASS_DEFINE(uct_gaudi_copy_ep_t, uct_base_ep_t)
-UCS_CLASS_DEFINE_NEW_FUNC(uct_gaudi_copy_ep_t, uct_ep_t, const uct_ep_params_t*);
-UCS_CLASS_DEFINE_DELETE_FUNC(uct_gaudi_copy_ep_t, uct_ep_t);
-
-
 static UCS_F_ALWAYS_INLINE uct_gaudi_copy_iface_t *
 uct_gaudi_copy_ep_iface(uct_ep_h tl_ep)
 {
@@ -54,7 +33,7 @@ uct_gaudi_copy_ep_iface(uct_ep_h tl_ep)
 static UCS_F_ALWAYS_INLINE int
 uct_gaudi_copy_is_dev(uct_gaudi_copy_iface_t *iface, const void *ptr)
 {
-    return uct_gaudi_copy_md_is_device_mem(iface->md, ptr, 1);
+    return uct_gaudi_heap_in_window(iface->md->heap, (uintptr_t)ptr, 1);
 }
 
 /* The remote range must be covered by @a rkey of this device */
@@ -69,75 +48,39 @@ uct_gaudi_copy_check_rkey(uct_gaudi_copy_iface_t *iface, uct_rkey_t rkey,
     return uct_gaudi_copy_rkey_check(iface->md, rkey, remote_addr, length);
 }
 
-/* DMA address of a device range (no registration is taken) */
-static ucs_status_t uct_gaudi_copy_dev_addr(uct_gaudi_copy_iface_t *iface,
-                                            const void *ptr, size_t length,
-                                            uint64_t *dma_addr)
-{
-    uct_gaudi_copy_dma_ref_t ref;
-    ucs_status_t status;
-
-    status = uct_gaudi_copy_md_dma_resolve(iface->md, ptr, length,
-                                           UCT_MEM_HANDLE_NULL, &ref);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    ucs_assert(ref.region == NULL);
-    *dma_addr = ref.dma_addr;
-    return UCS_OK;
-}
-
 /*
  * Synchronous copy of @a length bytes from @a src to @a dst, either of
- * which may be Gaudi memory: device<->device by DMA, host<->device through
- * the bounce buffer, host<->host by memcpy.
+ * which may be Gaudi memory (the engine's any-pair copy)
  */
 static ucs_status_t uct_gaudi_copy_sync(uct_gaudi_copy_iface_t *iface,
                                         void *dst, const void *src,
                                         size_t length, const char *name)
 {
-    int src_dev = uct_gaudi_copy_is_dev(iface, src);
-    int dst_dev = uct_gaudi_copy_is_dev(iface, dst);
-    uct_gaudi_dma_xfer_t xfer;
+    uct_gaudi_heap_t *heap = iface->md->heap;
+    uct_gaudi_dma_end_t dst_end, src_end;
     ucs_status_t status;
 
     if (ucs_unlikely(length == 0)) {
         return UCS_OK;
-    } else if (!src_dev && !dst_dev) {
-        memcpy(dst, src, length);
-        return UCS_OK;
     }
 
-    status = uct_gaudi_xfer_fence_wait(&iface->xfer, iface->dma);
+    status = uct_gaudi_iface_op_start(&iface->super, 0);
     if (status != UCS_OK) {
         return status;
     }
 
-    if (src_dev) {
-        status = uct_gaudi_copy_dev_addr(iface, src, length, &xfer.src);
-        if (status != UCS_OK) {
-            return status;
-        }
+    status = uct_gaudi_heap_dma_end(heap, dst, length, name, &dst_end);
+    if (status != UCS_OK) {
+        return status;
     }
 
-    if (dst_dev) {
-        status = uct_gaudi_copy_dev_addr(iface, dst, length, &xfer.dst);
-        if (status != UCS_OK) {
-            return status;
-        }
+    status = uct_gaudi_heap_dma_end(heap, src, length, name, &src_end);
+    if (status != UCS_OK) {
+        return status;
     }
 
-    if (src_dev && dst_dev) {
-        xfer.length = length;
-        return uct_gaudi_dma_copy(iface->dma, &xfer, 1, name);
-    } else if (dst_dev) {
-        return uct_gaudi_dma_short(iface->dma, 1, (void*)src, xfer.dst,
+    return uct_gaudi_dma_copy_sync(iface->super.dma, &dst_end, &src_end,
                                    length, name);
-    } else {
-        return uct_gaudi_dma_short(iface->dma, 0, dst, xfer.src, length,
-                                   name);
-    }
 }
 
 UCS_PROFILE_FUNC(ucs_status_t, uct_gaudi_copy_ep_put_short,
@@ -194,8 +137,13 @@ ssize_t uct_gaudi_copy_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     size_t length, size;
     void *bounce;
 
+    status = uct_gaudi_iface_op_start(&iface->super, 0);
+    if (status != UCS_OK) {
+        return status;
+    }
+
     /* pack straight into the pre-mapped bounce buffer */
-    bounce = uct_gaudi_dma_bounce(iface->dma, &size);
+    bounce = uct_gaudi_dma_bounce(iface->super.dma, &size);
     length = pack_cb(bounce, arg);
     ucs_assert(length <= size);
 
@@ -209,16 +157,11 @@ ssize_t uct_gaudi_copy_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
         goto out;
     }
 
-    status = uct_gaudi_xfer_fence_wait(&iface->xfer, iface->dma);
-    if (status != UCS_OK) {
-        goto out;
-    }
-
-    status = uct_gaudi_copy_dev_addr(iface, (void*)remote_addr, length,
-                                     &dma_addr);
+    status = uct_gaudi_heap_dma_addr(iface->md->heap, (void*)remote_addr,
+                                     length, &dma_addr);
     if (status == UCS_OK) {
-        status = uct_gaudi_dma_bounce_copy(iface->dma, 1, dma_addr, length,
-                                           "put_bcopy");
+        status = uct_gaudi_dma_bounce_copy(iface->super.dma, 1, dma_addr,
+                                           length, "put_bcopy");
     }
 
 out:
@@ -239,14 +182,19 @@ ucs_status_t uct_gaudi_copy_ep_get_bcopy(uct_ep_h tl_ep,
     void *bounce;
     size_t size;
 
-    bounce = uct_gaudi_dma_bounce(iface->dma, &size);
+    bounce = uct_gaudi_dma_bounce(iface->super.dma, &size);
     if (length > size) {
         ucs_error("%s: get_bcopy of %zu bytes exceeds max_bcopy %zu",
-                  uct_gaudi_dma_dev_name(iface->dma), length, size);
+                  uct_gaudi_dma_dev_name(iface->super.dma), length, size);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
 
     status = uct_gaudi_copy_check_rkey(iface, rkey, remote_addr, length);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_iface_op_start(&iface->super, 0);
     if (status != UCS_OK) {
         return status;
     }
@@ -256,16 +204,11 @@ ucs_status_t uct_gaudi_copy_ep_get_bcopy(uct_ep_h tl_ep,
         goto out;
     }
 
-    status = uct_gaudi_xfer_fence_wait(&iface->xfer, iface->dma);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    status = uct_gaudi_copy_dev_addr(iface, (void*)remote_addr, length,
-                                     &dma_addr);
+    status = uct_gaudi_heap_dma_addr(iface->md->heap, (void*)remote_addr,
+                                     length, &dma_addr);
     if (status == UCS_OK) {
-        status = uct_gaudi_dma_bounce_copy(iface->dma, 0, dma_addr, length,
-                                           "get_bcopy");
+        status = uct_gaudi_dma_bounce_copy(iface->super.dma, 0, dma_addr,
+                                           length, "get_bcopy");
     }
     if (status != UCS_OK) {
         return status;
@@ -282,34 +225,10 @@ out:
 
 /* zcopy */
 
-static void uct_gaudi_copy_desc_release(uct_gaudi_copy_desc_t *desc)
-{
-    unsigned i;
-
-    for (i = 0; i < desc->num_refs; i++) {
-        uct_gaudi_copy_md_dma_release(desc->iface->md, &desc->refs[i]);
-    }
-    ucs_mpool_put(desc);
-}
-
-/* DMA engine completion of a zcopy */
-static void uct_gaudi_copy_desc_complete(void *arg, ucs_status_t status)
-{
-    uct_gaudi_copy_desc_t *desc   = arg;
-    uct_gaudi_copy_iface_t *iface = desc->iface;
-    uct_completion_t *comp        = desc->comp;
-
-    uct_gaudi_copy_desc_release(desc);
-    iface->xfer.delivered++;
-    if ((comp != NULL) && !iface->xfer.closing) {
-        uct_invoke_completion(comp, status);
-    }
-}
-
 /* Turn @a iov and the remote range into DMA transfers held by @a desc */
 static ucs_status_t
 uct_gaudi_copy_zcopy_xfers(uct_gaudi_copy_iface_t *iface,
-                           uct_gaudi_copy_desc_t *desc, const uct_iov_t *iov,
+                           uct_gaudi_iface_desc_t *desc, const uct_iov_t *iov,
                            size_t iovcnt, uint64_t remote_addr, size_t total,
                            int is_put, uct_gaudi_dma_xfer_t *xfers,
                            unsigned *count_p)
@@ -321,9 +240,9 @@ uct_gaudi_copy_zcopy_xfers(uct_gaudi_copy_iface_t *iface,
     void *buffer;
 
     /* remote: Gaudi memory (translated) or host memory (registered) */
-    status = uct_gaudi_copy_md_dma_resolve(iface->md, (void*)remote_addr,
-                                           total, UCT_MEM_HANDLE_NULL,
-                                           &desc->refs[desc->num_refs]);
+    status = uct_gaudi_reg_dma_resolve(iface->super.reg, (void*)remote_addr,
+                                       total, UCT_MEM_HANDLE_NULL,
+                                       &desc->refs[desc->num_refs]);
     if (status != UCS_OK) {
         return status;
     }
@@ -333,14 +252,14 @@ uct_gaudi_copy_zcopy_xfers(uct_gaudi_copy_iface_t *iface,
         for (k = 0; (k < ucs_max(iov[i].count, 1)) && iov[i].length; k++) {
             if (count == iface->config.max_iov) {
                 ucs_error("%s: zcopy of more than %u iov elements",
-                          uct_gaudi_dma_dev_name(iface->dma),
+                          uct_gaudi_dma_dev_name(iface->super.dma),
                           iface->config.max_iov);
                 return UCS_ERR_EXCEEDS_LIMIT;
             }
 
             buffer = UCS_PTR_BYTE_OFFSET(iov[i].buffer, k * iov[i].stride);
-            status = uct_gaudi_copy_md_dma_resolve(
-                    iface->md, buffer, iov[i].length, iov[i].memh,
+            status = uct_gaudi_reg_dma_resolve(
+                    iface->super.reg, buffer, iov[i].length, iov[i].memh,
                     &desc->refs[desc->num_refs]);
             if (status != UCS_OK) {
                 return status;
@@ -367,23 +286,17 @@ uct_gaudi_copy_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     uct_gaudi_copy_iface_t *iface = uct_gaudi_copy_ep_iface(tl_ep);
     uct_gaudi_dma_xfer_t xfers[UCT_GAUDI_COPY_MAX_IOV];
     size_t total = uct_iov_total_length(iov, iovcnt);
-    uct_gaudi_copy_desc_t *desc;
+    uct_gaudi_iface_desc_t *desc;
     ucs_status_t status;
     unsigned count;
 
     if (ucs_unlikely(total > iface->config.max_zcopy)) {
         ucs_error("%s: %s of %zu bytes exceeds max_zcopy %zu",
-                  uct_gaudi_dma_dev_name(iface->dma), name, total,
+                  uct_gaudi_dma_dev_name(iface->super.dma), name, total,
                   iface->config.max_zcopy);
         return UCS_ERR_EXCEEDS_LIMIT;
     } else if (ucs_unlikely(total == 0)) {
         return UCS_OK;
-    }
-
-    /* keep the order of pending requests; resolve nothing in vain */
-    if (uct_gaudi_xfer_must_queue(&iface->xfer) ||
-        !uct_gaudi_dma_can_submit(iface->dma)) {
-        return UCS_ERR_NO_RESOURCE;
     }
 
     status = uct_gaudi_copy_check_rkey(iface, rkey, remote_addr, total);
@@ -391,33 +304,28 @@ uct_gaudi_copy_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
         return status;
     }
 
-    status = uct_gaudi_xfer_fence_wait(&iface->xfer, iface->dma);
+    /* keep the order of pending requests; resolve nothing in vain */
+    status = uct_gaudi_iface_op_start(&iface->super, 1);
     if (status != UCS_OK) {
         return status;
     }
 
-    desc = ucs_mpool_get_inline(&iface->desc_mp);
+    desc = uct_gaudi_iface_desc_get(&iface->super, comp);
     if (ucs_unlikely(desc == NULL)) {
         return UCS_ERR_NO_MEMORY;
     }
 
-    desc->iface    = iface;
-    desc->comp     = comp;
-    desc->num_refs = 0;
     status = uct_gaudi_copy_zcopy_xfers(iface, desc, iov, iovcnt, remote_addr,
                                         total, is_put, xfers, &count);
     if (status == UCS_OK) {
-        status = uct_gaudi_dma_submit(iface->dma, xfers, count, name,
-                                      uct_gaudi_copy_desc_complete, desc);
+        status = uct_gaudi_iface_submit(&iface->super, desc, xfers, count,
+                                        name);
     }
 
     if (status != UCS_INPROGRESS) {
-        uct_gaudi_copy_desc_release(desc);
-        return status;
+        uct_gaudi_iface_desc_put(desc);
     }
-
-    iface->xfer.submitted++;
-    return UCS_INPROGRESS;
+    return status;
 }
 
 UCS_PROFILE_FUNC(ucs_status_t, uct_gaudi_copy_ep_put_zcopy,

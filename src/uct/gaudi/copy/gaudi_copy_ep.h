@@ -1,5 +1,8 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * gaudi_cpy data operations; the endpoint is the base class's
+ * (uct_gaudi_ep_t, base/gaudi_iface.h).
  */
 
 #ifndef UCT_GAUDI_COPY_EP_H_
@@ -8,14 +11,6 @@
 #include <ucs/sys/math.h>
 #include <uct/base/uct_iface.h>
 
-
-typedef struct uct_gaudi_copy_ep {
-    uct_base_ep_t super;
-    unsigned      num_pending;  /* requests of this ep in the iface queue */
-} uct_gaudi_copy_ep_t;
-
-UCS_CLASS_DECLARE_NEW_FUNC(uct_gaudi_copy_ep_t, uct_ep_t, const uct_ep_params_t*);
-UCS_CLASS_DECLARE_DELETE_FUNC(uct_gaudi_copy_ep_t, uct_ep_t);
 
 ucs_status_t uct_gaudi_copy_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                          unsigned length, uint64_t remote_addr,
@@ -44,18 +39,5 @@ ucs_status_t uct_gaudi_copy_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                          size_t iovcnt, uint64_t remote_addr,
                                          uct_rkey_t rkey,
                                          uct_completion_t *comp);
-
-ucs_status_t uct_gaudi_copy_ep_pending_add(uct_ep_h tl_ep,
-                                           uct_pending_req_t *req,
-                                           unsigned flags);
-
-void uct_gaudi_copy_ep_pending_purge(uct_ep_h tl_ep,
-                                     uct_pending_purge_callback_t cb,
-                                     void *arg);
-
-ucs_status_t uct_gaudi_copy_ep_flush(uct_ep_h tl_ep, unsigned flags,
-                                     uct_completion_t *comp);
-
-ucs_status_t uct_gaudi_copy_ep_fence(uct_ep_h tl_ep, unsigned flags);
 
 #endif

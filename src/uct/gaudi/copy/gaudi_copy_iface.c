@@ -1,10 +1,10 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * gaudi_cpy iface: capabilities, performance model, progress, flush and
- * fence (their shared machinery: gaudi_xfer.c). Each iface owns a DMA
- * engine so that completions are delivered only by the progress of the
- * worker that posted them (docs/performance.md "Design").
+ * gaudi_cpy iface: capabilities and performance model over the iface base
+ * class (base/gaudi_iface.c: progress, flush, fence, pending). Each iface
+ * owns a DMA engine so that completions are delivered only by the progress
+ * of the worker that posted them (docs/performance.md "Design").
  */
 
 #ifdef HAVE_CONFIG_H
@@ -13,11 +13,10 @@
 
 #include "gaudi_copy_iface.h"
 #include "gaudi_copy_md.h"
-#include "gaudi_copy_mem.h"
 #include "gaudi_copy_ep.h"
 
 #include <uct/gaudi/gaudi_compat.h>
-#include <uct/gaudi/gaudi_device.h>
+#include <uct/gaudi/base/gaudi_device.h>
 #include <ucs/debug/log.h>
 #include <ucs/type/class.h>
 #include <ucs/sys/string.h>
@@ -143,78 +142,27 @@ static int uct_gaudi_copy_iface_is_reachable(const uct_iface_h tl_iface,
            (iface->id == *(const uct_gaudi_copy_iface_addr_t*)iface_addr);
 }
 
-static void uct_gaudi_copy_iface_query_rma(uct_gaudi_copy_iface_t *iface,
-                                           size_t *max_short,
-                                           size_t *max_bcopy,
-                                           size_t *min_zcopy,
-                                           size_t *max_zcopy,
-                                           size_t *opt_zcopy_align,
-                                           size_t *align_mtu,
-                                           size_t *max_iov)
-{
-    /* one bounce-buffer step; longer short ops still work (bounce-sized
-     * steps, for UCP's memtype pack/unpack) but cost one CS round trip
-     * each, which zcopy avoids */
-    *max_short       = iface->config.max_bcopy;
-    *max_bcopy       = iface->config.max_bcopy;
-    *min_zcopy       = 0;
-    *max_zcopy       = iface->config.max_zcopy;
-    *opt_zcopy_align = 1;
-    *align_mtu       = 1;
-    *max_iov         = iface->config.max_iov;
-}
-
 static ucs_status_t uct_gaudi_copy_iface_query(uct_iface_h tl_iface,
                                                uct_iface_attr_t *iface_attr)
 {
     uct_gaudi_copy_iface_t *iface = ucs_derived_of(tl_iface,
                                                    uct_gaudi_copy_iface_t);
 
-    uct_base_iface_query(&iface->super, iface_attr);
+    uct_gaudi_iface_query(&iface->super, iface->config.max_iov, iface_attr);
 
-    iface_attr->iface_addr_len  = sizeof(uct_gaudi_copy_iface_addr_t);
-    iface_attr->device_addr_len = 0;
-    iface_attr->ep_addr_len     = 0;
-    /* what UCP needs for a memtype EP and rndv pipelines
-     * (docs/ucx-loading.md section 4) */
-    iface_attr->cap.flags       = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
-                                  UCT_IFACE_FLAG_PUT_SHORT |
-                                  UCT_IFACE_FLAG_GET_SHORT |
-                                  UCT_IFACE_FLAG_PUT_BCOPY |
-                                  UCT_IFACE_FLAG_GET_BCOPY |
-                                  UCT_IFACE_FLAG_PUT_ZCOPY |
-                                  UCT_IFACE_FLAG_GET_ZCOPY |
-                                  UCT_IFACE_FLAG_PENDING;
-    iface_attr->cap.event_flags = 0;
-
-    uct_gaudi_copy_iface_query_rma(iface, &iface_attr->cap.put.max_short,
-                                   &iface_attr->cap.put.max_bcopy,
-                                   &iface_attr->cap.put.min_zcopy,
-                                   &iface_attr->cap.put.max_zcopy,
-                                   &iface_attr->cap.put.opt_zcopy_align,
-                                   &iface_attr->cap.put.align_mtu,
-                                   &iface_attr->cap.put.max_iov);
-    uct_gaudi_copy_iface_query_rma(iface, &iface_attr->cap.get.max_short,
-                                   &iface_attr->cap.get.max_bcopy,
-                                   &iface_attr->cap.get.min_zcopy,
-                                   &iface_attr->cap.get.max_zcopy,
-                                   &iface_attr->cap.get.opt_zcopy_align,
-                                   &iface_attr->cap.get.align_mtu,
-                                   &iface_attr->cap.get.max_iov);
-
+    iface_attr->iface_addr_len          = sizeof(uct_gaudi_copy_iface_addr_t);
+    iface_attr->device_addr_len         = 0;
     iface_attr->cap.am.max_iov          = 1;
     iface_attr->cap.am.opt_zcopy_align  = 1;
     iface_attr->cap.am.align_mtu        = 1;
 
     iface_attr->latency                 = ucs_linear_func_make(
                                               iface->config.latency, 0);
-    iface_attr->bandwidth.dedicated     = 0;
     /* the direction UCP's memtype EP uses most (pack/unpack, staging) */
     iface_attr->bandwidth.shared        = ucs_min(
             iface->config.bw[UCT_GAUDI_COPY_DIR_H2D],
             iface->config.bw[UCT_GAUDI_COPY_DIR_D2H]);
     iface_attr->overhead                = iface->config.overhead;
-    iface_attr->priority                = 0;
     return UCS_OK;
 }
 
@@ -300,86 +248,11 @@ uct_gaudi_copy_iface_estimate_perf(uct_iface_h tl_iface,
 }
 
 
-/* Completion, flush, fence, pending: gaudi_xfer.c */
-
-static unsigned uct_gaudi_copy_iface_progress(uct_iface_h tl_iface)
+/* idle: release device memory a peer's import held back (one counter
+ * read when there is none) */
+static void uct_gaudi_copy_iface_idle(uct_gaudi_iface_t *iface)
 {
-    uct_gaudi_copy_iface_t *iface = ucs_derived_of(tl_iface,
-                                                   uct_gaudi_copy_iface_t);
-    unsigned count;
-
-    count = uct_gaudi_xfer_progress(&iface->xfer, iface->dma,
-                                    iface->config.max_poll);
-    if (count == 0) {
-        /* idle: release device memory a peer's import held back (one
-         * counter read when there is none) */
-        uct_gaudi_copy_heap_progress(iface->md->heap);
-    }
-    return count;
-}
-
-static ucs_status_t uct_gaudi_copy_iface_flush(uct_iface_h tl_iface,
-                                               unsigned flags,
-                                               uct_completion_t *comp)
-{
-    uct_gaudi_copy_iface_t *iface = ucs_derived_of(tl_iface,
-                                                   uct_gaudi_copy_iface_t);
-
-    return uct_gaudi_xfer_iface_flush(&iface->xfer, &iface->super, flags,
-                                      comp);
-}
-
-ucs_status_t uct_gaudi_copy_ep_flush(uct_ep_h tl_ep, unsigned flags,
-                                     uct_completion_t *comp)
-{
-    uct_gaudi_copy_ep_t *ep       = ucs_derived_of(tl_ep,
-                                                   uct_gaudi_copy_ep_t);
-    uct_gaudi_copy_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                                   uct_gaudi_copy_iface_t);
-
-    return uct_gaudi_xfer_ep_flush(&iface->xfer, &iface->super, &ep->super,
-                                   &ep->num_pending, flags, comp);
-}
-
-static ucs_status_t uct_gaudi_copy_iface_fence(uct_iface_h tl_iface,
-                                               unsigned flags)
-{
-    uct_gaudi_copy_iface_t *iface = ucs_derived_of(tl_iface,
-                                                   uct_gaudi_copy_iface_t);
-
-    uct_gaudi_xfer_fence(&iface->xfer, iface->dma, &iface->super);
-    return UCS_OK;
-}
-
-ucs_status_t uct_gaudi_copy_ep_fence(uct_ep_h tl_ep, unsigned flags)
-{
-    UCT_TL_EP_STAT_FENCE(ucs_derived_of(tl_ep, uct_base_ep_t));
-    return uct_gaudi_copy_iface_fence(tl_ep->iface, flags);
-}
-
-ucs_status_t uct_gaudi_copy_ep_pending_add(uct_ep_h tl_ep,
-                                           uct_pending_req_t *req,
-                                           unsigned flags)
-{
-    uct_gaudi_copy_ep_t *ep       = ucs_derived_of(tl_ep,
-                                                   uct_gaudi_copy_ep_t);
-    uct_gaudi_copy_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                                   uct_gaudi_copy_iface_t);
-
-    return uct_gaudi_xfer_pending_add(&iface->xfer, iface->dma, &ep->super,
-                                      req, &ep->num_pending);
-}
-
-void uct_gaudi_copy_ep_pending_purge(uct_ep_h tl_ep,
-                                     uct_pending_purge_callback_t cb,
-                                     void *arg)
-{
-    uct_gaudi_copy_ep_t *ep       = ucs_derived_of(tl_ep,
-                                                   uct_gaudi_copy_ep_t);
-    uct_gaudi_copy_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                                   uct_gaudi_copy_iface_t);
-
-    uct_gaudi_xfer_pending_purge(&iface->xfer, &ep->num_pending, cb, arg);
+    uct_gaudi_heap_progress(iface->reg->heap);
 }
 
 
@@ -417,17 +290,7 @@ static uct_iface_ops_t uct_gaudi_copy_iface_ops = {
     .ep_get_bcopy             = uct_gaudi_copy_ep_get_bcopy,
     .ep_put_zcopy             = uct_gaudi_copy_ep_put_zcopy,
     .ep_get_zcopy             = uct_gaudi_copy_ep_get_zcopy,
-    .ep_pending_add           = uct_gaudi_copy_ep_pending_add,
-    .ep_pending_purge         = uct_gaudi_copy_ep_pending_purge,
-    .ep_flush                 = uct_gaudi_copy_ep_flush,
-    .ep_fence                 = uct_gaudi_copy_ep_fence,
-    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_gaudi_copy_ep_t),
-    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_gaudi_copy_ep_t),
-    .iface_flush              = uct_gaudi_copy_iface_flush,
-    .iface_fence              = uct_gaudi_copy_iface_fence,
-    .iface_progress_enable    = uct_base_iface_progress_enable,
-    .iface_progress_disable   = uct_base_iface_progress_disable,
-    .iface_progress           = uct_gaudi_copy_iface_progress,
+    UCT_GAUDI_IFACE_BASE_OPS,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(
                                     uct_gaudi_copy_iface_t),
     .iface_query              = uct_gaudi_copy_iface_query,
@@ -439,19 +302,12 @@ static uct_iface_ops_t uct_gaudi_copy_iface_ops = {
 
 static uct_iface_internal_ops_t uct_gaudi_copy_iface_internal_ops = {
     .iface_estimate_perf = uct_gaudi_copy_iface_estimate_perf,
-    .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
-    .ep_query            = (uct_ep_query_func_t)
-                               ucs_empty_function_return_unsupported,
-    .ep_invalidate       = (uct_ep_invalidate_func_t)
-                               ucs_empty_function_return_unsupported
+    UCT_GAUDI_IFACE_BASE_INTERNAL_OPS
 };
 
-static ucs_mpool_ops_t uct_gaudi_copy_desc_mpool_ops = {
-    .chunk_alloc   = ucs_mpool_chunk_malloc,
-    .chunk_release = ucs_mpool_chunk_free,
-    .obj_init      = NULL,
-    .obj_cleanup   = NULL,
-    .obj_str       = NULL
+static const uct_gaudi_iface_ops_t uct_gaudi_copy_iface_gaudi_ops = {
+    .desc_done = NULL,
+    .idle      = uct_gaudi_copy_iface_idle
 };
 
 
@@ -461,7 +317,7 @@ uct_gaudi_copy_iface_perf_init(uct_gaudi_copy_iface_t *iface,
                                const uct_gaudi_copy_iface_config_t *config)
 {
     const uct_gaudi_copy_perf_default_t *def =
-            (iface->ctx->info->asic == UCT_GAUDI_ASIC_GAUDI1) ?
+            (iface->super.ctx->info->asic == UCT_GAUDI_ASIC_GAUDI1) ?
             &uct_gaudi_copy_perf_gaudi1 : &uct_gaudi_copy_perf_gaudi2;
     int dir;
 
@@ -483,7 +339,7 @@ uct_gaudi_copy_iface_dma_params(const uct_gaudi_copy_iface_t *iface,
                                 const uct_gaudi_copy_iface_config_t *config,
                                 uct_gaudi_dma_params_t *params)
 {
-    uct_gaudi_dma_params_default(iface->ctx, params);
+    uct_gaudi_dma_params_default(iface->super.ctx, params);
     if ((config->max_inflight != UCS_ULUNITS_AUTO) &&
         (config->max_inflight != UCS_ULUNITS_INF)) {
         params->max_inflight = config->max_inflight;
@@ -512,61 +368,41 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_copy_iface_t, uct_md_h md,
     const char *reason;
     ucs_status_t status;
 
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_gaudi_copy_iface_ops,
-                              &uct_gaudi_copy_iface_internal_ops, md, worker,
-                              params, tl_config
-                              UCS_STATS_ARG(params->stats_root)
-                              UCS_STATS_ARG(UCT_GAUDI_COPY_TL_NAME));
+    UCS_CLASS_CALL_SUPER_INIT(uct_gaudi_iface_t, &uct_gaudi_copy_iface_ops,
+                              &uct_gaudi_copy_iface_internal_ops,
+                              &uct_gaudi_copy_iface_gaudi_ops, md, worker,
+                              params, tl_config, gmd->ctx, &gmd->reg,
+                              sizeof(uct_gaudi_iface_desc_t),
+                              config->max_poll, UCT_GAUDI_COPY_TL_NAME);
 
     /* UCS classes are not zeroed */
-    self->id        = ucs_generate_uuid((uintptr_t)self);
-    self->ctx       = gmd->ctx;
-    self->md        = gmd;
-    self->dma       = NULL;
-    uct_gaudi_xfer_init(&self->xfer);
+    self->id = ucs_generate_uuid((uintptr_t)self);
+    self->md = gmd;
 
-    if (uct_gaudi_dma_check(self->ctx, &reason) != UCS_OK) {
-        ucs_error("gaudi %s: cannot open %s: %s", self->ctx->info->name,
+    if (uct_gaudi_dma_check(gmd->ctx, &reason) != UCS_OK) {
+        ucs_error("gaudi %s: cannot open %s: %s", gmd->ctx->info->name,
                   UCT_GAUDI_COPY_TL_NAME, reason);
         return UCS_ERR_UNSUPPORTED;
     }
 
     uct_gaudi_copy_iface_perf_init(self, config);
     uct_gaudi_copy_iface_dma_params(self, config, &dma_params);
-    status = uct_gaudi_dma_create(self->ctx, &dma_params, &self->dma);
+    status = uct_gaudi_dma_create(gmd->ctx, &dma_params, &self->super.dma);
     if (status != UCS_OK) {
         return status;
     }
 
-    self->config.max_poll  = ucs_max(config->max_poll, 1);
     self->config.max_zcopy = UCT_GAUDI_DMA_MAX_COPY;
     self->config.max_iov   = ucs_min(UCT_GAUDI_COPY_MAX_IOV,
-                                     uct_gaudi_dma_max_xfers(self->dma));
-    uct_gaudi_dma_bounce(self->dma, &self->config.max_bcopy);
-
-    status = ucs_mpool_init(&self->desc_mp, 0, sizeof(uct_gaudi_copy_desc_t),
-                            0, UCS_SYS_CACHE_LINE_SIZE, 128, UINT_MAX,
-                            &uct_gaudi_copy_desc_mpool_ops,
-                            "gaudi_copy_desc");
-    if (status != UCS_OK) {
-        uct_gaudi_dma_destroy(self->dma);
-        return status;
-    }
-
+                                     uct_gaudi_dma_max_xfers(self->super.dma));
     return UCS_OK;
 }
 
 static UCS_CLASS_CLEANUP_FUNC(uct_gaudi_copy_iface_t)
 {
-    uct_base_iface_progress_disable(&self->super.super,
-                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
-
-    uct_gaudi_xfer_cleanup(&self->xfer, self->dma);
-    uct_gaudi_dma_destroy(self->dma);
-    ucs_mpool_cleanup(&self->desc_mp, 1);
 }
 
-UCS_CLASS_DEFINE(uct_gaudi_copy_iface_t, uct_base_iface_t);
+UCS_CLASS_DEFINE(uct_gaudi_copy_iface_t, uct_gaudi_iface_t);
 UCS_CLASS_DEFINE_NEW_FUNC(uct_gaudi_copy_iface_t, uct_iface_t, uct_md_h,
                           uct_worker_h, const uct_iface_params_t*,
                           const uct_iface_config_t*);

@@ -12,15 +12,11 @@
 #include "gaudi_copy_md.h"
 
 #include <ucs/sys/math.h>
-#include <ucs/datastruct/mpool.h>
-#include <ucs/datastruct/queue.h>
-#include <uct/base/uct_iface.h>
-#include <uct/gaudi/base/gaudi_base.h>
-#include <uct/gaudi/base/gaudi_dma.h>
-#include <uct/gaudi/gaudi_xfer.h>
+#include <uct/gaudi/base/gaudi_iface.h>
 
-/* iov entries of one zcopy (each may be split further by the engine) */
-#define UCT_GAUDI_COPY_MAX_IOV 16
+/* iov entries of one zcopy (each may be split further by the engine); one
+ * more ref of the descriptor holds the remote range */
+#define UCT_GAUDI_COPY_MAX_IOV (UCT_GAUDI_IFACE_MAX_REFS - 1)
 
 
 /* Only the process's own iface is reachable: an in-process memtype EP */
@@ -50,30 +46,15 @@ typedef struct uct_gaudi_copy_iface_config {
 } uct_gaudi_copy_iface_config_t;
 
 
-/* An asynchronous zcopy: what completes it and what it holds */
-typedef struct uct_gaudi_copy_desc {
-    struct uct_gaudi_copy_iface *iface;
-    uct_completion_t            *comp;
-    unsigned                    num_refs;
-    uct_gaudi_copy_dma_ref_t    refs[UCT_GAUDI_COPY_MAX_IOV + 1];
-} uct_gaudi_copy_desc_t;
-
-
 typedef struct uct_gaudi_copy_iface {
-    uct_base_iface_t            super;
+    uct_gaudi_iface_t           super;
     uct_gaudi_copy_iface_addr_t id;
-    uct_gaudi_ctx_t             *ctx;
     uct_gaudi_copy_md_t         *md;
-    uct_gaudi_dma_t             *dma;
-    ucs_mpool_t                 desc_mp;
-    uct_gaudi_xfer_t            xfer;       /* async copies */
     struct {
         double                  bw[UCT_GAUDI_COPY_DIR_LAST]; /* bytes/s */
         double                  latency;    /* seconds */
         double                  overhead;   /* seconds */
-        unsigned                max_poll;
         size_t                  max_zcopy;
-        size_t                  max_bcopy;
         unsigned                max_iov;
     } config;
 } uct_gaudi_copy_iface_t;

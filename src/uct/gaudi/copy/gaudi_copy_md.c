@@ -1,9 +1,9 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * gaudi_copy memory domain: UCT MD ops, memory type detection, rkeys and
- * the contract with the gaudi_cpy transport. Device memory lives in
- * gaudi_copy_mem.c, host registration in gaudi_copy_rcache.c.
+ * gaudi_copy memory domain: UCT MD ops, memory type detection and rkeys
+ * over the memory layer (device memory: base/gaudi_mem.c, registrations
+ * and address resolution: base/gaudi_reg.c).
  * Design: docs/md.md.
  */
 
@@ -12,10 +12,9 @@
 #endif
 
 #include "gaudi_copy_md.h"
-#include "gaudi_copy_rcache.h"
 
 #include <uct/gaudi/gaudi_compat.h>
-#include <uct/gaudi/gaudi_device.h>
+#include <uct/gaudi/base/gaudi_device.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/memory/memtype_cache.h>
@@ -29,17 +28,9 @@ static ucs_config_field_t uct_gaudi_copy_md_config_table[] = {
      ucs_offsetof(uct_gaudi_copy_md_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
 
-    {"RCACHE", "try",
-     "Enable the registration cache of host memory (pin + device MMU map):\n"
-     "try - use it if it can be created, yes - fail if not, no - map on\n"
-     "every registration.",
-     ucs_offsetof(uct_gaudi_copy_md_config_t, enable_rcache),
-     UCS_CONFIG_TYPE_TERNARY},
-
-    /* the driver pins whole pages (facts 3.3): page-aligned regions */
-    {"", "RCACHE_ADDR_ALIGN=4096", NULL,
-     ucs_offsetof(uct_gaudi_copy_md_config_t, rcache),
-     UCS_CONFIG_TYPE_TABLE(uct_md_config_rcache_table)},
+    {"", "", NULL,
+     ucs_offsetof(uct_gaudi_copy_md_config_t, reg),
+     UCS_CONFIG_TYPE_TABLE(uct_gaudi_reg_config_table)},
 
     {"MEM_REG_OVERHEAD", "10us",
      "Cost of one host memory registration without the cache (pin + map)",
@@ -61,10 +52,7 @@ static ucs_stats_class_t uct_gaudi_copy_md_stats_class = {
     .num_counters  = UCT_GAUDI_COPY_MD_STAT_LAST,
     .class_id      = UCS_STATS_CLASS_ID_INVALID,
     .counter_names = {
-        [UCT_GAUDI_COPY_MD_STAT_RCACHE_HIT]    = "rcache_hit",
-        [UCT_GAUDI_COPY_MD_STAT_RCACHE_MISS]   = "rcache_miss",
-        [UCT_GAUDI_COPY_MD_STAT_DMABUF_EXPORT] = "dmabuf_export",
-        [UCT_GAUDI_COPY_MD_STAT_ALLOC_BYTES]   = "alloc_bytes"
+        [UCT_GAUDI_COPY_MD_STAT_ALLOC_BYTES] = "alloc_bytes"
     }
 };
 #endif
@@ -81,7 +69,7 @@ static unsigned uct_gaudi_copy_memtype_users       = 0;
  * The cache is created lazily by the first lookup, and an update before
  * that is dropped, so force it into existence first.
  */
-static void uct_gaudi_copy_memtype_seed(uct_gaudi_copy_heap_t *heap)
+static void uct_gaudi_copy_memtype_seed(uct_gaudi_heap_t *heap)
 {
     ucs_memory_info_t mem_info;
 
@@ -93,7 +81,7 @@ static void uct_gaudi_copy_memtype_seed(uct_gaudi_copy_heap_t *heap)
                                  UCT_GAUDI_MEMORY_TYPE,
                                  heap->ctx->info->sys_dev);
         ucs_debug("gaudi %s: memtype cache %s [0x%" PRIx64 ", 0x%" PRIx64 ")",
-                  uct_gaudi_copy_heap_name(heap),
+                  uct_gaudi_heap_name(heap),
                   (ucs_memtype_cache_global_instance != NULL) ?
                   "seeded with" : "disabled, not seeded with",
                   heap->win_start, heap->win_end);
@@ -101,7 +89,7 @@ static void uct_gaudi_copy_memtype_seed(uct_gaudi_copy_heap_t *heap)
     pthread_mutex_unlock(&uct_gaudi_copy_memtype_lock);
 }
 
-static void uct_gaudi_copy_memtype_unseed(uct_gaudi_copy_heap_t *heap)
+static void uct_gaudi_copy_memtype_unseed(uct_gaudi_heap_t *heap)
 {
     pthread_mutex_lock(&uct_gaudi_copy_memtype_lock);
     if ((--uct_gaudi_copy_memtype_users == 0) &&
@@ -152,24 +140,24 @@ uct_gaudi_copy_mem_alloc(uct_md_h tl_md, size_t *length_p, void **address_p,
                          const char *alloc_name, uct_mem_h *memh_p)
 {
     uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
-    uct_gaudi_copy_buf_t *buf;
+    uct_gaudi_buf_t *buf;
     ucs_status_t status;
 
     if (mem_type != UCT_GAUDI_MEMORY_TYPE) {
         ucs_error("gaudi %s: cannot allocate %s memory for '%s': only %s",
-                  uct_gaudi_copy_heap_name(md->heap),
+                  uct_gaudi_heap_name(md->heap),
                   ucs_memory_type_names[mem_type], alloc_name,
                   UCT_GAUDI_MEMORY_TYPE_NAME);
         return UCS_ERR_UNSUPPORTED;
     }
     if (flags & UCT_MD_MEM_FLAG_FIXED) {
         ucs_error("gaudi %s: fixed-address allocation of '%s' is not "
-                  "supported", uct_gaudi_copy_heap_name(md->heap),
+                  "supported", uct_gaudi_heap_name(md->heap),
                   alloc_name);
         return UCS_ERR_UNSUPPORTED;
     }
 
-    status = uct_gaudi_copy_heap_alloc(md->heap, length_p, &buf);
+    status = uct_gaudi_heap_alloc(md->heap, length_p, &buf);
     if (status != UCS_OK) {
         return status;
     }
@@ -183,24 +171,24 @@ uct_gaudi_copy_mem_alloc(uct_md_h tl_md, size_t *length_p, void **address_p,
 
 static ucs_status_t uct_gaudi_copy_mem_free(uct_md_h tl_md, uct_mem_h memh)
 {
-    uct_gaudi_copy_md_t *md     = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
-    uct_gaudi_copy_heap_t *heap = md->heap;
-    uct_gaudi_copy_memh_t *gmemh = memh;
+    uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
+    uct_gaudi_heap_t *heap  = md->heap;
+    uct_gaudi_memh_t *gmemh = memh;
     ucs_status_t status;
 
     pthread_mutex_lock(&heap->lock);
-    if (!uct_gaudi_copy_heap_memh_valid(heap, memh) ||
-        (gmemh->kind != UCT_GAUDI_COPY_MEMH_ALLOC)) {
+    if (!uct_gaudi_heap_memh_valid(heap, memh) ||
+        (gmemh->kind != UCT_GAUDI_MEMH_ALLOC)) {
         pthread_mutex_unlock(&heap->lock);
         ucs_error("gaudi %s: mem_free of %p: not a live device allocation "
                   "(double free or wrong handle)",
-                  uct_gaudi_copy_heap_name(heap), memh);
+                  uct_gaudi_heap_name(heap), memh);
         return UCS_ERR_INVALID_PARAM;
     }
 
     UCS_STATS_UPDATE_COUNTER(md->stats, UCT_GAUDI_COPY_MD_STAT_ALLOC_BYTES,
                              -gmemh->length);
-    status = uct_gaudi_copy_heap_free(heap, gmemh->buf);
+    status = uct_gaudi_heap_free(heap, gmemh->buf);
     pthread_mutex_unlock(&heap->lock);
     return status;
 }
@@ -208,156 +196,21 @@ static ucs_status_t uct_gaudi_copy_mem_free(uct_md_h tl_md, uct_mem_h memh)
 
 /* Registration */
 
-static ucs_status_t
-uct_gaudi_copy_device_reg(uct_gaudi_copy_md_t *md, void *address,
-                          size_t length, unsigned flags,
-                          uct_gaudi_copy_memh_t **memh_p)
-{
-    uct_gaudi_copy_dev_range_t range;
-    uct_gaudi_copy_memh_t *memh;
-    ucs_status_t status;
-
-    /* no ioctl: device memory is always mapped in the context */
-    status = uct_gaudi_copy_heap_resolve(md->heap, (uintptr_t)address, length,
-                                         &range);
-    if (status != UCS_OK) {
-        if (!(flags & UCT_MD_MEM_FLAG_HIDE_ERRORS)) {
-            ucs_error("gaudi %s: registration of device memory %p length "
-                      "%zu: not inside one live allocation",
-                      uct_gaudi_copy_heap_name(md->heap), address, length);
-        }
-        return status;
-    }
-
-    memh = ucs_calloc(1, sizeof(*memh), "gaudi_copy_memh");
-    if (memh == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    memh->tag      = UCT_GAUDI_COPY_MEMH_TAG;
-    memh->kind     = UCT_GAUDI_COPY_MEMH_DEVICE_REG;
-    memh->address  = (uintptr_t)address;
-    memh->length   = length;
-    memh->dma_base = range.dma_base + ((uintptr_t)address - range.base);
-    pthread_mutex_lock(&md->heap->lock);
-    uct_gaudi_copy_heap_memh_add(md->heap, memh);
-    pthread_mutex_unlock(&md->heap->lock);
-    *memh_p = memh;
-    return UCS_OK;
-}
-
-static ucs_status_t
-uct_gaudi_copy_host_reg(uct_gaudi_copy_md_t *md, void *address,
-                        size_t length, unsigned flags,
-                        uct_gaudi_copy_memh_t **memh_p)
-{
-    uct_gaudi_copy_memh_t *memh;
-    ucs_status_t status;
-
-    if (md->rcache != NULL) {
-        return uct_gaudi_copy_rcache_reg(md, address, length, flags, memh_p);
-    }
-
-    memh = ucs_calloc(1, sizeof(*memh), "gaudi_copy_memh");
-    if (memh == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    status = uct_gaudi_copy_host_map(md->heap, address, length, flags, memh);
-    if (status != UCS_OK) {
-        ucs_free(memh);
-        return status;
-    }
-
-    memh->kind = UCT_GAUDI_COPY_MEMH_HOST_REG;
-    pthread_mutex_lock(&md->heap->lock);
-    uct_gaudi_copy_heap_memh_add(md->heap, memh);
-    pthread_mutex_unlock(&md->heap->lock);
-    *memh_p = memh;
-    return UCS_OK;
-}
-
-static ucs_status_t
-uct_gaudi_copy_reg(uct_gaudi_copy_md_t *md, void *address, size_t length,
-                   unsigned flags, uct_gaudi_copy_memh_t **memh_p)
-{
-    uct_gaudi_copy_heap_t *heap = md->heap;
-    uint64_t addr               = (uintptr_t)address;
-
-    if (uct_gaudi_copy_heap_in_window(heap, addr, length)) {
-        return uct_gaudi_copy_device_reg(md, address, length, flags, memh_p);
-    }
-
-    if (uct_gaudi_copy_heap_touches_window(heap, addr, length) ||
-        (length > UINT64_MAX - addr)) {
-        ucs_error("gaudi %s: registration of %p length %zu: the range "
-                  "straddles device memory", uct_gaudi_copy_heap_name(heap),
-                  address, length);
-        return UCS_ERR_INVALID_ADDR;
-    }
-
-    return uct_gaudi_copy_host_reg(md, address, length, flags, memh_p);
-}
-
 static ucs_status_t uct_gaudi_copy_mem_reg(uct_md_h tl_md, void *address,
                                            size_t length, unsigned flags,
                                            uct_mem_h *memh_p)
 {
     uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
-    uct_gaudi_copy_memh_t *memh;
+    uct_gaudi_memh_t *memh;
     ucs_status_t status;
 
-    status = uct_gaudi_copy_reg(md, address, length, flags, &memh);
+    status = uct_gaudi_reg_mem(&md->reg, address, length, flags, &memh);
     if (status != UCS_OK) {
         return status;
     }
 
-    UCT_GAUDI_COPY_COUNTER_ADD(md->heap, reg_count, 1);
+    UCT_GAUDI_MEM_COUNTER_ADD(md->heap, reg_count, 1);
     *memh_p = memh;
-    return UCS_OK;
-}
-
-static ucs_status_t
-uct_gaudi_copy_dereg(uct_gaudi_copy_md_t *md, uct_gaudi_copy_memh_t *memh)
-{
-    uct_gaudi_copy_heap_t *heap = md->heap;
-    uint32_t kind;
-
-    pthread_mutex_lock(&heap->lock);
-    if (!uct_gaudi_copy_heap_memh_valid(heap, memh) ||
-        (memh->kind == UCT_GAUDI_COPY_MEMH_ALLOC) ||
-        ((memh->kind == UCT_GAUDI_COPY_MEMH_HOST_RCACHE) &&
-         ((md->rcache == NULL) || (memh->user_refs == 0)))) {
-        pthread_mutex_unlock(&heap->lock);
-        ucs_error("gaudi %s: mem_dereg of %p: not a live registration of "
-                  "this memory domain (double dereg or wrong handle)",
-                  uct_gaudi_copy_heap_name(heap), memh);
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    kind = memh->kind;
-    if (kind == UCT_GAUDI_COPY_MEMH_HOST_RCACHE) {
-        memh->user_refs--;
-    } else {
-        uct_gaudi_copy_heap_memh_del(heap, memh);
-    }
-    pthread_mutex_unlock(&heap->lock);
-
-    switch (kind) {
-    case UCT_GAUDI_COPY_MEMH_HOST_RCACHE:
-        uct_gaudi_copy_rcache_put(md, memh);
-        break;
-    case UCT_GAUDI_COPY_MEMH_HOST_REG:
-        uct_gaudi_copy_host_unmap(heap, memh);
-        ucs_free(memh);
-        break;
-    default:
-        memh->tag = 0;
-        ucs_free(memh);
-        break;
-    }
-
-    UCT_GAUDI_COPY_COUNTER_ADD(heap, dereg_count, 1);
     return UCS_OK;
 }
 
@@ -369,7 +222,7 @@ uct_gaudi_copy_mem_dereg(uct_md_h tl_md,
 
     UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
 
-    return uct_gaudi_copy_dereg(md, params->memh);
+    return uct_gaudi_reg_dereg(&md->reg, params->memh);
 }
 
 
@@ -381,14 +234,14 @@ uct_gaudi_copy_mem_query(uct_md_h tl_md, const void *address, size_t length,
 {
     uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
     uint64_t addr           = (uintptr_t)address;
-    uct_gaudi_copy_dev_range_t range;
+    uct_gaudi_dev_range_t range;
 
     /* not ours: an error, so that the next detecting MD is asked */
-    if (!uct_gaudi_copy_heap_in_window(md->heap, addr, ucs_max(length, 1))) {
+    if (!uct_gaudi_heap_in_window(md->heap, addr, ucs_max(length, 1))) {
         return UCS_ERR_INVALID_ADDR;
     }
 
-    if (uct_gaudi_copy_heap_resolve(md->heap, addr, length, &range) !=
+    if (uct_gaudi_heap_resolve(md->heap, addr, length, &range) !=
         UCS_OK) {
         /* device memory by its address, but not a live allocation */
         range.base   = addr;
@@ -411,9 +264,9 @@ uct_gaudi_copy_mem_query(uct_md_h tl_md, const void *address, size_t length,
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_DMABUF_FD) {
         uint64_t offset;
 
-        if (uct_gaudi_copy_heap_dmabuf(md->heap, addr, length,
-                                       &mem_attr->dmabuf_fd,
-                                       &offset) != UCS_OK) {
+        if (uct_gaudi_heap_dmabuf(md->heap, addr, length,
+                                  &mem_attr->dmabuf_fd,
+                                  &offset) != UCS_OK) {
             mem_attr->dmabuf_fd = UCT_DMABUF_FD_INVALID;
             offset              = 0;
         }
@@ -432,11 +285,11 @@ uct_gaudi_copy_detect_memory_type(uct_md_h tl_md, const void *address,
     uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
     uint64_t addr           = (uintptr_t)address;
 
-    if (uct_gaudi_copy_heap_in_window(md->heap, addr, ucs_max(length, 1))) {
+    if (uct_gaudi_heap_in_window(md->heap, addr, ucs_max(length, 1))) {
         *mem_type_p = UCT_GAUDI_MEMORY_TYPE;
         return UCS_OK;
     }
-    if (uct_gaudi_copy_heap_touches_window(md->heap, addr, length)) {
+    if (uct_gaudi_heap_touches_window(md->heap, addr, length)) {
         return UCS_ERR_INVALID_ADDR;   /* straddles the window */
     }
 
@@ -452,17 +305,17 @@ uct_gaudi_copy_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
                          const uct_md_mkey_pack_params_t *params,
                          void *rkey_buffer)
 {
-    uct_gaudi_copy_md_t *md      = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
-    uct_gaudi_copy_memh_t *gmemh = memh;
-    uct_gaudi_copy_rkey_t *key   = rkey_buffer;
+    uct_gaudi_copy_md_t *md    = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
+    uct_gaudi_memh_t *gmemh    = memh;
+    uct_gaudi_copy_rkey_t *key = rkey_buffer;
     int valid;
 
     pthread_mutex_lock(&md->heap->lock);
-    valid = uct_gaudi_copy_heap_memh_valid(md->heap, memh);
+    valid = uct_gaudi_heap_memh_valid(md->heap, memh);
     if (valid) {
         key->version   = UCT_GAUDI_COPY_RKEY_VERSION;
-        key->flags     = ((gmemh->kind == UCT_GAUDI_COPY_MEMH_ALLOC) ||
-                          (gmemh->kind == UCT_GAUDI_COPY_MEMH_DEVICE_REG)) ?
+        key->flags     = ((gmemh->kind == UCT_GAUDI_MEMH_ALLOC) ||
+                          (gmemh->kind == UCT_GAUDI_MEMH_DEVICE_REG)) ?
                          UCT_GAUDI_COPY_RKEY_FLAG_DEVICE : 0;
         key->reserved  = 0;
         key->module_id = md->ctx->info->module_id;
@@ -475,7 +328,7 @@ uct_gaudi_copy_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
 
     if (!valid) {
         ucs_error("gaudi %s: mkey_pack of %p: not a live memory handle",
-                  uct_gaudi_copy_heap_name(md->heap), memh);
+                  uct_gaudi_heap_name(md->heap), memh);
         return UCS_ERR_INVALID_PARAM;
     }
     return UCS_OK;
@@ -549,86 +402,16 @@ ucs_status_t uct_gaudi_copy_rkey_check(uct_gaudi_copy_md_t *md,
 }
 
 
-/* Contract with the gaudi_cpy transport */
-
-int uct_gaudi_copy_md_is_device_mem(uct_gaudi_copy_md_t *md,
-                                    const void *addr, size_t length)
-{
-    return uct_gaudi_copy_heap_in_window(md->heap, (uintptr_t)addr,
-                                         ucs_max(length, 1));
-}
-
-static int uct_gaudi_copy_memh_covers(const uct_gaudi_copy_memh_t *memh,
-                                      uint64_t addr, size_t length)
-{
-    return (addr >= memh->address) && (length <= memh->length) &&
-           (addr - memh->address <= memh->length - length);
-}
-
-ucs_status_t uct_gaudi_copy_md_dma_resolve(uct_gaudi_copy_md_t *md,
-                                           const void *addr, size_t length,
-                                           uct_mem_h memh,
-                                           uct_gaudi_copy_dma_ref_t *ref)
-{
-    uint64_t address             = (uintptr_t)addr;
-    uct_gaudi_copy_memh_t *gmemh = memh;
-    uct_gaudi_copy_dev_range_t range;
-    ucs_status_t status;
-
-    ref->region = NULL;
-    if (uct_gaudi_copy_heap_in_window(md->heap, address, ucs_max(length, 1))) {
-        status = uct_gaudi_copy_heap_resolve(md->heap, address, length,
-                                             &range);
-        if (status != UCS_OK) {
-            ucs_error("gaudi %s: device range %p length %zu is not inside "
-                      "one live allocation", uct_gaudi_copy_heap_name(md->heap),
-                      addr, length);
-            return status;
-        }
-        ref->dma_addr = range.dma_base + (address - range.base);
-        return UCS_OK;
-    }
-
-    /* the caller's registration (trusted: the transport passes UCT's memh) */
-    if ((gmemh != UCT_MEM_HANDLE_NULL) &&
-        (gmemh->tag == UCT_GAUDI_COPY_MEMH_TAG) &&
-        uct_gaudi_copy_memh_covers(gmemh, address, length)) {
-        ref->dma_addr = gmemh->dma_base + (address - gmemh->address);
-        return UCS_OK;
-    }
-
-    /* held until dma_release, through the cache when there is one */
-    status = uct_gaudi_copy_reg(md, (void*)addr, length, 0, &gmemh);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    ref->dma_addr = gmemh->dma_base + (address - gmemh->address);
-    ref->region   = gmemh;
-    return UCS_OK;
-}
-
-void uct_gaudi_copy_md_dma_release(uct_gaudi_copy_md_t *md,
-                                   uct_gaudi_copy_dma_ref_t *ref)
-{
-    if (ref->region != NULL) {
-        (void)uct_gaudi_copy_dereg(md, ref->region);
-        ref->region = NULL;
-    }
-}
-
-
 /* MD lifetime */
 
 static void uct_gaudi_copy_md_close(uct_md_h tl_md)
 {
     uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
 
-    uct_gaudi_copy_rcache_cleanup(md);
+    uct_gaudi_reg_cleanup(&md->reg);
     uct_gaudi_copy_memtype_unseed(md->heap);
     UCS_STATS_NODE_FREE(md->stats);
-    uct_gaudi_copy_heap_put(md->heap);
-    uct_gaudi_ctx_put(md->ctx);
+    uct_gaudi_heap_put(md->heap);
     ucs_free(md);
 }
 
@@ -672,16 +455,13 @@ uct_gaudi_copy_md_open(uct_component_t *component, const char *md_name,
     md->super.ops       = &uct_gaudi_copy_md_ops;
     md->super.component = &uct_gaudi_copy_component;
 
-    /* The MD's own reference on the process's device */
-    status = uct_gaudi_ctx_get(ctx->info->index, &md->ctx);
+    /* The MD's one reference: on the memory layer, which holds the device */
+    status = uct_gaudi_heap_get(ctx, &md->heap);
     if (status != UCS_OK) {
         goto err_free;
     }
 
-    status = uct_gaudi_copy_heap_get(md->ctx, &md->heap);
-    if (status != UCS_OK) {
-        goto err_ctx_put;
-    }
+    md->ctx = md->heap->ctx;
 
     status = UCS_STATS_NODE_ALLOC(&md->stats, &uct_gaudi_copy_md_stats_class,
                                   ucs_stats_get_root(), "%s",
@@ -690,14 +470,16 @@ uct_gaudi_copy_md_open(uct_component_t *component, const char *md_name,
         goto err_heap_put;
     }
 
-    status = uct_gaudi_copy_rcache_init(md, config);
+    status = uct_gaudi_reg_init(&md->reg, md->heap, &config->reg,
+                                UCT_GAUDI_COPY_COMPONENT_NAME, "GAUDI_COPY_",
+                                UCS_STATS_RVAL(md->stats));
     if (status != UCS_OK) {
         goto err_stats;
     }
 
-    md->reg_cost = (md->rcache != NULL) ?
-                   ucs_linear_func_make(uct_md_rcache_overhead(&config->rcache),
-                                        0) :
+    md->reg_cost = (md->reg.rcache != NULL) ?
+                   ucs_linear_func_make(
+                           uct_md_rcache_overhead(&config->reg.rcache), 0) :
                    config->uc_reg_cost;
 
     uct_gaudi_copy_memtype_seed(md->heap);
@@ -707,9 +489,7 @@ uct_gaudi_copy_md_open(uct_component_t *component, const char *md_name,
 err_stats:
     UCS_STATS_NODE_FREE(md->stats);
 err_heap_put:
-    uct_gaudi_copy_heap_put(md->heap);
-err_ctx_put:
-    uct_gaudi_ctx_put(md->ctx);
+    uct_gaudi_heap_put(md->heap);
 err_free:
     ucs_free(md);
     return status;

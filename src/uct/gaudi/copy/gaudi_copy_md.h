@@ -9,11 +9,9 @@
 #ifndef UCT_GAUDI_COPY_MD_H_
 #define UCT_GAUDI_COPY_MD_H_
 
-#include "gaudi_copy_mem.h"
-
 #include <uct/base/uct_md.h>
 #include <uct/gaudi/base/gaudi_base.h>
-#include <ucs/memory/rcache.h>
+#include <uct/gaudi/base/gaudi_reg.h>
 #include <ucs/stats/stats.h>
 
 #define UCT_GAUDI_COPY_COMPONENT_NAME "gaudi_copy"
@@ -25,17 +23,13 @@ extern uct_component_t uct_gaudi_copy_component;
 
 typedef struct uct_gaudi_copy_md_config {
     uct_md_config_t          super;
-    ucs_ternary_auto_value_t enable_rcache; /* UCX_GAUDI_COPY_RCACHE */
-    uct_md_rcache_config_t   rcache;        /* UCX_GAUDI_COPY_RCACHE_* */
+    uct_gaudi_reg_config_t   reg;           /* UCX_GAUDI_COPY_RCACHE* */
     ucs_linear_func_t        uc_reg_cost;   /* cost without the rcache */
 } uct_gaudi_copy_md_config_t;
 
 
 #ifdef ENABLE_STATS
 enum {
-    UCT_GAUDI_COPY_MD_STAT_RCACHE_HIT,
-    UCT_GAUDI_COPY_MD_STAT_RCACHE_MISS,
-    UCT_GAUDI_COPY_MD_STAT_DMABUF_EXPORT,
     UCT_GAUDI_COPY_MD_STAT_ALLOC_BYTES,
     UCT_GAUDI_COPY_MD_STAT_LAST
 };
@@ -44,9 +38,9 @@ enum {
 
 typedef struct uct_gaudi_copy_md {
     uct_md_t              super;
-    uct_gaudi_ctx_t       *ctx;      /* the process's device */
-    uct_gaudi_copy_heap_t *heap;     /* its memory, shared by all MDs */
-    ucs_rcache_t          *rcache;   /* host registrations, or NULL */
+    uct_gaudi_ctx_t       *ctx;      /* the process's device (the heap's) */
+    uct_gaudi_heap_t      *heap;     /* its memory, shared by all MDs */
+    uct_gaudi_reg_t       reg;       /* registrations, address resolution */
     ucs_linear_func_t     reg_cost;
     UCS_STATS_NODE_DECLARE(stats)
 } uct_gaudi_copy_md_t;
@@ -82,45 +76,6 @@ static inline uint64_t uct_gaudi_copy_rkey_dma_addr(uct_rkey_t rkey,
     return key->dma_base + (remote_addr - key->base);
 }
 
-
-/*
- * Addresses.
- * - A "Gaudi pointer" is what the MD hands out for device memory
- *   (mem_alloc) and what applications pass to UCX: a device address that is
- *   never dereferenced by the CPU. On Gaudi2/3 it is the DRAM VA returned by
- *   MAP (facts 3.3); on Gaudi1, whose DRAM is not virtualized (facts 3.2),
- *   it is a synthetic non-canonical window over the physical user range, so
- *   it can never alias a host address.
- * - A "DMA address" is what a LIN_DMA packet takes (facts 5.3, 5.4): the
- *   DRAM VA (Gaudi2), the physical DRAM address (Gaudi1), or the device VA of
- *   a host mapping (MAP USERPTR).
- */
-
-/* A resolved buffer: its DMA address, and what keeps it mapped */
-typedef struct uct_gaudi_copy_dma_ref {
-    uint64_t dma_addr;   /* DMA address of the first byte */
-    void     *region;    /* registration held for the transfer, or NULL */
-} uct_gaudi_copy_dma_ref_t;
-
-/* Whether [addr, addr+length) is Gaudi memory owned by this MD's device */
-int uct_gaudi_copy_md_is_device_mem(uct_gaudi_copy_md_t *md,
-                                    const void *addr, size_t length);
-
-/**
- * Resolve [addr, addr+length) for the DMA engine.
- * Device memory: translated, no registration (UCS_ERR_INVALID_ADDR if the
- * range is not wholly inside one allocation).
- * Host memory: if @a memh is a registration covering the range it is used,
- * else the range is registered through the registration cache and held in
- * ref->region until uct_gaudi_copy_md_dma_release().
- */
-ucs_status_t uct_gaudi_copy_md_dma_resolve(uct_gaudi_copy_md_t *md,
-                                           const void *addr, size_t length,
-                                           uct_mem_h memh,
-                                           uct_gaudi_copy_dma_ref_t *ref);
-
-void uct_gaudi_copy_md_dma_release(uct_gaudi_copy_md_t *md,
-                                   uct_gaudi_copy_dma_ref_t *ref);
 
 /**
  * Check that an unpacked rkey may be used for [remote_addr, +length) by

@@ -13,63 +13,48 @@
 #include <ucs/type/class.h>
 
 
-static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_ep_t, const uct_ep_params_t *params)
+static UCS_F_ALWAYS_INLINE uct_gaudi_ipc_iface_t *
+uct_gaudi_ipc_ep_iface(uct_ep_h tl_ep)
 {
-    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(params->iface,
-                                                  uct_gaudi_ipc_iface_t);
-    const uct_gaudi_ipc_iface_addr_t *addr;
-
-    UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
-
-    addr              = (const uct_gaudi_ipc_iface_addr_t*)params->iface_addr;
-    self->pid         = addr->pid;
-    self->pidns       = addr->pidns;
-    self->num_pending = 0;
-    return UCS_OK;
+    return ucs_derived_of(tl_ep->iface, uct_gaudi_ipc_iface_t);
 }
 
-static UCS_CLASS_CLEANUP_FUNC(uct_gaudi_ipc_ep_t)
+/* The copy ran, but did its peer outlive it? If not, the data went
+ * nowhere (put) or may be torn (get) */
+static ucs_status_t
+uct_gaudi_ipc_ep_check_peer(uct_gaudi_ipc_iface_t *iface,
+                            uct_gaudi_ipc_region_t *region, size_t length,
+                            const char *name, ucs_status_t status)
 {
-    uct_gaudi_ipc_ep_pending_purge(&self->super.super, NULL, NULL);
+    if ((status == UCS_OK) &&
+        !uct_gaudi_ipc_cache_peer_alive(&iface->cache, region->peer)) {
+        ucs_error("gaudi_ipc: exporter pid %d exited during %s of %zu bytes "
+                  "(buffer 0x%" PRIx64 "): transfer failed",
+                  region->peer->pid, name, length, region->base);
+        status = UCS_ERR_CONNECTION_RESET;
+    }
+    return status;
 }
 
-UCS_CLASS_DEFINE(uct_gaudi_ipc_ep_t, uct_base_ep_t)
-UCS_CLASS_DEFINE_NEW_FUNC(uct_gaudi_ipc_ep_t, uct_ep_t,
-                          const uct_ep_params_t*);
-UCS_CLASS_DEFINE_DELETE_FUNC(uct_gaudi_ipc_ep_t, uct_ep_t);
-
-
-void uct_gaudi_ipc_ep_zcopy_done(void *arg, ucs_status_t status)
+ucs_status_t uct_gaudi_ipc_ep_zcopy_done(uct_gaudi_iface_desc_t *super,
+                                         ucs_status_t status)
 {
-    uct_gaudi_ipc_desc_t *desc     = arg;
-    uct_gaudi_ipc_iface_t *iface   = desc->iface;
+    uct_gaudi_ipc_desc_t *desc     = ucs_derived_of(super,
+                                                    uct_gaudi_ipc_desc_t);
+    uct_gaudi_ipc_iface_t *iface   = ucs_derived_of(super->iface,
+                                                    uct_gaudi_ipc_iface_t);
     uct_gaudi_ipc_region_t *region = desc->region;
 
     if (status != UCS_OK) {
         ucs_error("gaudi_ipc: %s of %zu bytes with pid %d buffer 0x%" PRIx64
                   " failed: %s", desc->name, desc->length, region->peer->pid,
                   region->base, ucs_status_string(status));
-    } else if (!uct_gaudi_ipc_cache_peer_alive(&iface->cache,
-                                               region->peer)) {
-        /* the copy ran, but its peer is gone: the data went nowhere (put)
-         * or may be torn (get) */
-        ucs_error("gaudi_ipc: exporter pid %d exited during %s of %zu bytes "
-                  "(buffer 0x%" PRIx64 "): transfer failed",
-                  region->peer->pid, desc->name, desc->length, region->base);
-        status = UCS_ERR_CONNECTION_RESET;
     }
 
-    uct_gaudi_copy_md_dma_release(ucs_derived_of(iface->copy_md,
-                                                 uct_gaudi_copy_md_t),
-                                  &desc->local);
+    status = uct_gaudi_ipc_ep_check_peer(iface, region, desc->length,
+                                         desc->name, status);
     uct_gaudi_ipc_cache_put(&iface->cache, region);
-    ++iface->xfer.delivered;
-
-    if (!iface->xfer.closing && (desc->comp != NULL)) {
-        uct_invoke_completion(desc->comp, status);
-    }
-    ucs_mpool_put(desc);
+    return status;
 }
 
 /* [remote_addr, +length) must lie inside the registration of the key */
@@ -89,18 +74,61 @@ uct_gaudi_ipc_ep_check_key(const uct_gaudi_ipc_rkey_t *key,
     return UCS_ERR_INVALID_PARAM;
 }
 
+/* The peer's imported region of [remote_addr, +length), referenced */
+static ucs_status_t
+uct_gaudi_ipc_ep_import(uct_gaudi_ipc_iface_t *iface,
+                        const uct_gaudi_ipc_rkey_t *key, uint64_t remote_addr,
+                        size_t length, const char *name,
+                        uct_gaudi_ipc_region_t **region_p, uint64_t *remote_p)
+{
+    uct_gaudi_ipc_region_t *region;
+    ucs_status_t status;
+
+    status = uct_gaudi_ipc_cache_get(&iface->cache, key, &region);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* the imported VA is in the host (PMMU) range: PDMA addresses it like
+     * host memory (facts 4.3) */
+    *region_p = region;
+    *remote_p = region->va + region->offset + (remote_addr - region->base);
+    return UCS_OK;
+}
+
+/* Checks of every operation, in the one order: the transport can copy,
+ * the range is the key's, then the base class's queue and fence */
+static ucs_status_t
+uct_gaudi_ipc_ep_op_start(uct_gaudi_ipc_iface_t *iface,
+                          const uct_gaudi_ipc_rkey_t *key,
+                          uint64_t remote_addr, size_t length, int async,
+                          const char *name)
+{
+    ucs_status_t status;
+
+    if (ucs_unlikely(iface->super.dma == NULL)) {
+        ucs_error("gaudi_ipc: %s: %s", name, iface->reason);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    status = uct_gaudi_ipc_ep_check_key(key, remote_addr, length, name);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    return uct_gaudi_iface_op_start(&iface->super, async);
+}
+
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
                        uint64_t remote_addr, uct_rkey_t rkey,
                        uct_completion_t *comp, int is_put)
 {
-    uct_gaudi_ipc_iface_t *iface    = ucs_derived_of(tl_ep->iface,
-                                                     uct_gaudi_ipc_iface_t);
-    uct_gaudi_copy_md_t *copy_md    = ucs_derived_of(iface->copy_md,
-                                                     uct_gaudi_copy_md_t);
+    uct_gaudi_ipc_iface_t *iface    = uct_gaudi_ipc_ep_iface(tl_ep);
     const uct_gaudi_ipc_rkey_t *key = (const uct_gaudi_ipc_rkey_t*)rkey;
     const char *name                = is_put ? "put_zcopy" : "get_zcopy";
     uct_gaudi_ipc_region_t *region;
+    uct_gaudi_dma_ref_t *local;
     uct_gaudi_ipc_desc_t *desc;
     uct_gaudi_dma_xfer_t xfer;
     uint64_t remote;
@@ -108,7 +136,7 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     size_t length;
 
     UCT_CHECK_IOV_SIZE(iovcnt, 1ul, name);
-    if (ucs_unlikely(iface->dma == NULL)) {
+    if (ucs_unlikely(iface->super.dma == NULL)) {
         ucs_error("gaudi_ipc: %s: %s", name, iface->reason);
         return UCS_ERR_UNSUPPORTED;
     }
@@ -121,64 +149,47 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
         return UCS_ERR_UNSUPPORTED; /* strided: not offered (max_iov 1) */
     }
 
-    status = uct_gaudi_ipc_ep_check_key(key, remote_addr, length, name);
+    status = uct_gaudi_ipc_ep_op_start(iface, key, remote_addr, length, 1,
+                                       name);
     if (status != UCS_OK) {
         return status;
     }
 
-    status = uct_gaudi_xfer_fence_wait(&iface->xfer, iface->dma);
+    status = uct_gaudi_ipc_ep_import(iface, key, remote_addr, length, name,
+                                     &region, &remote);
     if (status != UCS_OK) {
         return status;
     }
 
-    if (uct_gaudi_xfer_must_queue(&iface->xfer) ||
-        !uct_gaudi_dma_can_submit(iface->dma)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    status = uct_gaudi_ipc_cache_get(&iface->cache, key, &region);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    desc = ucs_mpool_get(&iface->desc_mp);
+    desc = (uct_gaudi_ipc_desc_t*)uct_gaudi_iface_desc_get(&iface->super,
+                                                           comp);
     if (desc == NULL) {
         status = UCS_ERR_NO_MEMORY;
         goto err_put;
     }
 
     /* the local buffer: our device memory, or host memory mapped through
-     * the copy MD's registration cache */
-    status = uct_gaudi_copy_md_dma_resolve(copy_md, iov->buffer, length,
-                                           NULL, &desc->local);
+     * the iface's registration cache */
+    local  = &desc->super.refs[0];
+    status = uct_gaudi_reg_dma_resolve(&iface->reg, iov->buffer, length,
+                                       NULL, local);
     if (status != UCS_OK) {
         goto err_desc;
     }
+    desc->super.num_refs = 1;
+    desc->region         = region;
+    desc->name           = name;
+    desc->length         = length;
 
-    /* the imported VA is in the host (PMMU) range: PDMA addresses it like
-     * host memory (facts 4.3) */
-    remote   = region->va + region->offset + (remote_addr - region->base);
-    xfer.src = is_put ? desc->local.dma_addr : remote;
-    xfer.dst = is_put ? remote : desc->local.dma_addr;
+    xfer.src    = is_put ? local->dma_addr : remote;
+    xfer.dst    = is_put ? remote : local->dma_addr;
     xfer.length = length;
-
-    desc->iface  = iface;
-    desc->comp   = comp;
-    desc->region = region;
-    desc->name   = name;
-    desc->length = length;
-
-    status = uct_gaudi_dma_submit(iface->dma, &xfer, 1, name,
-                                  uct_gaudi_ipc_ep_zcopy_done, desc);
+    status      = uct_gaudi_iface_submit(&iface->super, &desc->super, &xfer,
+                                         1, name);
     if (status != UCS_INPROGRESS) {
-        if (status == UCS_OK) {
-            status = UCS_ERR_IO_ERROR; /* cannot happen: length > 0 */
-        }
-        uct_gaudi_copy_md_dma_release(copy_md, &desc->local);
         goto err_desc;
     }
 
-    ++iface->xfer.submitted;
     if (is_put) {
         UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), PUT, ZCOPY,
                           length);
@@ -191,7 +202,7 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     return UCS_INPROGRESS;
 
 err_desc:
-    ucs_mpool_put(desc);
+    uct_gaudi_iface_desc_put(&desc->super);
 err_put:
     uct_gaudi_ipc_cache_put(&iface->cache, region);
     return status;
@@ -222,96 +233,6 @@ ucs_status_t uct_gaudi_ipc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
  * UCX 1.13's new protocols then put/get Gaudi memory on gaudi_ipc.
  */
 
-/* Import the peer's range and take a reference on its region */
-static ucs_status_t
-uct_gaudi_ipc_ep_sync_begin(uct_gaudi_ipc_iface_t *iface,
-                            const uct_gaudi_ipc_rkey_t *key,
-                            uint64_t remote_addr, size_t length,
-                            const char *name,
-                            uct_gaudi_ipc_region_t **region_p,
-                            uint64_t *remote_p)
-{
-    uct_gaudi_ipc_region_t *region;
-    ucs_status_t status;
-
-    if (ucs_unlikely(iface->dma == NULL)) {
-        ucs_error("gaudi_ipc: %s: %s", name, iface->reason);
-        return UCS_ERR_UNSUPPORTED;
-    }
-
-    status = uct_gaudi_ipc_ep_check_key(key, remote_addr, length, name);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    /* queued requests go first */
-    if (uct_gaudi_xfer_must_queue(&iface->xfer)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
-    status = uct_gaudi_xfer_fence_wait(&iface->xfer, iface->dma);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    status = uct_gaudi_ipc_cache_get(&iface->cache, key, &region);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    *region_p = region;
-    *remote_p = region->va + region->offset + (remote_addr - region->base);
-    return UCS_OK;
-}
-
-/* Drop the region; a copy whose exporter died meanwhile went nowhere */
-static ucs_status_t
-uct_gaudi_ipc_ep_sync_end(uct_gaudi_ipc_iface_t *iface,
-                          uct_gaudi_ipc_region_t *region, size_t length,
-                          const char *name, ucs_status_t status)
-{
-    if ((status == UCS_OK) &&
-        !uct_gaudi_ipc_cache_peer_alive(&iface->cache, region->peer)) {
-        ucs_error("gaudi_ipc: exporter pid %d exited during %s of %zu bytes "
-                  "(buffer 0x%" PRIx64 "): transfer failed",
-                  region->peer->pid, name, length, region->base);
-        status = UCS_ERR_CONNECTION_RESET;
-    }
-    uct_gaudi_ipc_cache_put(&iface->cache, region);
-    return status;
-}
-
-/* @a local (host or this process's Gaudi memory) <-> @a remote */
-static ucs_status_t
-uct_gaudi_ipc_ep_sync_copy(uct_gaudi_ipc_iface_t *iface, void *local,
-                           uint64_t remote, size_t length, int is_put,
-                           const char *name)
-{
-    uct_gaudi_copy_md_t *copy_md = ucs_derived_of(iface->copy_md,
-                                                  uct_gaudi_copy_md_t);
-    uct_gaudi_copy_dma_ref_t ref;
-    uct_gaudi_dma_xfer_t xfer;
-    ucs_status_t status;
-
-    if (!uct_gaudi_copy_md_is_device_mem(copy_md, local, length)) {
-        /* host memory: staged through the engine's mapped bounce buffer */
-        return uct_gaudi_dma_short(iface->dma, is_put, local, remote, length,
-                                   name);
-    }
-
-    status = uct_gaudi_copy_md_dma_resolve(copy_md, local, length, NULL,
-                                           &ref);
-    if (status != UCS_OK) {
-        return status;
-    }
-    xfer.src    = is_put ? ref.dma_addr : remote;
-    xfer.dst    = is_put ? remote : ref.dma_addr;
-    xfer.length = length;
-    status      = uct_gaudi_dma_copy(iface->dma, &xfer, 1, name);
-    uct_gaudi_copy_md_dma_release(copy_md, &ref);
-    return status;
-}
-
 /*
  * One synchronous copy between @a local (host or this process's Gaudi
  * memory; NULL: the engine's bounce buffer) and the peer's
@@ -322,30 +243,59 @@ uct_gaudi_ipc_ep_sync_xfer(uct_gaudi_ipc_iface_t *iface, void *local,
                            uint64_t remote_addr, uct_rkey_t rkey,
                            size_t length, int is_put, const char *name)
 {
+    const uct_gaudi_ipc_rkey_t *key = (const uct_gaudi_ipc_rkey_t*)rkey;
+    uct_gaudi_dma_end_t local_end, remote_end;
     uct_gaudi_ipc_region_t *region;
-    uint64_t remote;
+    ucs_status_t status;
+
+    status = uct_gaudi_ipc_ep_import(iface, key, remote_addr, length, name,
+                                     &region, &remote_end.dma_addr);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    remote_end.host = NULL;
+    if (local == NULL) {
+        status = uct_gaudi_dma_bounce_copy(iface->super.dma, is_put,
+                                           remote_end.dma_addr, length, name);
+    } else {
+        status = uct_gaudi_heap_dma_end(iface->reg.heap, local, length, name,
+                                        &local_end);
+        if (status == UCS_OK) {
+            status = uct_gaudi_dma_copy_sync(iface->super.dma,
+                                             is_put ? &remote_end : &local_end,
+                                             is_put ? &local_end : &remote_end,
+                                             length, name);
+        }
+    }
+
+    status = uct_gaudi_ipc_ep_check_peer(iface, region, length, name, status);
+    uct_gaudi_ipc_cache_put(&iface->cache, region);
+    return status;
+}
+
+/* A short operation: checks, then the copy */
+static ucs_status_t
+uct_gaudi_ipc_ep_short(uct_ep_h tl_ep, void *buffer, unsigned length,
+                       uint64_t remote_addr, uct_rkey_t rkey, int is_put,
+                       const char *name)
+{
+    uct_gaudi_ipc_iface_t *iface = uct_gaudi_ipc_ep_iface(tl_ep);
     ucs_status_t status;
 
     if (length == 0) {
         return UCS_OK;
     }
 
-    status = uct_gaudi_ipc_ep_sync_begin(iface,
-                                         (const uct_gaudi_ipc_rkey_t*)rkey,
-                                         remote_addr, length, name, &region,
-                                         &remote);
+    status = uct_gaudi_ipc_ep_op_start(iface,
+                                       (const uct_gaudi_ipc_rkey_t*)rkey,
+                                       remote_addr, length, 0, name);
     if (status != UCS_OK) {
         return status;
     }
 
-    if (local == NULL) {
-        status = uct_gaudi_dma_bounce_copy(iface->dma, is_put, remote, length,
-                                           name);
-    } else {
-        status = uct_gaudi_ipc_ep_sync_copy(iface, local, remote, length,
-                                            is_put, name);
-    }
-    return uct_gaudi_ipc_ep_sync_end(iface, region, length, name, status);
+    return uct_gaudi_ipc_ep_sync_xfer(iface, buffer, remote_addr, rkey,
+                                      length, is_put, name);
 }
 
 ucs_status_t uct_gaudi_ipc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
@@ -354,10 +304,8 @@ ucs_status_t uct_gaudi_ipc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
 {
     ucs_status_t status;
 
-    status = uct_gaudi_ipc_ep_sync_xfer(ucs_derived_of(tl_ep->iface,
-                                                       uct_gaudi_ipc_iface_t),
-                                        (void*)buffer, remote_addr, rkey,
-                                        length, 1, "put_short");
+    status = uct_gaudi_ipc_ep_short(tl_ep, (void*)buffer, length, remote_addr,
+                                    rkey, 1, "put_short");
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, ucs_derived_of(tl_ep, uct_base_ep_t),
                                  PUT, SHORT, length);
     return status;
@@ -369,10 +317,8 @@ ucs_status_t uct_gaudi_ipc_ep_get_short(uct_ep_h tl_ep, void *buffer,
 {
     ucs_status_t status;
 
-    status = uct_gaudi_ipc_ep_sync_xfer(ucs_derived_of(tl_ep->iface,
-                                                       uct_gaudi_ipc_iface_t),
-                                        buffer, remote_addr, rkey, length, 0,
-                                        "get_short");
+    status = uct_gaudi_ipc_ep_short(tl_ep, buffer, length, remote_addr, rkey,
+                                    0, "get_short");
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, ucs_derived_of(tl_ep, uct_base_ep_t),
                                  GET, SHORT, length);
     return status;
@@ -382,19 +328,23 @@ ssize_t uct_gaudi_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
                                    void *arg, uint64_t remote_addr,
                                    uct_rkey_t rkey)
 {
-    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                                  uct_gaudi_ipc_iface_t);
+    uct_gaudi_ipc_iface_t *iface = uct_gaudi_ipc_ep_iface(tl_ep);
     size_t size, length;
     ucs_status_t status;
     void *bounce;
 
-    if (ucs_unlikely(iface->dma == NULL)) {
+    if (ucs_unlikely(iface->super.dma == NULL)) {
         ucs_error("gaudi_ipc: put_bcopy: %s", iface->reason);
         return UCS_ERR_UNSUPPORTED;
     }
 
+    status = uct_gaudi_iface_op_start(&iface->super, 0);
+    if (status != UCS_OK) {
+        return status;
+    }
+
     /* pack first: the range to import is known only then */
-    bounce = uct_gaudi_dma_bounce(iface->dma, &size);
+    bounce = uct_gaudi_dma_bounce(iface->super.dma, &size);
     length = pack_cb(bounce, arg);
     if (ucs_unlikely(length > size)) {
         ucs_error("gaudi_ipc: put_bcopy packed %zu bytes, max_bcopy is %zu",
@@ -404,8 +354,12 @@ ssize_t uct_gaudi_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
         return 0;
     }
 
-    status = uct_gaudi_ipc_ep_sync_xfer(iface, NULL, remote_addr, rkey,
-                                        length, 1, "put_bcopy");
+    status = uct_gaudi_ipc_ep_check_key((const uct_gaudi_ipc_rkey_t*)rkey,
+                                        remote_addr, length, "put_bcopy");
+    if (status == UCS_OK) {
+        status = uct_gaudi_ipc_ep_sync_xfer(iface, NULL, remote_addr, rkey,
+                                            length, 1, "put_bcopy");
+    }
     if (status != UCS_OK) {
         return status;
     }
@@ -421,20 +375,23 @@ ucs_status_t uct_gaudi_ipc_ep_get_bcopy(uct_ep_h tl_ep,
                                         uint64_t remote_addr, uct_rkey_t rkey,
                                         uct_completion_t *comp)
 {
-    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                                  uct_gaudi_ipc_iface_t);
+    uct_gaudi_ipc_iface_t *iface = uct_gaudi_ipc_ep_iface(tl_ep);
     ucs_status_t status;
     size_t size;
     void *bounce;
 
     if (length == 0) {
         return UCS_OK;
-    } else if (ucs_unlikely(iface->dma == NULL)) {
-        ucs_error("gaudi_ipc: get_bcopy: %s", iface->reason);
-        return UCS_ERR_UNSUPPORTED;
     }
 
-    bounce = uct_gaudi_dma_bounce(iface->dma, &size);
+    status = uct_gaudi_ipc_ep_op_start(iface,
+                                       (const uct_gaudi_ipc_rkey_t*)rkey,
+                                       remote_addr, length, 0, "get_bcopy");
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    bounce = uct_gaudi_dma_bounce(iface->super.dma, &size);
     if (ucs_unlikely(length > size)) {
         ucs_error("gaudi_ipc: get_bcopy of %zu bytes exceeds max_bcopy %zu",
                   length, size);

@@ -10,7 +10,7 @@
 #include "gaudi_ipc_ep.h"
 #include "gaudi_ipc_md.h"
 
-#include <uct/gaudi/gaudi_device.h>
+#include <uct/gaudi/base/gaudi_device.h>
 #include <ucs/debug/log.h>
 #include <inttypes.h>
 #include <ucs/sys/sys.h>
@@ -24,6 +24,12 @@ static ucs_config_field_t uct_gaudi_ipc_iface_config_table[] = {
     {"", "", NULL,
      ucs_offsetof(uct_gaudi_ipc_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
+
+    /* local host buffers of zcopy are mapped into the device MMU, cached
+     * for the life of the interface */
+    {"", "", NULL,
+     ucs_offsetof(uct_gaudi_ipc_iface_config_t, reg),
+     UCS_CONFIG_TYPE_TABLE(uct_gaudi_reg_config_table)},
 
     {"CACHE_MAX_REGIONS", "256",
      "Most peer buffers kept imported (op 99 mappings) per interface; the\n"
@@ -136,140 +142,30 @@ static ucs_status_t uct_gaudi_ipc_iface_query(uct_iface_h tl_iface,
 {
     uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_iface,
                                                   uct_gaudi_ipc_iface_t);
-    size_t bounce                = 0;
 
-    uct_base_iface_query(&iface->super, iface_attr);
+    uct_gaudi_iface_query(&iface->super, 1, iface_attr);
 
     iface_attr->iface_addr_len      = sizeof(uct_gaudi_ipc_iface_addr_t);
     iface_attr->device_addr_len     = sizeof(uct_gaudi_ipc_device_addr_t);
-    iface_attr->ep_addr_len         = 0;
-    /* short and bcopy: synchronous, through the engine's bounce buffer;
-     * UCP takes only such a transport as an RMA lane */
-    iface_attr->cap.flags           = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
-                                      UCT_IFACE_FLAG_PUT_SHORT |
-                                      UCT_IFACE_FLAG_GET_SHORT |
-                                      UCT_IFACE_FLAG_PUT_BCOPY |
-                                      UCT_IFACE_FLAG_GET_BCOPY |
-                                      UCT_IFACE_FLAG_GET_ZCOPY |
-                                      UCT_IFACE_FLAG_PUT_ZCOPY |
-                                      UCT_IFACE_FLAG_PENDING;
-
-    if (iface->dma != NULL) {
-        (void)uct_gaudi_dma_bounce(iface->dma, &bounce);
-    }
-    iface_attr->cap.put.max_short       = bounce;
-    iface_attr->cap.put.max_bcopy       = bounce;
-    iface_attr->cap.get.max_short       = bounce;
-    iface_attr->cap.get.max_bcopy       = bounce;
-
-    iface_attr->cap.put.min_zcopy       = 0;
-    iface_attr->cap.put.max_zcopy       = UCT_GAUDI_DMA_MAX_COPY;
-    iface_attr->cap.put.opt_zcopy_align = 1;
-    iface_attr->cap.put.align_mtu       = 1;
-    iface_attr->cap.put.max_iov         = 1;
-
-    iface_attr->cap.get.min_zcopy       = 0;
-    iface_attr->cap.get.max_zcopy       = UCT_GAUDI_DMA_MAX_COPY;
-    iface_attr->cap.get.opt_zcopy_align = 1;
-    iface_attr->cap.get.align_mtu       = 1;
-    iface_attr->cap.get.max_iov         = 1;
-
     iface_attr->latency             = ucs_linear_func_make(
                                           iface->config.latency, 0);
-    iface_attr->bandwidth.dedicated = 0;
     iface_attr->bandwidth.shared    = iface->config.bw;
     iface_attr->overhead            = 1e-6;
-    iface_attr->priority            = 0;
     return UCS_OK;
 }
 
 
-/* Completion, flush, fence, pending: gaudi_xfer.c */
-
-static unsigned uct_gaudi_ipc_iface_progress(uct_iface_h tl_iface)
+/* idle: now and then unmap the buffers of exited exporters */
+static void uct_gaudi_ipc_iface_idle(uct_gaudi_iface_t *super)
 {
-    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_iface,
+    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(super,
                                                   uct_gaudi_ipc_iface_t);
-    unsigned count;
-    ucs_time_t now;
+    ucs_time_t now               = ucs_get_time();
 
-    if (iface->dma == NULL) {
-        return 0;
+    if (now >= iface->next_check) {
+        uct_gaudi_ipc_cache_sweep(&iface->cache);
+        iface->next_check = now + iface->config.peer_check;
     }
-
-    count = uct_gaudi_xfer_progress(&iface->xfer, iface->dma,
-                                    iface->config.max_poll);
-    if (count == 0) {
-        /* idle: now and then unmap the buffers of exited exporters */
-        now = ucs_get_time();
-        if (now >= iface->next_check) {
-            uct_gaudi_ipc_cache_sweep(&iface->cache);
-            iface->next_check = now + iface->config.peer_check;
-        }
-    }
-
-    return count;
-}
-
-static ucs_status_t uct_gaudi_ipc_iface_flush(uct_iface_h tl_iface,
-                                              unsigned flags,
-                                              uct_completion_t *comp)
-{
-    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_iface,
-                                                  uct_gaudi_ipc_iface_t);
-
-    return uct_gaudi_xfer_iface_flush(&iface->xfer, &iface->super, flags,
-                                      comp);
-}
-
-ucs_status_t uct_gaudi_ipc_ep_flush(uct_ep_h tl_ep, unsigned flags,
-                                    uct_completion_t *comp)
-{
-    uct_gaudi_ipc_ep_t *ep       = ucs_derived_of(tl_ep, uct_gaudi_ipc_ep_t);
-    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                                  uct_gaudi_ipc_iface_t);
-
-    return uct_gaudi_xfer_ep_flush(&iface->xfer, &iface->super, &ep->super,
-                                   &ep->num_pending, flags, comp);
-}
-
-static ucs_status_t uct_gaudi_ipc_iface_fence(uct_iface_h tl_iface,
-                                              unsigned flags)
-{
-    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_iface,
-                                                  uct_gaudi_ipc_iface_t);
-
-    uct_gaudi_xfer_fence(&iface->xfer, iface->dma, &iface->super);
-    return UCS_OK;
-}
-
-ucs_status_t uct_gaudi_ipc_ep_fence(uct_ep_h tl_ep, unsigned flags)
-{
-    UCT_TL_EP_STAT_FENCE(ucs_derived_of(tl_ep, uct_base_ep_t));
-    return uct_gaudi_ipc_iface_fence(tl_ep->iface, flags);
-}
-
-ucs_status_t uct_gaudi_ipc_ep_pending_add(uct_ep_h tl_ep,
-                                          uct_pending_req_t *req,
-                                          unsigned flags)
-{
-    uct_gaudi_ipc_ep_t *ep       = ucs_derived_of(tl_ep, uct_gaudi_ipc_ep_t);
-    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                                  uct_gaudi_ipc_iface_t);
-
-    return uct_gaudi_xfer_pending_add(&iface->xfer, iface->dma, &ep->super,
-                                      req, &ep->num_pending);
-}
-
-void uct_gaudi_ipc_ep_pending_purge(uct_ep_h tl_ep,
-                                    uct_pending_purge_callback_t cb,
-                                    void *arg)
-{
-    uct_gaudi_ipc_ep_t *ep       = ucs_derived_of(tl_ep, uct_gaudi_ipc_ep_t);
-    uct_gaudi_ipc_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                                  uct_gaudi_ipc_iface_t);
-
-    uct_gaudi_xfer_pending_purge(&iface->xfer, &ep->num_pending, cb, arg);
 }
 
 
@@ -280,17 +176,7 @@ static uct_iface_ops_t uct_gaudi_ipc_iface_ops = {
     .ep_get_bcopy             = uct_gaudi_ipc_ep_get_bcopy,
     .ep_put_zcopy             = uct_gaudi_ipc_ep_put_zcopy,
     .ep_get_zcopy             = uct_gaudi_ipc_ep_get_zcopy,
-    .ep_pending_add           = uct_gaudi_ipc_ep_pending_add,
-    .ep_pending_purge         = uct_gaudi_ipc_ep_pending_purge,
-    .ep_flush                 = uct_gaudi_ipc_ep_flush,
-    .ep_fence                 = uct_gaudi_ipc_ep_fence,
-    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_gaudi_ipc_ep_t),
-    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_gaudi_ipc_ep_t),
-    .iface_flush              = uct_gaudi_ipc_iface_flush,
-    .iface_fence              = uct_gaudi_ipc_iface_fence,
-    .iface_progress_enable    = uct_base_iface_progress_enable,
-    .iface_progress_disable   = uct_base_iface_progress_disable,
-    .iface_progress           = uct_gaudi_ipc_iface_progress,
+    UCT_GAUDI_IFACE_BASE_OPS,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(
                                     uct_gaudi_ipc_iface_t),
     .iface_query              = uct_gaudi_ipc_iface_query,
@@ -301,19 +187,12 @@ static uct_iface_ops_t uct_gaudi_ipc_iface_ops = {
 
 static uct_iface_internal_ops_t uct_gaudi_ipc_iface_internal_ops = {
     .iface_estimate_perf = uct_base_iface_estimate_perf,
-    .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
-    .ep_query            = (uct_ep_query_func_t)
-                               ucs_empty_function_return_unsupported,
-    .ep_invalidate       = (uct_ep_invalidate_func_t)
-                               ucs_empty_function_return_unsupported
+    UCT_GAUDI_IFACE_BASE_INTERNAL_OPS
 };
 
-static ucs_mpool_ops_t uct_gaudi_ipc_desc_mpool_ops = {
-    .chunk_alloc   = ucs_mpool_chunk_malloc,
-    .chunk_release = ucs_mpool_chunk_free,
-    .obj_init      = NULL,
-    .obj_cleanup   = NULL,
-    .obj_str       = NULL
+static const uct_gaudi_iface_ops_t uct_gaudi_ipc_iface_gaudi_ops = {
+    .desc_done = uct_gaudi_ipc_ep_zcopy_done,
+    .idle      = uct_gaudi_ipc_iface_idle
 };
 
 
@@ -321,20 +200,21 @@ static ucs_mpool_ops_t uct_gaudi_ipc_desc_mpool_ops = {
  * facts 6) and op 99 (Habana's driver only, facts 4.3). Never fatal. */
 static void uct_gaudi_ipc_iface_probe(uct_gaudi_ipc_iface_t *iface)
 {
-    static int logged = 0;
+    uct_gaudi_ctx_t *ctx = iface->super.ctx;
+    static int logged    = 0;
     const char *reason;
     ucs_status_t status;
     int supported = 0;
 
     iface->import_ok = 0;
-    if (uct_gaudi_dma_check(iface->ctx, &reason) != UCS_OK) {
+    if (uct_gaudi_dma_check(ctx, &reason) != UCS_OK) {
         iface->reason = reason;
         goto out;
     }
 
-    pthread_mutex_lock(&iface->ctx->lock);
-    status = uct_gaudi_hl_probe_reg_dmabuf(&iface->ctx->hl, &supported);
-    pthread_mutex_unlock(&iface->ctx->lock);
+    pthread_mutex_lock(&ctx->lock);
+    status = uct_gaudi_hl_probe_reg_dmabuf(&ctx->hl, &supported);
+    pthread_mutex_unlock(&ctx->lock);
     if (status != UCS_OK) {
         iface->reason = "the DMA-BUF import probe (op 99) failed";
     } else if (!supported) {
@@ -351,29 +231,8 @@ out:
     if (!iface->import_ok && !logged) {
         logged = 1;
         ucs_diag("gaudi_ipc: %s (%s): other processes are unreachable: %s",
-                 iface->ctx->info->name, iface->ctx->info->node_name,
-                 iface->reason);
+                 ctx->info->name, ctx->info->node_name, iface->reason);
     }
-}
-
-/* A private gaudi_copy MD: turns local buffers (device, or host through
- * its registration cache) into DMA addresses, per the copy MD contract */
-static ucs_status_t uct_gaudi_ipc_iface_open_copy_md(uct_md_h *md_p)
-{
-    uct_md_config_t *md_config;
-    ucs_status_t status;
-
-    status = uct_md_config_read(&uct_gaudi_copy_component, NULL, NULL,
-                                &md_config);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    status = uct_gaudi_copy_component.md_open(&uct_gaudi_copy_component,
-                                              UCT_GAUDI_COPY_COMPONENT_NAME,
-                                              md_config, md_p);
-    uct_config_release(md_config);
-    return status;
 }
 
 static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
@@ -383,39 +242,29 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
 {
     const uct_gaudi_ipc_iface_config_t *config =
             ucs_derived_of(tl_config, uct_gaudi_ipc_iface_config_t);
+    uct_gaudi_ipc_md_t *ipc_md = ucs_derived_of(md, uct_gaudi_ipc_md_t);
     uct_gaudi_dma_params_t dma_params;
     ucs_status_t status;
 
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_gaudi_ipc_iface_ops,
-                              &uct_gaudi_ipc_iface_internal_ops, md, worker,
-                              params, tl_config
-                              UCS_STATS_ARG(params->stats_root)
-                              UCS_STATS_ARG(UCT_GAUDI_IPC_TL_NAME));
+    UCS_CLASS_CALL_SUPER_INIT(uct_gaudi_iface_t, &uct_gaudi_ipc_iface_ops,
+                              &uct_gaudi_ipc_iface_internal_ops,
+                              &uct_gaudi_ipc_iface_gaudi_ops, md, worker,
+                              params, tl_config, ipc_md->ctx, &self->reg,
+                              sizeof(uct_gaudi_ipc_desc_t),
+                              config->max_poll, UCT_GAUDI_IPC_TL_NAME);
 
     /* UCS classes are not zeroed */
-    self->ctx        = ucs_derived_of(md, uct_gaudi_ipc_md_t)->ctx;
-    self->copy_md    = NULL;
-    self->dma        = NULL;
     self->pidns      = uct_gaudi_ipc_pidns();
     self->next_check = 0;
-    uct_gaudi_xfer_init(&self->xfer);
 
     self->config.bw         = config->bw;
     self->config.latency    = config->latency;
-    self->config.max_poll   = ucs_max(config->max_poll, 1);
     self->config.peer_check = ucs_time_from_sec(config->peer_check);
 
-    uct_gaudi_ipc_cache_init(&self->cache, self->ctx,
+    uct_gaudi_ipc_cache_init(&self->cache, ipc_md->ctx,
                              config->cache_max_regions,
                              config->cache_max_size, config->fd_method,
                              config->fd_timeout);
-
-    status = ucs_mpool_init(&self->desc_mp, 0, sizeof(uct_gaudi_ipc_desc_t),
-                            0, UCS_SYS_CACHE_LINE_SIZE, 128, UINT_MAX,
-                            &uct_gaudi_ipc_desc_mpool_ops, "gaudi_ipc_desc");
-    if (status != UCS_OK) {
-        return status;
-    }
 
     uct_gaudi_ipc_iface_probe(self);
     if (!self->import_ok) {
@@ -423,44 +272,41 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
         return UCS_OK;
     }
 
-    status = uct_gaudi_ipc_iface_open_copy_md(&self->copy_md);
+    status = uct_gaudi_reg_init(&self->reg, ipc_md->heap, &config->reg,
+                                UCT_GAUDI_IPC_TL_NAME, "GAUDI_IPC_",
+                                UCS_STATS_RVAL(self->super.super.stats));
     if (status != UCS_OK) {
-        goto err_mpool;
+        goto err_cache;
     }
 
-    uct_gaudi_dma_params_default(self->ctx, &dma_params);
-    status = uct_gaudi_dma_create(self->ctx, &dma_params, &self->dma);
+    uct_gaudi_dma_params_default(ipc_md->ctx, &dma_params);
+    status = uct_gaudi_dma_create(ipc_md->ctx, &dma_params, &self->super.dma);
     if (status != UCS_OK) {
-        goto err_md;
+        goto err_reg;
     }
 
     return UCS_OK;
 
-err_md:
-    self->copy_md->ops->close(self->copy_md);
-err_mpool:
-    ucs_mpool_cleanup(&self->desc_mp, 1);
+err_reg:
+    uct_gaudi_reg_cleanup(&self->reg);
+err_cache:
+    uct_gaudi_ipc_cache_cleanup(&self->cache);
     return status;
 }
 
 static UCS_CLASS_CLEANUP_FUNC(uct_gaudi_ipc_iface_t)
 {
-    uct_base_iface_progress_disable(&self->super.super,
-                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    int import_ok = (self->super.dma != NULL);
 
-    uct_gaudi_xfer_cleanup(&self->xfer, self->dma);
-    if (self->dma != NULL) {
-        uct_gaudi_dma_destroy(self->dma);
-    }
-
+    /* the copies hold imports and local registrations: finish them first */
+    uct_gaudi_iface_dma_close(&self->super);
     uct_gaudi_ipc_cache_cleanup(&self->cache);
-    if (self->copy_md != NULL) {
-        self->copy_md->ops->close(self->copy_md);
+    if (import_ok) {
+        uct_gaudi_reg_cleanup(&self->reg);
     }
-    ucs_mpool_cleanup(&self->desc_mp, 1);
 }
 
-UCS_CLASS_DEFINE(uct_gaudi_ipc_iface_t, uct_base_iface_t);
+UCS_CLASS_DEFINE(uct_gaudi_ipc_iface_t, uct_gaudi_iface_t);
 static UCS_CLASS_DEFINE_NEW_FUNC(uct_gaudi_ipc_iface_t, uct_iface_t, uct_md_h,
                                  uct_worker_h, const uct_iface_params_t*,
                                  const uct_iface_config_t*);

@@ -14,13 +14,7 @@
 #include "gaudi_ipc_md.h"
 
 #include <ucs/sys/math.h>
-#include <ucs/datastruct/mpool.h>
-#include <ucs/datastruct/queue.h>
-#include <uct/base/uct_iface.h>
-#include <uct/gaudi/base/gaudi_base.h>
-#include <uct/gaudi/base/gaudi_dma.h>
-#include <uct/gaudi/copy/gaudi_copy_md.h>
-#include <uct/gaudi/gaudi_xfer.h>
+#include <uct/gaudi/base/gaudi_iface.h>
 
 
 /* Device address: the node (boot id) */
@@ -37,6 +31,7 @@ typedef struct UCS_S_PACKED uct_gaudi_ipc_iface_addr {
 
 typedef struct uct_gaudi_ipc_iface_config {
     uct_iface_config_t        super;
+    uct_gaudi_reg_config_t    reg;               /* RCACHE* */
     unsigned                  cache_max_regions; /* CACHE_MAX_REGIONS */
     size_t                    cache_max_size;    /* CACHE_MAX_SIZE */
     uct_gaudi_ipc_fd_method_t fd_method;         /* FD_METHOD */
@@ -48,34 +43,26 @@ typedef struct uct_gaudi_ipc_iface_config {
 } uct_gaudi_ipc_iface_config_t;
 
 
-/* An asynchronous zcopy: what completes it and what it holds */
+/* An asynchronous zcopy: the local buffer is super.refs[0] */
 typedef struct uct_gaudi_ipc_desc {
-    struct uct_gaudi_ipc_iface *iface;
-    uct_completion_t           *comp;
-    uct_gaudi_ipc_region_t     *region;
-    uct_gaudi_copy_dma_ref_t   local;
+    uct_gaudi_iface_desc_t     super;
+    uct_gaudi_ipc_region_t     *region;   /* the peer's, imported */
     const char                 *name;
     size_t                     length;
 } uct_gaudi_ipc_desc_t;
 
 
 typedef struct uct_gaudi_ipc_iface {
-    uct_base_iface_t      super;
-    uct_gaudi_ctx_t       *ctx;
-    uct_md_h              copy_md;   /* private gaudi_copy MD: local
-                                        buffers -> DMA addresses */
-    uct_gaudi_dma_t       *dma;      /* NULL when import is unsupported */
+    uct_gaudi_iface_t     super;
+    uct_gaudi_reg_t       reg;       /* local buffers -> DMA addresses */
     int                   import_ok; /* op 99 available on our device */
     const char            *reason;   /* why not, for the log */
     uint64_t              pidns;
     uct_gaudi_ipc_cache_t cache;
-    ucs_mpool_t           desc_mp;
-    uct_gaudi_xfer_t      xfer;      /* async copies */
     ucs_time_t            next_check; /* next sweep of exited peers */
     struct {
         double            bw;
         double            latency;
-        unsigned          max_poll;
         ucs_time_t        peer_check;
     } config;
 } uct_gaudi_ipc_iface_t;

@@ -10,7 +10,7 @@
 #include "gaudi_ipc_fd.h"
 
 #include <uct/gaudi/gaudi_compat.h>
-#include <uct/gaudi/gaudi_device.h>
+#include <uct/gaudi/base/gaudi_device.h>
 #include <ucs/debug/log.h>
 #include <inttypes.h>
 #include <ucs/debug/memtrack_int.h>
@@ -101,7 +101,7 @@ uct_gaudi_ipc_md_query(uct_md_h md, uct_md_attr_t *md_attr)
  * of the same dma-buf file exists, else a new identity */
 static ucs_status_t
 uct_gaudi_ipc_export_get(uct_gaudi_ipc_md_t *md,
-                         const uct_gaudi_copy_dev_range_t *range,
+                         const uct_gaudi_dev_range_t *range,
                          uct_gaudi_ipc_export_t **exp_p)
 {
     uct_gaudi_ipc_export_t *exp;
@@ -111,7 +111,7 @@ uct_gaudi_ipc_export_get(uct_gaudi_ipc_md_t *md,
     int fd;
 
     /* the heap exports once per allocation (facts 4.1) and gives a dup */
-    status = uct_gaudi_copy_heap_dmabuf(md->heap, range->base, range->length,
+    status = uct_gaudi_heap_dmabuf(md->heap, range->base, range->length,
                                         &fd, &offset);
     if (status != UCS_OK) {
         return status;
@@ -187,18 +187,18 @@ static ucs_status_t uct_gaudi_ipc_mem_reg(uct_md_h tl_md, void *address,
                                           uct_mem_h *memh_p)
 {
     uct_gaudi_ipc_md_t *md = ucs_derived_of(tl_md, uct_gaudi_ipc_md_t);
-    uct_gaudi_copy_dev_range_t range;
+    uct_gaudi_dev_range_t range;
     uct_gaudi_ipc_export_t *exp;
     ucs_status_t status;
 
     if ((length == 0) ||
-        !uct_gaudi_copy_heap_in_window(md->heap, (uintptr_t)address,
+        !uct_gaudi_heap_in_window(md->heap, (uintptr_t)address,
                                        length)) {
         ucs_debug("gaudi_ipc: %p+%zu is not Gaudi memory", address, length);
         return UCS_ERR_INVALID_ADDR;
     }
 
-    status = uct_gaudi_copy_heap_resolve(md->heap, (uintptr_t)address,
+    status = uct_gaudi_heap_resolve(md->heap, (uintptr_t)address,
                                          length, &range);
     if ((status == UCS_OK) && (range.buf == NULL)) {
         /* foreign allocation (e.g. SynapseAI's): no export handle */
@@ -261,7 +261,7 @@ static void uct_gaudi_ipc_md_close(uct_md_h tl_md)
     uct_gaudi_ipc_md_t *md = ucs_derived_of(tl_md, uct_gaudi_ipc_md_t);
 
     uct_gaudi_ipc_fd_server_put();
-    uct_gaudi_copy_heap_put(md->heap);
+    uct_gaudi_heap_put(md->heap);
     ucs_free(md);
 }
 
@@ -305,12 +305,14 @@ uct_gaudi_ipc_md_open(uct_component_t *component, const char *md_name,
 
     md->super.ops       = &uct_gaudi_ipc_md_ops;
     md->super.component = &uct_gaudi_ipc_component;
-    md->ctx             = ctx;
 
-    status = uct_gaudi_copy_heap_get(ctx, &md->heap);
+    /* The MD's one reference: on the memory layer, which holds the device */
+    status = uct_gaudi_heap_get(ctx, &md->heap);
     if (status != UCS_OK) {
         goto err_free;
     }
+
+    md->ctx = md->heap->ctx;
 
     /* importers that may not pidfd_getfd our fds ask this socket */
     status = uct_gaudi_ipc_fd_server_get();
@@ -322,7 +324,7 @@ uct_gaudi_ipc_md_open(uct_component_t *component, const char *md_name,
     return UCS_OK;
 
 err_heap:
-    uct_gaudi_copy_heap_put(md->heap);
+    uct_gaudi_heap_put(md->heap);
 err_free:
     ucs_free(md);
     return status;

@@ -13,7 +13,7 @@
 
 #include <uct/base/uct_md.h>
 #include <uct/gaudi/base/gaudi_base.h>
-#include <uct/gaudi/copy/gaudi_copy_mem.h>
+#include <uct/gaudi/base/gaudi_mem.h>
 #include <ucs/datastruct/list.h>
 #include <sys/types.h>
 
@@ -31,8 +31,8 @@ typedef struct uct_gaudi_ipc_md_config {
 
 typedef struct uct_gaudi_ipc_md {
     uct_md_t              super;
-    uct_gaudi_ctx_t       *ctx;   /* the process's device */
-    uct_gaudi_copy_heap_t *heap;  /* its allocations and their exports */
+    uct_gaudi_ctx_t       *ctx;   /* the process's device (the heap's) */
+    uct_gaudi_heap_t      *heap;  /* its allocations and their exports */
 } uct_gaudi_ipc_md_t;
 
 

@@ -7,7 +7,7 @@
 #endif
 
 #include "gaudi_device.h"
-#include "gaudi_compat.h"
+#include <uct/gaudi/gaudi_compat.h>
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
@@ -16,23 +16,23 @@
 
 
 static struct {
-    pthread_mutex_t lock;
-    int             tried;
-    ucs_status_t    status;
-    uct_gaudi_ctx_t *ctx;
+    pthread_mutex_t  lock;
+    int              tried;
+    ucs_status_t     status;
+    uct_gaudi_ctx_t  *ctx;
+    uct_gaudi_heap_t *heap;   /* the public API's, never dropped */
 } uct_gaudi_device = {
     .lock   = PTHREAD_MUTEX_INITIALIZER,
     .tried  = 0,
     .status = UCS_ERR_NO_DEVICE,
-    .ctx    = NULL
+    .ctx    = NULL,
+    .heap   = NULL
 };
 
 
-ucs_status_t uct_gaudi_device_get(uct_gaudi_ctx_t **ctx_p)
+/* Open the device on first use; call with the lock held */
+static void uct_gaudi_device_try(void)
 {
-    ucs_status_t status;
-
-    pthread_mutex_lock(&uct_gaudi_device.lock);
     if (!uct_gaudi_device.tried) {
         /* Tried once: a busy or absent device is reported once, not by
          * every UCX context the process creates */
@@ -52,9 +52,32 @@ ucs_status_t uct_gaudi_device_get(uct_gaudi_ctx_t **ctx_p)
                      ucs_status_string(uct_gaudi_device.status));
         }
     }
+}
 
+ucs_status_t uct_gaudi_device_get(uct_gaudi_ctx_t **ctx_p)
+{
+    ucs_status_t status;
+
+    pthread_mutex_lock(&uct_gaudi_device.lock);
+    uct_gaudi_device_try();
     status = uct_gaudi_device.status;
     *ctx_p = uct_gaudi_device.ctx;
+    pthread_mutex_unlock(&uct_gaudi_device.lock);
+    return status;
+}
+
+ucs_status_t uct_gaudi_device_heap(uct_gaudi_heap_t **heap_p)
+{
+    ucs_status_t status;
+
+    pthread_mutex_lock(&uct_gaudi_device.lock);
+    uct_gaudi_device_try();
+    status = uct_gaudi_device.status;
+    if ((status == UCS_OK) && (uct_gaudi_device.heap == NULL)) {
+        status = uct_gaudi_heap_get(uct_gaudi_device.ctx,
+                                    &uct_gaudi_device.heap);
+    }
+    *heap_p = uct_gaudi_device.heap;
     pthread_mutex_unlock(&uct_gaudi_device.lock);
     return status;
 }

@@ -1,7 +1,7 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * gaudi_copy device memory heap. "facts N.M" is a section of
+ * Device memory heap of the memory layer. "facts N.M" is a section of
  * docs/driver-facts.md. Design and trade-offs: docs/md.md.
  */
 
@@ -9,7 +9,7 @@
 #  include "config.h"
 #endif
 
-#include "gaudi_copy_mem.h"
+#include "gaudi_mem.h"
 
 #include <ucs/datastruct/khash.h>
 #include <ucs/debug/log.h>
@@ -22,69 +22,69 @@
 #include <unistd.h>
 
 
-KHASH_SET_INIT_INT64(uct_gaudi_copy_memh_set)
+KHASH_SET_INIT_INT64(uct_gaudi_memh_set)
 
-typedef khash_t(uct_gaudi_copy_memh_set) uct_gaudi_copy_memh_set_t;
+typedef khash_t(uct_gaudi_memh_set) uct_gaudi_memh_set_t;
 
 
 /* A free range of a chunk */
-typedef struct uct_gaudi_copy_extent {
+typedef struct uct_gaudi_extent {
     ucs_list_link_t list;
     uint64_t        offset;
     uint64_t        length;
-} uct_gaudi_copy_extent_t;
+} uct_gaudi_extent_t;
 
 
 /* Heap teardown waits at most this long for deferred chunks to become
  * releasable (a peer importer is often closing at the same time) */
-#define UCT_GAUDI_COPY_TEARDOWN_GRACE_MS  100
-#define UCT_GAUDI_COPY_TEARDOWN_STEP_MS   5
+#define UCT_GAUDI_HEAP_TEARDOWN_GRACE_MS  100
+#define UCT_GAUDI_HEAP_TEARDOWN_STEP_MS   5
 
 
-static pthread_mutex_t uct_gaudi_copy_heap_global_lock =
+static pthread_mutex_t uct_gaudi_heap_global_lock =
         PTHREAD_MUTEX_INITIALIZER;
-static uct_gaudi_copy_heap_t *uct_gaudi_copy_heap_global = NULL;
+static uct_gaudi_heap_t *uct_gaudi_heap_global = NULL;
 
 
-const char *uct_gaudi_copy_heap_name(const uct_gaudi_copy_heap_t *heap)
+const char *uct_gaudi_heap_name(const uct_gaudi_heap_t *heap)
 {
     return heap->ctx->info->name;
 }
 
-static int uct_gaudi_copy_heap_is_gaudi1(const uct_gaudi_copy_heap_t *heap)
+static int uct_gaudi_heap_is_gaudi1(const uct_gaudi_heap_t *heap)
 {
     return heap->ctx->info->asic == UCT_GAUDI_ASIC_GAUDI1;
 }
 
-int uct_gaudi_copy_heap_owned(uct_gaudi_copy_heap_t *heap, const char *op)
+int uct_gaudi_heap_owned(uct_gaudi_heap_t *heap, const char *op)
 {
-    if (ucs_likely(getpid() == heap->pid)) {
+    if (uct_gaudi_ctx_owned(heap->ctx)) {
         return 1;
     }
 
     ucs_error("gaudi %s (%s): %s refused: the device context belongs to "
               "process %d, this process (%d) is a fork() child of it",
               heap->ctx->info->name, heap->ctx->info->node_name, op,
-              (int)heap->pid, (int)getpid());
+              (int)heap->ctx->pid, (int)getpid());
     return 0;
 }
 
 
 /* Page table directories of the allocation table */
 
-static ucs_pgt_dir_t *uct_gaudi_copy_pgt_dir_alloc(const ucs_pgtable_t *pgt)
+static ucs_pgt_dir_t *uct_gaudi_heap_pgt_dir_alloc(const ucs_pgtable_t *pgt)
 {
     void *ptr;
 
     if (ucs_posix_memalign(&ptr, ucs_max(sizeof(void*),
                                          UCS_PGT_ENTRY_MIN_ALIGN),
-                           sizeof(ucs_pgt_dir_t), "gaudi_copy_pgt_dir") != 0) {
+                           sizeof(ucs_pgt_dir_t), "gaudi_heap_pgt_dir") != 0) {
         return NULL;
     }
     return ptr;
 }
 
-static void uct_gaudi_copy_pgt_dir_release(const ucs_pgtable_t *pgt,
+static void uct_gaudi_heap_pgt_dir_release(const ucs_pgtable_t *pgt,
                                            ucs_pgt_dir_t *dir)
 {
     ucs_free(dir);
@@ -93,10 +93,10 @@ static void uct_gaudi_copy_pgt_dir_release(const ucs_pgtable_t *pgt,
 
 /* Chunk free lists: first fit, sorted by offset, coalesced */
 
-static ucs_status_t uct_gaudi_copy_chunk_take(uct_gaudi_copy_chunk_t *chunk,
-                                              uint64_t size, uint64_t *off_p)
+static ucs_status_t uct_gaudi_chunk_take(uct_gaudi_chunk_t *chunk,
+                                         uint64_t size, uint64_t *off_p)
 {
-    uct_gaudi_copy_extent_t *ext;
+    uct_gaudi_extent_t *ext;
 
     ucs_list_for_each(ext, &chunk->free_list, list) {
         if (ext->length < size) {
@@ -116,10 +116,10 @@ static ucs_status_t uct_gaudi_copy_chunk_take(uct_gaudi_copy_chunk_t *chunk,
     return UCS_ERR_NO_MEMORY;
 }
 
-static ucs_status_t uct_gaudi_copy_chunk_give(uct_gaudi_copy_chunk_t *chunk,
-                                              uint64_t off, uint64_t size)
+static ucs_status_t uct_gaudi_chunk_give(uct_gaudi_chunk_t *chunk,
+                                         uint64_t off, uint64_t size)
 {
-    uct_gaudi_copy_extent_t *ext, *next, *prev = NULL, *new_ext;
+    uct_gaudi_extent_t *ext, *next, *prev = NULL, *new_ext;
 
     ucs_list_for_each(next, &chunk->free_list, list) {
         if (next->offset > off) {
@@ -132,7 +132,7 @@ static ucs_status_t uct_gaudi_copy_chunk_give(uct_gaudi_copy_chunk_t *chunk,
         prev->length += size;                    /* merge with previous */
         ext           = prev;
     } else {
-        new_ext = ucs_malloc(sizeof(*new_ext), "gaudi_copy_extent");
+        new_ext = ucs_malloc(sizeof(*new_ext), "gaudi_heap_extent");
         if (new_ext == NULL) {
             return UCS_ERR_NO_MEMORY;
         }
@@ -147,7 +147,7 @@ static ucs_status_t uct_gaudi_copy_chunk_give(uct_gaudi_copy_chunk_t *chunk,
     }
 
     if (ext->list.next != &chunk->free_list) {          /* merge with next */
-        next = ucs_list_next(&ext->list, uct_gaudi_copy_extent_t, list);
+        next = ucs_list_next(&ext->list, uct_gaudi_extent_t, list);
         if (ext->offset + ext->length == next->offset) {
             ext->length += next->length;
             ucs_list_del(&next->list);
@@ -160,14 +160,14 @@ static ucs_status_t uct_gaudi_copy_chunk_give(uct_gaudi_copy_chunk_t *chunk,
     return UCS_OK;
 }
 
-static uct_gaudi_copy_chunk_t *
-uct_gaudi_copy_chunk_new(uint64_t ptr, uint64_t dma, uint64_t size)
+static uct_gaudi_chunk_t *
+uct_gaudi_chunk_new(uint64_t ptr, uint64_t dma, uint64_t size)
 {
-    uct_gaudi_copy_chunk_t *chunk;
-    uct_gaudi_copy_extent_t *ext;
+    uct_gaudi_chunk_t *chunk;
+    uct_gaudi_extent_t *ext;
 
-    chunk = ucs_calloc(1, sizeof(*chunk), "gaudi_copy_chunk");
-    ext   = ucs_malloc(sizeof(*ext), "gaudi_copy_extent");
+    chunk = ucs_calloc(1, sizeof(*chunk), "gaudi_heap_chunk");
+    ext   = ucs_malloc(sizeof(*ext), "gaudi_heap_extent");
     if ((chunk == NULL) || (ext == NULL)) {
         ucs_free(chunk);
         ucs_free(ext);
@@ -184,9 +184,9 @@ uct_gaudi_copy_chunk_new(uint64_t ptr, uint64_t dma, uint64_t size)
     return chunk;
 }
 
-static void uct_gaudi_copy_chunk_delete(uct_gaudi_copy_chunk_t *chunk)
+static void uct_gaudi_chunk_delete(uct_gaudi_chunk_t *chunk)
 {
-    uct_gaudi_copy_extent_t *ext, *tmp;
+    uct_gaudi_extent_t *ext, *tmp;
 
     ucs_list_for_each_safe(ext, tmp, &chunk->free_list, list) {
         ucs_free(ext);
@@ -197,12 +197,12 @@ static void uct_gaudi_copy_chunk_delete(uct_gaudi_copy_chunk_t *chunk)
 
 /* Driver chunks (Gaudi2/3): ALLOC whole pages, then MAP (facts 3.2, 3.3) */
 
-static ucs_status_t uct_gaudi_copy_chunk_create(uct_gaudi_copy_heap_t *heap,
-                                                uint64_t size, int dedicated,
-                                                uct_gaudi_copy_chunk_t **chunk_p)
+static ucs_status_t uct_gaudi_chunk_create(uct_gaudi_heap_t *heap,
+                                           uint64_t size, int dedicated,
+                                           uct_gaudi_chunk_t **chunk_p)
 {
     const uct_gaudi_hl_t *hl = &heap->ctx->hl;
-    uct_gaudi_copy_chunk_t *chunk;
+    uct_gaudi_chunk_t *chunk;
     uint64_t handle, va;
     ucs_status_t status;
 
@@ -219,7 +219,7 @@ static ucs_status_t uct_gaudi_copy_chunk_create(uct_gaudi_copy_heap_t *heap,
         return status;
     }
 
-    chunk = uct_gaudi_copy_chunk_new(va, va, size);
+    chunk = uct_gaudi_chunk_new(va, va, size);
     if (chunk == NULL) {
         pthread_mutex_lock(&heap->ctx->lock);
         (void)uct_gaudi_hl_mem_unmap(hl, va);
@@ -232,10 +232,10 @@ static ucs_status_t uct_gaudi_copy_chunk_create(uct_gaudi_copy_heap_t *heap,
     chunk->mapped    = 1;
     chunk->dedicated = dedicated;
     ucs_list_add_tail(&heap->chunks, &chunk->list);
-    UCT_GAUDI_COPY_COUNTER_ADD(heap, chunk_count, 1);
-    UCT_GAUDI_COPY_COUNTER_ADD(heap, chunk_bytes, size);
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_count, 1);
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_bytes, size);
     ucs_debug("gaudi %s: new %s chunk of %" PRIu64 " bytes at 0x%" PRIx64
-              " (handle %" PRIu64 ")", uct_gaudi_copy_heap_name(heap),
+              " (handle %" PRIu64 ")", uct_gaudi_heap_name(heap),
               dedicated ? "dedicated" : "shared", size, va, handle);
     *chunk_p = chunk;
     return UCS_OK;
@@ -246,8 +246,8 @@ static ucs_status_t uct_gaudi_copy_chunk_create(uct_gaudi_copy_heap_t *heap,
  * UNMAP fails with EINVAL while a dma-buf exported from the mapping is
  * alive anywhere (facts 3.3): the shim logs that at debug level only.
  */
-static ucs_status_t uct_gaudi_copy_chunk_release(uct_gaudi_copy_heap_t *heap,
-                                                 uct_gaudi_copy_chunk_t *chunk)
+static ucs_status_t uct_gaudi_chunk_release(uct_gaudi_heap_t *heap,
+                                            uct_gaudi_chunk_t *chunk)
 {
     const uct_gaudi_hl_t *hl = &heap->ctx->hl;
     ucs_status_t status      = UCS_OK;
@@ -265,75 +265,75 @@ static ucs_status_t uct_gaudi_copy_chunk_release(uct_gaudi_copy_heap_t *heap,
     pthread_mutex_unlock(&heap->ctx->lock);
 
     if (status == UCS_OK) {
-        UCT_GAUDI_COPY_COUNTER_ADD(heap, chunk_count, -1);
-        UCT_GAUDI_COPY_COUNTER_ADD(heap, chunk_bytes, -chunk->size);
+        UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_count, -1);
+        UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_bytes, -chunk->size);
     }
     return status;
 }
 
 /* An empty chunk (in heap->chunks) goes back to the driver, or, if the
- * driver refuses, to the deferred list (see gaudi_copy_mem.h) */
-static void uct_gaudi_copy_chunk_destroy(uct_gaudi_copy_heap_t *heap,
-                                         uct_gaudi_copy_chunk_t *chunk)
+ * driver refuses, to the deferred list (see gaudi_mem.h) */
+static void uct_gaudi_chunk_destroy(uct_gaudi_heap_t *heap,
+                                    uct_gaudi_chunk_t *chunk)
 {
     ucs_status_t status;
 
     ucs_list_del(&chunk->list);
-    status = uct_gaudi_copy_chunk_release(heap, chunk);
+    status = uct_gaudi_chunk_release(heap, chunk);
     if (status == UCS_OK) {
-        uct_gaudi_copy_chunk_delete(chunk);
+        uct_gaudi_chunk_delete(chunk);
         return;
     }
 
     chunk->release_tries = 1;
     ucs_list_add_tail(&heap->deferred, &chunk->list);
-    UCT_GAUDI_COPY_COUNTER_ADD(heap, deferred_chunks, 1);
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, deferred_chunks, 1);
     ucs_debug("gaudi %s: release of device memory chunk 0x%" PRIx64
               " (%" PRIu64 " bytes) deferred: %s (%s); its range stays "
               "reserved until the driver lets it go",
-              uct_gaudi_copy_heap_name(heap), chunk->ptr, chunk->size,
+              uct_gaudi_heap_name(heap), chunk->ptr, chunk->size,
               ucs_status_string(status), chunk->mapped ?
               "a dma-buf exported from it is still alive, e.g. imported by "
               "another process" : "FREE failed");
 }
 
 /* Retry the deferred releases; heap->lock held, owner process only */
-static void uct_gaudi_copy_heap_retry_deferred(uct_gaudi_copy_heap_t *heap)
+static void uct_gaudi_heap_retry_deferred(uct_gaudi_heap_t *heap)
 {
-    uct_gaudi_copy_chunk_t *chunk, *tmp;
+    uct_gaudi_chunk_t *chunk, *tmp;
     ucs_status_t status;
 
     ucs_list_for_each_safe(chunk, tmp, &heap->deferred, list) {
-        status = uct_gaudi_copy_chunk_release(heap, chunk);
+        status = uct_gaudi_chunk_release(heap, chunk);
         if (status != UCS_OK) {
             ++chunk->release_tries;
             ucs_trace("gaudi %s: deferred chunk 0x%" PRIx64 " still not "
                       "releasable (try %u): %s",
-                      uct_gaudi_copy_heap_name(heap), chunk->ptr,
+                      uct_gaudi_heap_name(heap), chunk->ptr,
                       chunk->release_tries, ucs_status_string(status));
             continue;
         }
 
         ucs_debug("gaudi %s: released deferred device memory chunk 0x%"
                   PRIx64 " (%" PRIu64 " bytes) after %u failed tries",
-                  uct_gaudi_copy_heap_name(heap), chunk->ptr, chunk->size,
+                  uct_gaudi_heap_name(heap), chunk->ptr, chunk->size,
                   chunk->release_tries);
         ucs_list_del(&chunk->list);
-        UCT_GAUDI_COPY_COUNTER_ADD(heap, deferred_chunks, -1);
-        uct_gaudi_copy_chunk_delete(chunk);
+        UCT_GAUDI_MEM_COUNTER_ADD(heap, deferred_chunks, -1);
+        uct_gaudi_chunk_delete(chunk);
     }
 }
 
 static inline void
-uct_gaudi_copy_heap_retry_deferred_fast(uct_gaudi_copy_heap_t *heap)
+uct_gaudi_heap_retry_deferred_fast(uct_gaudi_heap_t *heap)
 {
     if (ucs_unlikely(!ucs_list_is_empty(&heap->deferred)) &&
-        (getpid() == heap->pid)) {
-        uct_gaudi_copy_heap_retry_deferred(heap);
+        uct_gaudi_ctx_owned(heap->ctx)) {
+        uct_gaudi_heap_retry_deferred(heap);
     }
 }
 
-void uct_gaudi_copy_heap_progress(uct_gaudi_copy_heap_t *heap)
+void uct_gaudi_heap_progress(uct_gaudi_heap_t *heap)
 {
     /* unlocked peek at the counter: nothing to do in the common case */
     if (ucs_likely(__atomic_load_n(&heap->counters.deferred_chunks,
@@ -342,51 +342,51 @@ void uct_gaudi_copy_heap_progress(uct_gaudi_copy_heap_t *heap)
     }
 
     pthread_mutex_lock(&heap->lock);
-    uct_gaudi_copy_heap_retry_deferred_fast(heap);
+    uct_gaudi_heap_retry_deferred_fast(heap);
     pthread_mutex_unlock(&heap->lock);
 }
 
 /* Teardown: give the deferred chunks a short grace period, then leave the
  * rest to the driver (freed when the device is closed, facts 3.2) */
-static void uct_gaudi_copy_heap_drop_deferred(uct_gaudi_copy_heap_t *heap)
+static void uct_gaudi_heap_drop_deferred(uct_gaudi_heap_t *heap)
 {
-    struct timespec step = {0, UCT_GAUDI_COPY_TEARDOWN_STEP_MS * 1000000l};
-    uct_gaudi_copy_chunk_t *chunk, *tmp;
+    struct timespec step = {0, UCT_GAUDI_HEAP_TEARDOWN_STEP_MS * 1000000l};
+    uct_gaudi_chunk_t *chunk, *tmp;
     unsigned waited_ms;
 
-    if (getpid() == heap->pid) {
-        uct_gaudi_copy_heap_retry_deferred(heap);
+    if (uct_gaudi_ctx_owned(heap->ctx)) {
+        uct_gaudi_heap_retry_deferred(heap);
         for (waited_ms = 0; !ucs_list_is_empty(&heap->deferred) &&
-                            (waited_ms < UCT_GAUDI_COPY_TEARDOWN_GRACE_MS);
-             waited_ms += UCT_GAUDI_COPY_TEARDOWN_STEP_MS) {
+                            (waited_ms < UCT_GAUDI_HEAP_TEARDOWN_GRACE_MS);
+             waited_ms += UCT_GAUDI_HEAP_TEARDOWN_STEP_MS) {
             nanosleep(&step, NULL);
-            uct_gaudi_copy_heap_retry_deferred(heap);
+            uct_gaudi_heap_retry_deferred(heap);
         }
     }
 
     ucs_list_for_each_safe(chunk, tmp, &heap->deferred, list) {
-        if (getpid() == heap->pid) {
+        if (uct_gaudi_ctx_owned(heap->ctx)) {
             ucs_warn("gaudi %s: device memory chunk 0x%" PRIx64 " (%" PRIu64
                      " bytes) is still exported at teardown (a dma-buf of "
                      "it is open, e.g. imported by another process): not "
                      "released; the driver frees it when the device is "
-                     "closed", uct_gaudi_copy_heap_name(heap), chunk->ptr,
+                     "closed", uct_gaudi_heap_name(heap), chunk->ptr,
                      chunk->size);
         }
         ucs_list_del(&chunk->list);
-        UCT_GAUDI_COPY_COUNTER_ADD(heap, deferred_chunks, -1);
-        uct_gaudi_copy_chunk_delete(chunk);
+        UCT_GAUDI_MEM_COUNTER_ADD(heap, deferred_chunks, -1);
+        uct_gaudi_chunk_delete(chunk);
     }
 }
 
 
 /* Heap lifetime */
 
-static ucs_status_t uct_gaudi_copy_heap_layout(uct_gaudi_copy_heap_t *heap)
+static ucs_status_t uct_gaudi_heap_layout(uct_gaudi_heap_t *heap)
 {
     const uct_gaudi_dev_info_t *info       = heap->ctx->info;
     const struct gaudi_hl_hw_ip_info *hw_ip = &info->hw_ip;
-    uct_gaudi_copy_chunk_t *chunk;
+    uct_gaudi_chunk_t *chunk;
 
     if (hw_ip->u61.dram_size == 0) {
         ucs_error("gaudi %s (%s): the device reports no user DRAM",
@@ -397,22 +397,22 @@ static ucs_status_t uct_gaudi_copy_heap_layout(uct_gaudi_copy_heap_t *heap)
     switch (info->asic) {
     case UCT_GAUDI_ASIC_GAUDI1:
         /* user space owns [dram_base, +dram_size) (facts 3.2): one chunk */
-        heap->win_start  = UCT_GAUDI_COPY_G1_WINDOW + hw_ip->u61.dram_base_address;
+        heap->win_start  = UCT_GAUDI_MEM_G1_WINDOW + hw_ip->u61.dram_base_address;
         heap->win_end    = heap->win_start + hw_ip->u61.dram_size;
         heap->chunk_size = hw_ip->u61.dram_size;
-        chunk = uct_gaudi_copy_chunk_new(heap->win_start,
-                                         hw_ip->u61.dram_base_address,
-                                         hw_ip->u61.dram_size);
+        chunk = uct_gaudi_chunk_new(heap->win_start,
+                                    hw_ip->u61.dram_base_address,
+                                    hw_ip->u61.dram_size);
         if (chunk == NULL) {
             return UCS_ERR_NO_MEMORY;
         }
         ucs_list_add_tail(&heap->chunks, &chunk->list);
         return UCS_OK;
     case UCT_GAUDI_ASIC_GAUDI2:
-        heap->win_end = UCT_GAUDI_COPY_G2_VA_END;
+        heap->win_end = UCT_GAUDI_MEM_G2_VA_END;
         break;
     case UCT_GAUDI_ASIC_GAUDI3:
-        heap->win_end = UCT_GAUDI_COPY_G3_VA_END;
+        heap->win_end = UCT_GAUDI_MEM_G3_VA_END;
         break;
     default:
         ucs_error("gaudi %s (%s): unknown ASIC, no memory support",
@@ -434,13 +434,13 @@ static ucs_status_t uct_gaudi_copy_heap_layout(uct_gaudi_copy_heap_t *heap)
     return UCS_OK;
 }
 
-static ucs_status_t uct_gaudi_copy_heap_create(uct_gaudi_ctx_t *ctx,
-                                               uct_gaudi_copy_heap_t **heap_p)
+static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
+                                          uct_gaudi_heap_t **heap_p)
 {
-    uct_gaudi_copy_heap_t *heap;
+    uct_gaudi_heap_t *heap;
     ucs_status_t status;
 
-    heap = ucs_calloc(1, sizeof(*heap), "gaudi_copy_heap");
+    heap = ucs_calloc(1, sizeof(*heap), "gaudi_heap");
     if (heap == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
@@ -453,22 +453,21 @@ static ucs_status_t uct_gaudi_copy_heap_create(uct_gaudi_ctx_t *ctx,
     pthread_mutex_init(&heap->lock, NULL);
     ucs_list_head_init(&heap->chunks);
     ucs_list_head_init(&heap->deferred);
-    heap->pid       = getpid();
     heap->uuid      = ucs_generate_uuid((uintptr_t)heap);
     heap->host_page = ucs_get_page_size();
-    heap->registry  = kh_init(uct_gaudi_copy_memh_set);
+    heap->registry  = kh_init(uct_gaudi_memh_set);
     if (heap->registry == NULL) {
         status = UCS_ERR_NO_MEMORY;
         goto err_put;
     }
 
-    status = ucs_pgtable_init(&heap->bufs, uct_gaudi_copy_pgt_dir_alloc,
-                              uct_gaudi_copy_pgt_dir_release);
+    status = ucs_pgtable_init(&heap->bufs, uct_gaudi_heap_pgt_dir_alloc,
+                              uct_gaudi_heap_pgt_dir_release);
     if (status != UCS_OK) {
         goto err_registry;
     }
 
-    status = uct_gaudi_copy_heap_layout(heap);
+    status = uct_gaudi_heap_layout(heap);
     if (status != UCS_OK) {
         goto err_pgt;
     }
@@ -482,7 +481,7 @@ static ucs_status_t uct_gaudi_copy_heap_create(uct_gaudi_ctx_t *ctx,
 err_pgt:
     ucs_pgtable_cleanup(&heap->bufs);
 err_registry:
-    kh_destroy(uct_gaudi_copy_memh_set, heap->registry);
+    kh_destroy(uct_gaudi_memh_set, heap->registry);
 err_put:
     pthread_mutex_destroy(&heap->lock);
     uct_gaudi_ctx_put(heap->ctx);
@@ -491,65 +490,65 @@ err_free:
     return status;
 }
 
-static void uct_gaudi_copy_heap_destroy(uct_gaudi_copy_heap_t *heap)
+static void uct_gaudi_heap_destroy(uct_gaudi_heap_t *heap)
 {
-    uct_gaudi_copy_chunk_t *chunk, *tmp;
+    uct_gaudi_chunk_t *chunk, *tmp;
 
     ucs_list_for_each_safe(chunk, tmp, &heap->chunks, list) {
-        if (uct_gaudi_copy_heap_is_gaudi1(heap)) {
+        if (uct_gaudi_heap_is_gaudi1(heap)) {
             ucs_list_del(&chunk->list);
-            uct_gaudi_copy_chunk_delete(chunk);
-        } else if (getpid() == heap->pid) {
-            uct_gaudi_copy_chunk_destroy(heap, chunk);
+            uct_gaudi_chunk_delete(chunk);
+        } else if (uct_gaudi_ctx_owned(heap->ctx)) {
+            uct_gaudi_chunk_destroy(heap, chunk);
         } else {
             ucs_list_del(&chunk->list);   /* the parent's, not ours */
-            uct_gaudi_copy_chunk_delete(chunk);
+            uct_gaudi_chunk_delete(chunk);
         }
     }
-    uct_gaudi_copy_heap_drop_deferred(heap);
+    uct_gaudi_heap_drop_deferred(heap);
     ucs_pgtable_cleanup(&heap->bufs);
-    kh_destroy(uct_gaudi_copy_memh_set, heap->registry);
+    kh_destroy(uct_gaudi_memh_set, heap->registry);
     pthread_mutex_destroy(&heap->lock);
     uct_gaudi_ctx_put(heap->ctx);
     ucs_free(heap);
 }
 
-ucs_status_t uct_gaudi_copy_heap_get(uct_gaudi_ctx_t *ctx,
-                                     uct_gaudi_copy_heap_t **heap_p)
+ucs_status_t uct_gaudi_heap_get(uct_gaudi_ctx_t *ctx,
+                                uct_gaudi_heap_t **heap_p)
 {
     ucs_status_t status = UCS_OK;
 
-    pthread_mutex_lock(&uct_gaudi_copy_heap_global_lock);
-    if (uct_gaudi_copy_heap_global == NULL) {
-        status = uct_gaudi_copy_heap_create(ctx, &uct_gaudi_copy_heap_global);
-    } else if (uct_gaudi_copy_heap_global->ctx != ctx) {
+    pthread_mutex_lock(&uct_gaudi_heap_global_lock);
+    if (uct_gaudi_heap_global == NULL) {
+        status = uct_gaudi_heap_create(ctx, &uct_gaudi_heap_global);
+    } else if (uct_gaudi_heap_global->ctx != ctx) {
         ucs_error("gaudi %s: this process already uses device %s for memory",
-                  ctx->info->name, uct_gaudi_copy_heap_global->ctx->info->name);
+                  ctx->info->name, uct_gaudi_heap_global->ctx->info->name);
         status = UCS_ERR_ALREADY_EXISTS;
     }
     if (status == UCS_OK) {
-        uct_gaudi_copy_heap_global->refcount++;
-        *heap_p = uct_gaudi_copy_heap_global;
+        uct_gaudi_heap_global->refcount++;
+        *heap_p = uct_gaudi_heap_global;
     }
-    pthread_mutex_unlock(&uct_gaudi_copy_heap_global_lock);
+    pthread_mutex_unlock(&uct_gaudi_heap_global_lock);
     return status;
 }
 
-void uct_gaudi_copy_heap_put(uct_gaudi_copy_heap_t *heap)
+void uct_gaudi_heap_put(uct_gaudi_heap_t *heap)
 {
-    pthread_mutex_lock(&uct_gaudi_copy_heap_global_lock);
+    pthread_mutex_lock(&uct_gaudi_heap_global_lock);
     ucs_assert(heap->refcount > 0);
     /* Buffers outlive their MD (UCX allows it): keep the heap for them */
     if ((--heap->refcount == 0) && (heap->bufs.num_regions == 0)) {
-        uct_gaudi_copy_heap_destroy(heap);
-        uct_gaudi_copy_heap_global = NULL;
+        uct_gaudi_heap_destroy(heap);
+        uct_gaudi_heap_global = NULL;
     }
-    pthread_mutex_unlock(&uct_gaudi_copy_heap_global_lock);
+    pthread_mutex_unlock(&uct_gaudi_heap_global_lock);
 }
 
-uct_gaudi_copy_heap_t *uct_gaudi_copy_heap_peek(void)
+uct_gaudi_heap_t *uct_gaudi_heap_peek(void)
 {
-    return uct_gaudi_copy_heap_global;
+    return uct_gaudi_heap_global;
 }
 
 
@@ -557,70 +556,70 @@ uct_gaudi_copy_heap_t *uct_gaudi_copy_heap_peek(void)
 
 /* Shared chunk with room for @a size, or a new one */
 static ucs_status_t
-uct_gaudi_copy_heap_place(uct_gaudi_copy_heap_t *heap, uint64_t size,
-                          uct_gaudi_copy_chunk_t **chunk_p, uint64_t *off_p)
+uct_gaudi_heap_place(uct_gaudi_heap_t *heap, uint64_t size,
+                     uct_gaudi_chunk_t **chunk_p, uint64_t *off_p)
 {
-    uct_gaudi_copy_chunk_t *chunk;
+    uct_gaudi_chunk_t *chunk;
     ucs_status_t status;
     int dedicated;
 
-    if (!uct_gaudi_copy_heap_is_gaudi1(heap)) {
+    if (!uct_gaudi_heap_is_gaudi1(heap)) {
         /* half a page or more: whole pages of its own, no fragmentation */
         dedicated = (size >= heap->chunk_size / 2);
         if (!dedicated) {
             ucs_list_for_each(chunk, &heap->chunks, list) {
                 if (!chunk->dedicated &&
-                    (uct_gaudi_copy_chunk_take(chunk, size, off_p) == UCS_OK)) {
+                    (uct_gaudi_chunk_take(chunk, size, off_p) == UCS_OK)) {
                     *chunk_p = chunk;
                     return UCS_OK;
                 }
             }
         }
 
-        status = uct_gaudi_copy_chunk_create(heap,
-                                             ucs_align_up(size,
+        status = uct_gaudi_chunk_create(heap,
+                                        ucs_align_up(size,
                                                           heap->chunk_size),
                                              dedicated, &chunk);
         if (status != UCS_OK) {
             return status;
         }
     } else {
-        chunk = ucs_list_head(&heap->chunks, uct_gaudi_copy_chunk_t, list);
+        chunk = ucs_list_head(&heap->chunks, uct_gaudi_chunk_t, list);
     }
 
-    status = uct_gaudi_copy_chunk_take(chunk, size, off_p);
+    status = uct_gaudi_chunk_take(chunk, size, off_p);
     if ((status != UCS_OK) && (chunk->nbufs == 0) &&
-        !uct_gaudi_copy_heap_is_gaudi1(heap)) {
-        uct_gaudi_copy_chunk_destroy(heap, chunk);
+        !uct_gaudi_heap_is_gaudi1(heap)) {
+        uct_gaudi_chunk_destroy(heap, chunk);
     }
     *chunk_p = chunk;
     return status;
 }
 
-static void uct_gaudi_copy_heap_unplace(uct_gaudi_copy_heap_t *heap,
-                                        uct_gaudi_copy_chunk_t *chunk,
-                                        uint64_t off, uint64_t size)
+static void uct_gaudi_heap_unplace(uct_gaudi_heap_t *heap,
+                                   uct_gaudi_chunk_t *chunk,
+                                   uint64_t off, uint64_t size)
 {
-    if (uct_gaudi_copy_chunk_give(chunk, off, size) != UCS_OK) {
+    if (uct_gaudi_chunk_give(chunk, off, size) != UCS_OK) {
         ucs_error("gaudi %s: out of host memory: %" PRIu64 " bytes of "
-                  "device memory are lost", uct_gaudi_copy_heap_name(heap),
+                  "device memory are lost", uct_gaudi_heap_name(heap),
                   size);
         chunk->used -= size;
         chunk->nbufs--;
     }
-    if ((chunk->nbufs == 0) && !uct_gaudi_copy_heap_is_gaudi1(heap)) {
-        uct_gaudi_copy_chunk_destroy(heap, chunk);
+    if ((chunk->nbufs == 0) && !uct_gaudi_heap_is_gaudi1(heap)) {
+        uct_gaudi_chunk_destroy(heap, chunk);
     }
 }
 
 /* Gaudi1 ALLOC/FREE only keep the driver's usage accounting (facts 3.2) */
-static ucs_status_t uct_gaudi_copy_heap_account(uct_gaudi_copy_heap_t *heap,
-                                                uint64_t size, int add)
+static ucs_status_t uct_gaudi_heap_account(uct_gaudi_heap_t *heap,
+                                           uint64_t size, int add)
 {
     uint64_t handle;
     ucs_status_t status;
 
-    if (!uct_gaudi_copy_heap_is_gaudi1(heap)) {
+    if (!uct_gaudi_heap_is_gaudi1(heap)) {
         return UCS_OK;
     }
 
@@ -628,21 +627,20 @@ static ucs_status_t uct_gaudi_copy_heap_account(uct_gaudi_copy_heap_t *heap,
     if (add) {
         status = uct_gaudi_hl_mem_alloc(&heap->ctx->hl, size, 0, &handle);
     } else {
-        /* FREE reads alloc.mem_size, which aliases free.handle */
-        status = uct_gaudi_hl_mem_free(&heap->ctx->hl, size);
+        status = uct_gaudi_hl_mem_free_size(&heap->ctx->hl, size);
     }
     pthread_mutex_unlock(&heap->ctx->lock);
     return status;
 }
 
-ucs_status_t uct_gaudi_copy_heap_alloc(uct_gaudi_copy_heap_t *heap,
-                                       size_t *length_p,
-                                       uct_gaudi_copy_buf_t **buf_p)
+ucs_status_t uct_gaudi_heap_alloc(uct_gaudi_heap_t *heap,
+                                  size_t *length_p,
+                                  uct_gaudi_buf_t **buf_p)
 {
     const uct_gaudi_dev_info_t *info = heap->ctx->info;
     size_t length                    = *length_p;
-    uct_gaudi_copy_chunk_t *chunk;
-    uct_gaudi_copy_buf_t *buf;
+    uct_gaudi_chunk_t *chunk;
+    uct_gaudi_buf_t *buf;
     uint64_t size, off;
     ucs_status_t status;
 
@@ -657,19 +655,19 @@ ucs_status_t uct_gaudi_copy_heap_alloc(uct_gaudi_copy_heap_t *heap,
                   info->node_name, length, (uint64_t)info->hw_ip.u61.dram_size);
         return UCS_ERR_NO_MEMORY;
     }
-    if (!uct_gaudi_copy_heap_owned(heap, "device memory allocation")) {
+    if (!uct_gaudi_heap_owned(heap, "device memory allocation")) {
         return UCS_ERR_NO_DEVICE;
     }
 
-    size = ucs_align_up_pow2(length, UCT_GAUDI_COPY_ALLOC_ALIGN);
-    buf  = ucs_calloc(1, sizeof(*buf), "gaudi_copy_buf");
+    size = ucs_align_up_pow2(length, UCT_GAUDI_MEM_ALLOC_ALIGN);
+    buf  = ucs_calloc(1, sizeof(*buf), "gaudi_heap_buf");
     if (buf == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
 
     pthread_mutex_lock(&heap->lock);
-    uct_gaudi_copy_heap_retry_deferred_fast(heap);
-    status = uct_gaudi_copy_heap_place(heap, size, &chunk, &off);
+    uct_gaudi_heap_retry_deferred_fast(heap);
+    status = uct_gaudi_heap_place(heap, size, &chunk, &off);
     if (status != UCS_OK) {
         ucs_error("gaudi %s (%s): failed to allocate %zu bytes of device "
                   "memory: %s", info->name, info->node_name, length,
@@ -677,7 +675,7 @@ ucs_status_t uct_gaudi_copy_heap_alloc(uct_gaudi_copy_heap_t *heap,
         goto err_unlock;
     }
 
-    status = uct_gaudi_copy_heap_account(heap, size, 1);
+    status = uct_gaudi_heap_account(heap, size, 1);
     if (status != UCS_OK) {
         goto err_unplace;
     }
@@ -688,8 +686,8 @@ ucs_status_t uct_gaudi_copy_heap_alloc(uct_gaudi_copy_heap_t *heap,
     buf->offset        = off;
     buf->size          = size;
     buf->dmabuf_fd     = -1;
-    buf->memh.tag      = UCT_GAUDI_COPY_MEMH_TAG;
-    buf->memh.kind     = UCT_GAUDI_COPY_MEMH_ALLOC;
+    buf->memh.tag      = UCT_GAUDI_MEMH_TAG;
+    buf->memh.kind     = UCT_GAUDI_MEMH_ALLOC;
     buf->memh.address  = buf->super.start;
     buf->memh.length   = size;
     buf->memh.dma_base = chunk->dma + off;
@@ -699,15 +697,15 @@ ucs_status_t uct_gaudi_copy_heap_alloc(uct_gaudi_copy_heap_t *heap,
     if (status != UCS_OK) {
         ucs_error("gaudi %s: failed to record buffer 0x%" PRIx64 ": %s",
                   info->name, buf->super.start, ucs_status_string(status));
-        (void)uct_gaudi_copy_heap_account(heap, size, 0);
+        (void)uct_gaudi_heap_account(heap, size, 0);
         goto err_unplace;
     }
 
-    uct_gaudi_copy_heap_memh_add(heap, &buf->memh);
+    uct_gaudi_heap_memh_add(heap, &buf->memh);
     pthread_mutex_unlock(&heap->lock);
 
-    UCT_GAUDI_COPY_COUNTER_ADD(heap, alloc_count, 1);
-    UCT_GAUDI_COPY_COUNTER_ADD(heap, alloc_bytes, size);
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, alloc_count, 1);
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, alloc_bytes, size);
     ucs_trace("gaudi %s: allocated %zu bytes at 0x%" PRIx64, info->name,
               length, buf->super.start);
     *length_p = size;
@@ -715,79 +713,79 @@ ucs_status_t uct_gaudi_copy_heap_alloc(uct_gaudi_copy_heap_t *heap,
     return UCS_OK;
 
 err_unplace:
-    uct_gaudi_copy_heap_unplace(heap, chunk, off, size);
+    uct_gaudi_heap_unplace(heap, chunk, off, size);
 err_unlock:
     pthread_mutex_unlock(&heap->lock);
     ucs_free(buf);
     return status;
 }
 
-static void uct_gaudi_copy_buf_close_dmabuf(uct_gaudi_copy_heap_t *heap,
-                                            uct_gaudi_copy_buf_t *buf)
+static void uct_gaudi_buf_close_dmabuf(uct_gaudi_heap_t *heap,
+                                       uct_gaudi_buf_t *buf)
 {
     if (buf->dmabuf_fd >= 0) {
         close(buf->dmabuf_fd);
         buf->dmabuf_fd = -1;
-        UCT_GAUDI_COPY_COUNTER_ADD(heap, dmabuf_open, -1);
+        UCT_GAUDI_MEM_COUNTER_ADD(heap, dmabuf_open, -1);
     }
 }
 
-ucs_status_t uct_gaudi_copy_heap_free(uct_gaudi_copy_heap_t *heap,
-                                      uct_gaudi_copy_buf_t *buf)
+ucs_status_t uct_gaudi_heap_free(uct_gaudi_heap_t *heap,
+                                 uct_gaudi_buf_t *buf)
 {
-    int owned = (getpid() == heap->pid);
+    int owned = (uct_gaudi_ctx_owned(heap->ctx));
     ucs_status_t status;
 
     /* the caller validated buf (registry) with heap->lock held */
-    uct_gaudi_copy_heap_memh_del(heap, &buf->memh);
+    uct_gaudi_heap_memh_del(heap, &buf->memh);
     status = ucs_pgtable_remove(&heap->bufs, &buf->super);
     ucs_assert_always(status == UCS_OK);
-    uct_gaudi_copy_buf_close_dmabuf(heap, buf);
+    uct_gaudi_buf_close_dmabuf(heap, buf);
     buf->memh.tag = 0;
 
     if (owned) {
         /* older deferred chunks first: the one this free may defer has
          * just been tried */
-        uct_gaudi_copy_heap_retry_deferred_fast(heap);
-        (void)uct_gaudi_copy_heap_account(heap, buf->size, 0);
-        uct_gaudi_copy_heap_unplace(heap, buf->chunk, buf->offset, buf->size);
+        uct_gaudi_heap_retry_deferred_fast(heap);
+        (void)uct_gaudi_heap_account(heap, buf->size, 0);
+        uct_gaudi_heap_unplace(heap, buf->chunk, buf->offset, buf->size);
     } else {
         /* fork child: forget the buffer, never touch the parent's device */
         ucs_debug("gaudi %s: fork child drops buffer 0x%" PRIx64
-                  " without driver calls", uct_gaudi_copy_heap_name(heap),
+                  " without driver calls", uct_gaudi_heap_name(heap),
                   buf->super.start);
     }
 
-    UCT_GAUDI_COPY_COUNTER_ADD(heap, free_count, 1);
-    UCT_GAUDI_COPY_COUNTER_ADD(heap, alloc_bytes, -buf->size);
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, free_count, 1);
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, alloc_bytes, -buf->size);
     ucs_free(buf);
     return UCS_OK;
 }
 
-uct_gaudi_copy_buf_t *uct_gaudi_copy_heap_buf_at(uct_gaudi_copy_heap_t *heap,
-                                                 uint64_t ptr)
+uct_gaudi_buf_t *uct_gaudi_heap_buf_at(uct_gaudi_heap_t *heap,
+                                       uint64_t ptr)
 {
     ucs_pgt_region_t *region = ucs_pgtable_lookup(&heap->bufs, ptr);
 
     if ((region == NULL) || (region->start != ptr)) {
         return NULL;
     }
-    return ucs_derived_of(region, uct_gaudi_copy_buf_t);
+    return ucs_derived_of(region, uct_gaudi_buf_t);
 }
 
-uint64_t uct_gaudi_copy_heap_dma_of(const uct_gaudi_copy_heap_t *heap,
-                                    uint64_t ptr)
+uint64_t uct_gaudi_heap_dma_of(const uct_gaudi_heap_t *heap,
+                               uint64_t ptr)
 {
-    return uct_gaudi_copy_heap_is_gaudi1(heap) ?
-           (ptr - UCT_GAUDI_COPY_G1_WINDOW) : ptr;
+    return uct_gaudi_heap_is_gaudi1(heap) ?
+           (ptr - UCT_GAUDI_MEM_G1_WINDOW) : ptr;
 }
 
 /* Whether @a addr is inside one of our chunks (freed or not, deferred
  * ones included) */
-static int uct_gaudi_copy_heap_in_chunk(uct_gaudi_copy_heap_t *heap,
-                                        uint64_t addr)
+static int uct_gaudi_heap_in_chunk(uct_gaudi_heap_t *heap,
+                                   uint64_t addr)
 {
-    uct_gaudi_copy_chunk_t *chunk;
+    uct_gaudi_chunk_t *chunk;
 
     ucs_list_for_each(chunk, &heap->chunks, list) {
         if ((addr >= chunk->ptr) && (addr - chunk->ptr < chunk->size)) {
@@ -802,18 +800,18 @@ static int uct_gaudi_copy_heap_in_chunk(uct_gaudi_copy_heap_t *heap,
     return 0;
 }
 
-ucs_status_t uct_gaudi_copy_heap_resolve(uct_gaudi_copy_heap_t *heap,
-                                         uint64_t addr, size_t len,
-                                         uct_gaudi_copy_dev_range_t *range)
+ucs_status_t uct_gaudi_heap_resolve(uct_gaudi_heap_t *heap,
+                                    uint64_t addr, size_t len,
+                                    uct_gaudi_dev_range_t *range)
 {
     ucs_pgt_region_t *region;
-    uct_gaudi_copy_buf_t *buf;
+    uct_gaudi_buf_t *buf;
     ucs_status_t status = UCS_OK;
 
     pthread_mutex_lock(&heap->lock);
     region = ucs_pgtable_lookup(&heap->bufs, addr);
     if (region != NULL) {
-        buf = ucs_derived_of(region, uct_gaudi_copy_buf_t);
+        buf = ucs_derived_of(region, uct_gaudi_buf_t);
         if (len > region->end - addr) {
             status = UCS_ERR_INVALID_ADDR;  /* runs past the allocation */
         } else {
@@ -822,9 +820,9 @@ ucs_status_t uct_gaudi_copy_heap_resolve(uct_gaudi_copy_heap_t *heap,
             range->dma_base = buf->memh.dma_base;
             range->buf      = buf;
         }
-    } else if (uct_gaudi_copy_heap_is_gaudi1(heap) ||
-               uct_gaudi_copy_heap_in_chunk(heap, addr) ||
-               !strcmp(heap->ctx->source, "opened")) {
+    } else if (uct_gaudi_heap_is_gaudi1(heap) ||
+               uct_gaudi_heap_in_chunk(heap, addr) ||
+               heap->ctx->hl.owns_fd) {
         /* Not allocated: freed, or no other allocator shares this context
          * (we opened the device ourselves) */
         status = UCS_ERR_INVALID_ADDR;
@@ -832,65 +830,101 @@ ucs_status_t uct_gaudi_copy_heap_resolve(uct_gaudi_copy_heap_t *heap,
         /* DRAM VA of the application's allocator on the shared fd */
         range->base     = addr;
         range->length   = len;
-        range->dma_base = uct_gaudi_copy_heap_dma_of(heap, addr);
+        range->dma_base = uct_gaudi_heap_dma_of(heap, addr);
         range->buf      = NULL;
     }
     pthread_mutex_unlock(&heap->lock);
     return status;
 }
 
+ucs_status_t uct_gaudi_heap_dma_addr(uct_gaudi_heap_t *heap, const void *ptr,
+                                     size_t len, uint64_t *dma_addr_p)
+{
+    uct_gaudi_dev_range_t range;
+    ucs_status_t status;
+
+    status = uct_gaudi_heap_resolve(heap, (uintptr_t)ptr, len, &range);
+    if (status != UCS_OK) {
+        ucs_error("gaudi %s: device range %p length %zu is not inside one "
+                  "live allocation", uct_gaudi_heap_name(heap), ptr, len);
+        return status;
+    }
+
+    *dma_addr_p = range.dma_base + ((uintptr_t)ptr - range.base);
+    return UCS_OK;
+}
+
+ucs_status_t uct_gaudi_heap_dma_end(uct_gaudi_heap_t *heap, const void *ptr,
+                                    size_t len, const char *op,
+                                    uct_gaudi_dma_end_t *end)
+{
+    if (!uct_gaudi_heap_touches_window(heap, (uintptr_t)ptr, len)) {
+        end->host = (void*)ptr;
+        return UCS_OK;
+    }
+
+    if (!uct_gaudi_heap_in_window(heap, (uintptr_t)ptr, len)) {
+        ucs_error("gaudi %s: %s: range %p..+%zu is partly Gaudi memory",
+                  uct_gaudi_heap_name(heap), op, ptr, len);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    end->host = NULL;
+    return uct_gaudi_heap_dma_addr(heap, ptr, len, &end->dma_addr);
+}
+
 
 /* Registry */
 
-void uct_gaudi_copy_heap_memh_add(uct_gaudi_copy_heap_t *heap,
-                                  uct_gaudi_copy_memh_t *memh)
+void uct_gaudi_heap_memh_add(uct_gaudi_heap_t *heap,
+                             uct_gaudi_memh_t *memh)
 {
     int ret;
 
-    kh_put(uct_gaudi_copy_memh_set, heap->registry, (uintptr_t)memh, &ret);
+    kh_put(uct_gaudi_memh_set, heap->registry, (uintptr_t)memh, &ret);
     if (ret < 0) {
         ucs_warn("gaudi %s: out of memory: memory handle %p is not checked",
-                 uct_gaudi_copy_heap_name(heap), memh);
+                 uct_gaudi_heap_name(heap), memh);
     }
 }
 
-void uct_gaudi_copy_heap_memh_del(uct_gaudi_copy_heap_t *heap,
-                                  uct_gaudi_copy_memh_t *memh)
+void uct_gaudi_heap_memh_del(uct_gaudi_heap_t *heap,
+                             uct_gaudi_memh_t *memh)
 {
-    uct_gaudi_copy_memh_set_t *set = heap->registry;
+    uct_gaudi_memh_set_t *set = heap->registry;
     khiter_t it;
 
-    it = kh_get(uct_gaudi_copy_memh_set, set, (uintptr_t)memh);
+    it = kh_get(uct_gaudi_memh_set, set, (uintptr_t)memh);
     if (it != kh_end(set)) {
-        kh_del(uct_gaudi_copy_memh_set, set, it);
+        kh_del(uct_gaudi_memh_set, set, it);
     }
 }
 
-int uct_gaudi_copy_heap_memh_valid(uct_gaudi_copy_heap_t *heap,
-                                   const void *memh)
+int uct_gaudi_heap_memh_valid(uct_gaudi_heap_t *heap,
+                              const void *memh)
 {
-    uct_gaudi_copy_memh_set_t *set = heap->registry;
+    uct_gaudi_memh_set_t *set = heap->registry;
 
     return (memh != NULL) &&
-           (kh_get(uct_gaudi_copy_memh_set, set, (uintptr_t)memh) !=
+           (kh_get(uct_gaudi_memh_set, set, (uintptr_t)memh) !=
             kh_end(set)) &&
-           (((const uct_gaudi_copy_memh_t*)memh)->tag ==
-            UCT_GAUDI_COPY_MEMH_TAG);
+           (((const uct_gaudi_memh_t*)memh)->tag ==
+            UCT_GAUDI_MEMH_TAG);
 }
 
 
 /* DMA-BUF export */
 
 /* Export the pages enclosing @a buf (facts 4.1); keep the fd in buf */
-static ucs_status_t uct_gaudi_copy_buf_export(uct_gaudi_copy_heap_t *heap,
-                                              uct_gaudi_copy_buf_t *buf)
+static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
+                                         uct_gaudi_buf_t *buf)
 {
     uint64_t page = heap->host_page;
     uint64_t addr, off, start, end;
     ucs_status_t status;
     int fd;
 
-    if (uct_gaudi_copy_heap_is_gaudi1(heap)) {
+    if (uct_gaudi_heap_is_gaudi1(heap)) {
         /* physical address, offset 0 */
         start = ucs_align_down(buf->memh.dma_base, page);
         end   = ucs_align_up(buf->memh.dma_base + buf->size, page);
@@ -916,22 +950,22 @@ static ucs_status_t uct_gaudi_copy_buf_export(uct_gaudi_copy_heap_t *heap,
     }
 
     buf->dmabuf_fd = fd;
-    UCT_GAUDI_COPY_COUNTER_ADD(heap, dmabuf_exports, 1);
-    UCT_GAUDI_COPY_COUNTER_ADD(heap, dmabuf_open, 1);
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, dmabuf_exports, 1);
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, dmabuf_open, 1);
     ucs_debug("gaudi %s: exported buffer 0x%" PRIx64 " as dma-buf fd %d "
               "(export 0x%" PRIx64 "+0x%" PRIx64 ", %" PRIu64 " bytes)",
-              uct_gaudi_copy_heap_name(heap), buf->super.start, fd, addr, off,
+              uct_gaudi_heap_name(heap), buf->super.start, fd, addr, off,
               end - start);
     return UCS_OK;
 }
 
-ucs_status_t uct_gaudi_copy_heap_dmabuf(uct_gaudi_copy_heap_t *heap,
-                                        uint64_t addr, size_t len,
-                                        int *fd_p, uint64_t *offset_p)
+ucs_status_t uct_gaudi_heap_dmabuf(uct_gaudi_heap_t *heap,
+                                   uint64_t addr, size_t len,
+                                   int *fd_p, uint64_t *offset_p)
 {
     const uct_gaudi_dev_info_t *info = heap->ctx->info;
     ucs_pgt_region_t *region;
-    uct_gaudi_copy_buf_t *buf;
+    uct_gaudi_buf_t *buf;
     ucs_status_t status;
     int fd;
 
@@ -940,7 +974,7 @@ ucs_status_t uct_gaudi_copy_heap_dmabuf(uct_gaudi_copy_heap_t *heap,
                   info->name, info->node_name);
         return UCS_ERR_INVALID_PARAM;
     }
-    if (!uct_gaudi_copy_heap_owned(heap, "dma-buf export")) {
+    if (!uct_gaudi_heap_owned(heap, "dma-buf export")) {
         return UCS_ERR_NO_DEVICE;
     }
 
@@ -954,9 +988,9 @@ ucs_status_t uct_gaudi_copy_heap_dmabuf(uct_gaudi_copy_heap_t *heap,
         goto out;
     }
 
-    buf = ucs_derived_of(region, uct_gaudi_copy_buf_t);
+    buf = ucs_derived_of(region, uct_gaudi_buf_t);
     if (buf->dmabuf_fd < 0) {
-        status = uct_gaudi_copy_buf_export(heap, buf);
+        status = uct_gaudi_buf_export(heap, buf);
         if (status != UCS_OK) {
             goto out;
         }

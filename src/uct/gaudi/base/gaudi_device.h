@@ -1,14 +1,17 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * The device this process uses, shared by the gaudi_copy and gaudi_ipc
- * components.
+ * The one owner of the per-process device state: the device this process
+ * uses (its context, tried once) and the process-life reference on its
+ * memory layer; shared by the gaudi_copy and gaudi_ipc components and the
+ * public API.
  */
 
 #ifndef UCT_GAUDI_DEVICE_H_
 #define UCT_GAUDI_DEVICE_H_
 
 #include <uct/gaudi/base/gaudi_base.h>
+#include <uct/gaudi/base/gaudi_mem.h>
 #include <ucs/sys/math.h>
 #include <uct/base/uct_iface.h>
 
@@ -21,6 +24,14 @@
  * no resources, so that UCP initializes without Gaudi instead of failing.
  */
 ucs_status_t uct_gaudi_device_get(uct_gaudi_ctx_t **ctx_p);
+
+
+/**
+ * The memory layer of the process's device, for users that are not an MD
+ * (the public API): a reference kept for the life of the process, so that
+ * allocations outlive every UCX context.
+ */
+ucs_status_t uct_gaudi_device_heap(uct_gaudi_heap_t **heap_p);
 
 
 /**

@@ -1,0 +1,271 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * The plugin's public C API (api/uct_gaudi.h), over the memory layer.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "gaudi_mem.h"
+#include "gaudi_device.h"
+#include "gaudi_dma.h"
+
+#include <ucm/event/event.h>
+
+#include <uct/gaudi/api/uct_gaudi.h>
+#include <uct/gaudi/gaudi_compat.h>
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/math.h>
+#include <string.h>
+
+
+/* The API's own DMA engine; its lock serializes the synchronous copies */
+static pthread_mutex_t uct_gaudi_api_dma_lock = PTHREAD_MUTEX_INITIALIZER;
+static uct_gaudi_dma_t *uct_gaudi_api_dma     = NULL;
+
+
+ucs_memory_type_t uct_gaudi_memory_type(void)
+{
+    return UCT_GAUDI_MEMORY_TYPE;
+}
+
+ucs_status_t uct_gaudi_mem_alloc(size_t length, void **ptr_p)
+{
+    uct_gaudi_heap_t *heap;
+    uct_gaudi_buf_t *buf;
+    ucs_status_t status;
+
+    if (ptr_p == NULL) {
+        ucs_error("uct_gaudi_mem_alloc: NULL result pointer");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = uct_gaudi_device_heap(&heap);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_heap_alloc(heap, &length, &buf);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    *ptr_p = (void*)buf->memh.address;
+    return UCS_OK;
+}
+
+/*
+ * Tell UCX that [ptr, +length) is about to be freed, so that caches holding
+ * registrations of it (UCP's registration cache, the IPC export of
+ * gaudi_ipc) drop them first: the driver refuses to unmap memory whose
+ * dma-buf is still exported (facts 3.3). Called without the heap lock,
+ * because the handlers deregister through the MDs.
+ */
+static void uct_gaudi_api_dispatch_free(uct_gaudi_heap_t *heap,
+                                        void *ptr)
+{
+    uct_gaudi_buf_t *buf;
+    ucm_event_t event;
+    size_t length;
+
+    pthread_mutex_lock(&heap->lock);
+    buf    = uct_gaudi_heap_buf_at(heap, (uintptr_t)ptr);
+    length = (buf != NULL) ? buf->size : 0;
+    pthread_mutex_unlock(&heap->lock);
+
+    if (length == 0) {
+        return;
+    }
+
+    event.mem_type.address  = ptr;
+    event.mem_type.size     = length;
+    event.mem_type.mem_type = UCT_GAUDI_MEMORY_TYPE;
+    ucm_event_dispatch(UCM_EVENT_MEM_TYPE_FREE, &event);
+}
+
+ucs_status_t uct_gaudi_mem_free(void *ptr)
+{
+    uct_gaudi_heap_t *heap = uct_gaudi_heap_peek();
+    uct_gaudi_buf_t *buf   = NULL;
+    ucs_status_t status;
+
+    if (heap != NULL) {
+        uct_gaudi_api_dispatch_free(heap, ptr);
+        pthread_mutex_lock(&heap->lock);
+        buf = uct_gaudi_heap_buf_at(heap, (uintptr_t)ptr);
+        if (buf != NULL) {
+            status = uct_gaudi_heap_free(heap, buf);
+        }
+        pthread_mutex_unlock(&heap->lock);
+    }
+
+    if (buf == NULL) {
+        ucs_error("uct_gaudi_mem_free(%p): not a live Gaudi allocation "
+                  "(double free, or not the pointer the allocation returned)",
+                  ptr);
+        return UCS_ERR_INVALID_ADDR;
+    }
+    return status;
+}
+
+ucs_status_t uct_gaudi_dmabuf_get(const void *ptr, size_t length, int *fd_p,
+                                  uint64_t *offset_p)
+{
+    uct_gaudi_heap_t *heap = uct_gaudi_heap_peek();
+
+    if ((fd_p == NULL) || (offset_p == NULL)) {
+        ucs_error("uct_gaudi_dmabuf_get: NULL output pointer");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (heap == NULL) {
+        ucs_error("uct_gaudi_dmabuf_get(%p, %zu): no Gaudi memory is "
+                  "allocated in this process", ptr, length);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    return uct_gaudi_heap_dmabuf(heap, (uintptr_t)ptr, length, fd_p,
+                                 offset_p);
+}
+
+ucs_status_t uct_gaudi_counters_get(uct_gaudi_counters_t *counters)
+{
+    uct_gaudi_heap_t *heap = uct_gaudi_heap_peek();
+
+    if (counters == NULL) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (heap == NULL) {
+        memset(counters, 0, sizeof(*counters));
+    } else {
+        memcpy(counters, &heap->counters, sizeof(*counters)); /* racy reads are fine */
+    }
+    return UCS_OK;
+}
+
+
+/* The API's DMA engine, created at the first copy; call with dma_lock held */
+static ucs_status_t uct_gaudi_api_dma_get(uct_gaudi_heap_t *heap,
+                                          uct_gaudi_dma_t **dma_p)
+{
+    uct_gaudi_dma_params_t params;
+    const char *reason;
+    ucs_status_t status;
+
+    if (uct_gaudi_api_dma == NULL) {
+        status = uct_gaudi_dma_check(heap->ctx, &reason);
+        if (status != UCS_OK) {
+            ucs_error("gaudi %s: copies to and from device memory are not "
+                      "available: %s", heap->ctx->info->name, reason);
+            return status;
+        }
+
+        uct_gaudi_dma_params_default(heap->ctx, &params);
+        status = uct_gaudi_dma_create(heap->ctx, &params, &uct_gaudi_api_dma);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    *dma_p = uct_gaudi_api_dma;
+    return UCS_OK;
+}
+
+ucs_status_t uct_gaudi_memcpy(void *dst, const void *src, size_t length)
+{
+    uct_gaudi_dma_end_t dst_end, src_end;
+    uct_gaudi_heap_t *heap;
+    uct_gaudi_dma_t *dma;
+    ucs_status_t status;
+
+    if (length == 0) {
+        return UCS_OK;
+    }
+
+    if ((dst == NULL) || (src == NULL)) {
+        ucs_error("uct_gaudi_memcpy(%p, %p, %zu): NULL pointer", dst, src,
+                  length);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = uct_gaudi_device_heap(&heap);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_heap_dma_end(heap, dst, length, "uct_gaudi_memcpy",
+                                    &dst_end);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_heap_dma_end(heap, src, length, "uct_gaudi_memcpy",
+                                    &src_end);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if ((dst_end.host != NULL) && (src_end.host != NULL)) {
+        memmove(dst, src, length);
+        return UCS_OK;
+    }
+
+    pthread_mutex_lock(&uct_gaudi_api_dma_lock);
+    status = uct_gaudi_api_dma_get(heap, &dma);
+    if (status == UCS_OK) {
+        /* a host side is staged through the engine's pre-mapped bounce
+         * buffer: it needs no registration */
+        status = uct_gaudi_dma_copy_sync(dma, &dst_end, &src_end, length,
+                                         "uct_gaudi_memcpy");
+    }
+    pthread_mutex_unlock(&uct_gaudi_api_dma_lock);
+    return status;
+}
+
+ucs_status_t uct_gaudi_memset(void *ptr, int value, size_t length)
+{
+    uct_gaudi_dma_end_t end;
+    uct_gaudi_heap_t *heap;
+    uct_gaudi_dma_t *dma;
+    ucs_status_t status;
+
+    if (length == 0) {
+        return UCS_OK;
+    }
+
+    status = uct_gaudi_device_heap(&heap);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_heap_dma_end(heap, ptr, length, "uct_gaudi_memset",
+                                    &end);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (end.host != NULL) {
+        memset(ptr, value, length);
+        return UCS_OK;
+    }
+
+    /* the engine fills device memory itself: no host pattern buffer */
+    pthread_mutex_lock(&uct_gaudi_api_dma_lock);
+    status = uct_gaudi_api_dma_get(heap, &dma);
+    if (status == UCS_OK) {
+        status = uct_gaudi_dma_fill(dma, end.dma_addr, value, length,
+                                    "uct_gaudi_memset");
+    }
+    pthread_mutex_unlock(&uct_gaudi_api_dma_lock);
+    return status;
+}
+
+UCS_STATIC_CLEANUP {
+    if (uct_gaudi_api_dma != NULL) {
+        uct_gaudi_dma_destroy(uct_gaudi_api_dma);
+        uct_gaudi_api_dma = NULL;
+    }
+}

@@ -1,0 +1,462 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "gaudi_iface.h"
+
+#include <ucs/arch/cpu.h>
+#include <ucs/datastruct/mpool.inl>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/math.h>
+#include <ucs/sys/sys.h>
+#include <limits.h>
+
+
+static ucs_mpool_ops_t uct_gaudi_iface_desc_mpool_ops = {
+    .chunk_alloc   = ucs_mpool_chunk_malloc,
+    .chunk_release = ucs_mpool_chunk_free,
+    .obj_init      = NULL,
+    .obj_cleanup   = NULL,
+    .obj_str       = NULL
+};
+
+
+static UCS_F_ALWAYS_INLINE uct_gaudi_iface_t *
+uct_gaudi_ep_iface(uct_ep_h tl_ep)
+{
+    return ucs_derived_of(tl_ep->iface, uct_gaudi_iface_t);
+}
+
+
+/* Completions and flushes */
+
+static void uct_gaudi_iface_flushes_progress(uct_gaudi_iface_t *iface)
+{
+    uct_gaudi_iface_flush_t *flush;
+
+    while (!ucs_queue_is_empty(&iface->flushes)) {
+        flush = ucs_queue_head_elem_non_empty(&iface->flushes,
+                                              uct_gaudi_iface_flush_t, queue);
+        if (flush->target > iface->delivered) {
+            break;
+        }
+        ucs_queue_pull_non_empty(&iface->flushes);
+        uct_invoke_completion(flush->comp, UCS_OK);
+        ucs_free(flush);
+    }
+}
+
+/* Run pending requests while the ring has room; one that cannot post
+ * goes back to the head of the queue */
+static void uct_gaudi_iface_pending_progress(uct_gaudi_iface_t *iface)
+{
+    uct_gaudi_iface_pending_priv_t *priv;
+    uct_pending_req_t *req;
+    ucs_status_t status;
+
+    while (!ucs_queue_is_empty(&iface->pending) &&
+           uct_gaudi_dma_can_submit(iface->dma)) {
+        priv = ucs_queue_pull_elem_non_empty(&iface->pending,
+                                             uct_gaudi_iface_pending_priv_t,
+                                             queue_elem);
+        req  = ucs_container_of(priv, uct_pending_req_t, priv);
+        --(*priv->num_pending);
+        iface->dispatching = 1;
+        status             = req->func(req);
+        iface->dispatching = 0;
+        if (status != UCS_OK) {
+            ucs_queue_push_head(&iface->pending, &priv->queue_elem);
+            ++(*priv->num_pending);
+            break;
+        }
+    }
+}
+
+/* Deliver up to max_poll completions, then the flushes they satisfy, then
+ * the pending requests the ring has room for */
+unsigned uct_gaudi_iface_progress(uct_iface_h tl_iface)
+{
+    uct_gaudi_iface_t *iface = ucs_derived_of(tl_iface, uct_gaudi_iface_t);
+    unsigned count;
+
+    if (iface->dma == NULL) {
+        return 0;
+    }
+
+    count = uct_gaudi_dma_progress(iface->dma, iface->max_poll);
+    if (count > 0) {
+        uct_gaudi_iface_flushes_progress(iface);
+    } else if (iface->ops->idle != NULL) {
+        iface->ops->idle(iface);
+    }
+
+    if (!ucs_queue_is_empty(&iface->pending)) {
+        uct_gaudi_iface_pending_progress(iface);
+    }
+
+    return count;
+}
+
+/* DMA engine completion of an asynchronous copy */
+static void uct_gaudi_iface_desc_complete(void *arg, ucs_status_t status)
+{
+    uct_gaudi_iface_desc_t *desc = arg;
+    uct_gaudi_iface_t *iface     = desc->iface;
+    uct_completion_t *comp       = desc->comp;
+
+    if (iface->ops->desc_done != NULL) {
+        status = iface->ops->desc_done(desc, status);
+    }
+
+    uct_gaudi_iface_desc_put(desc);
+    iface->delivered++;
+    if ((comp != NULL) && !iface->closing) {
+        uct_invoke_completion(comp, status);
+    }
+}
+
+/* Limits of put or get (distinct anonymous structs of uct_iface_attr_t) */
+#define UCT_GAUDI_IFACE_RMA_CAP(_cap, _max_iov, _bounce) \
+    do { \
+        (_cap).max_short       = (_bounce); \
+        (_cap).max_bcopy       = (_bounce); \
+        (_cap).min_zcopy       = 0; \
+        (_cap).max_zcopy       = UCT_GAUDI_DMA_MAX_COPY; \
+        (_cap).opt_zcopy_align = 1; \
+        (_cap).align_mtu       = 1; \
+        (_cap).max_iov         = (_max_iov); \
+    } while (0)
+
+void uct_gaudi_iface_query(uct_gaudi_iface_t *iface, size_t max_iov,
+                           uct_iface_attr_t *iface_attr)
+{
+    size_t bounce = 0;
+
+    uct_base_iface_query(&iface->super, iface_attr);
+
+    iface_attr->ep_addr_len         = 0;
+    /* short and bcopy are what UCP needs for a memtype EP and of an RMA
+     * lane; zcopy for rndv pipelines */
+    iface_attr->cap.flags           = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                                      UCT_IFACE_FLAG_PUT_SHORT |
+                                      UCT_IFACE_FLAG_GET_SHORT |
+                                      UCT_IFACE_FLAG_PUT_BCOPY |
+                                      UCT_IFACE_FLAG_GET_BCOPY |
+                                      UCT_IFACE_FLAG_PUT_ZCOPY |
+                                      UCT_IFACE_FLAG_GET_ZCOPY |
+                                      UCT_IFACE_FLAG_PENDING;
+    iface_attr->cap.event_flags     = 0;
+    iface_attr->bandwidth.dedicated = 0;
+    iface_attr->priority            = 0;
+
+    /* short: one bounce-buffer step; longer short ops still work
+     * (bounce-sized steps, for UCP's memtype pack/unpack) but cost one CS
+     * round trip each, which zcopy avoids */
+    if (iface->dma != NULL) {
+        (void)uct_gaudi_dma_bounce(iface->dma, &bounce);
+    }
+    UCT_GAUDI_IFACE_RMA_CAP(iface_attr->cap.put, max_iov, bounce);
+    UCT_GAUDI_IFACE_RMA_CAP(iface_attr->cap.get, max_iov, bounce);
+}
+
+/* UCS_OK when all is delivered, else UCS_INPROGRESS with @a comp (if any)
+ * called once the copies submitted so far are */
+static ucs_status_t uct_gaudi_iface_flush_all(uct_gaudi_iface_t *iface,
+                                              uct_completion_t *comp)
+{
+    uct_gaudi_iface_flush_t *flush;
+
+    if (iface->delivered == iface->submitted) {
+        UCT_TL_IFACE_STAT_FLUSH(&iface->super);
+        return UCS_OK;
+    }
+
+    if (comp != NULL) {
+        flush = ucs_malloc(sizeof(*flush), "gaudi_iface_flush");
+        if (flush == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        flush->target = iface->submitted;
+        flush->comp   = comp;
+        ucs_queue_push(&iface->flushes, &flush->queue);
+    }
+
+    UCT_TL_IFACE_STAT_FLUSH_WAIT(&iface->super);
+    return UCS_INPROGRESS;
+}
+
+/* UCT_FLUSH_FLAG_CANCEL is for endpoints only */
+ucs_status_t uct_gaudi_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                   uct_completion_t *comp)
+{
+    uct_gaudi_iface_t *iface = ucs_derived_of(tl_iface, uct_gaudi_iface_t);
+
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    return uct_gaudi_iface_flush_all(iface, comp);
+}
+
+ucs_status_t uct_gaudi_iface_fence(uct_iface_h tl_iface, unsigned flags)
+{
+    uct_gaudi_iface_t *iface = ucs_derived_of(tl_iface, uct_gaudi_iface_t);
+
+    /* the pieces of one copy run on several queues and copies complete
+     * out of order: the next copy waits until everything before is done */
+    iface->fenced = (iface->dma != NULL) &&
+                    (uct_gaudi_dma_inflight(iface->dma) > 0);
+    UCT_TL_IFACE_STAT_FENCE(&iface->super);
+    return UCS_OK;
+}
+
+
+/* Endpoints */
+
+/* An ep's flush: after its pending requests are posted, or dropped with
+ * UCT_FLUSH_FLAG_CANCEL */
+ucs_status_t uct_gaudi_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                                uct_completion_t *comp)
+{
+    uct_gaudi_ep_t *ep       = ucs_derived_of(tl_ep, uct_gaudi_ep_t);
+    uct_gaudi_iface_t *iface = uct_gaudi_ep_iface(tl_ep);
+    ucs_status_t status;
+
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        /* drop the pending requests, then flush what is posted */
+        uct_gaudi_ep_pending_purge(tl_ep, NULL, NULL);
+    }
+
+    /* pending requests are not posted yet: flush after they are */
+    if (ep->num_pending > 0) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    status = uct_gaudi_iface_flush_all(iface, comp);
+    if (status == UCS_OK) {
+        UCT_TL_EP_STAT_FLUSH(&ep->super);
+    } else if (status == UCS_INPROGRESS) {
+        UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
+    }
+    return status;
+}
+
+ucs_status_t uct_gaudi_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+    UCT_TL_EP_STAT_FENCE(ucs_derived_of(tl_ep, uct_base_ep_t));
+    return uct_gaudi_iface_fence(tl_ep->iface, flags);
+}
+
+ucs_status_t uct_gaudi_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                      unsigned flags)
+{
+    uct_gaudi_ep_t *ep                   = ucs_derived_of(tl_ep,
+                                                          uct_gaudi_ep_t);
+    uct_gaudi_iface_t *iface             = uct_gaudi_ep_iface(tl_ep);
+    uct_gaudi_iface_pending_priv_t *priv =
+            (uct_gaudi_iface_pending_priv_t*)&req->priv;
+
+    UCS_STATIC_ASSERT(sizeof(*priv) <= UCT_PENDING_REQ_PRIV_LEN);
+
+    /* resources are available: the caller should retry right away */
+    if ((iface->dma == NULL) ||
+        (ucs_queue_is_empty(&iface->pending) &&
+         uct_gaudi_dma_can_submit(iface->dma))) {
+        return UCS_ERR_BUSY;
+    }
+
+    priv->num_pending = &ep->num_pending;
+    uct_pending_req_queue_push(&iface->pending, req);
+    ++ep->num_pending;
+    UCT_TL_EP_STAT_PEND(&ep->super);
+    return UCS_OK;
+}
+
+void uct_gaudi_ep_pending_purge(uct_ep_h tl_ep,
+                                uct_pending_purge_callback_t cb, void *arg)
+{
+    uct_gaudi_ep_t *ep       = ucs_derived_of(tl_ep, uct_gaudi_ep_t);
+    uct_gaudi_iface_t *iface = uct_gaudi_ep_iface(tl_ep);
+    uct_gaudi_iface_pending_priv_t *priv;
+    ucs_queue_iter_t iter;
+
+    ucs_queue_for_each_safe(priv, iter, &iface->pending, queue_elem) {
+        if (priv->num_pending == &ep->num_pending) {
+            ucs_queue_del_iter(&iface->pending, iter);
+            --ep->num_pending;
+            if (cb != NULL) {
+                cb(ucs_container_of(priv, uct_pending_req_t, priv), arg);
+            }
+        }
+    }
+}
+
+UCS_CLASS_INIT_FUNC(uct_gaudi_ep_t, const uct_ep_params_t *params)
+{
+    uct_gaudi_iface_t *iface = ucs_derived_of(params->iface,
+                                              uct_gaudi_iface_t);
+
+    UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+    self->num_pending = 0;
+    return UCS_OK;
+}
+
+UCS_CLASS_CLEANUP_FUNC(uct_gaudi_ep_t)
+{
+    uct_gaudi_ep_pending_purge(&self->super.super, NULL, NULL);
+}
+
+UCS_CLASS_DEFINE(uct_gaudi_ep_t, uct_base_ep_t)
+UCS_CLASS_DEFINE_NEW_FUNC(uct_gaudi_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(uct_gaudi_ep_t, uct_ep_t);
+
+
+/* Data operations */
+
+ucs_status_t uct_gaudi_iface_op_start(uct_gaudi_iface_t *iface, int async)
+{
+    ucs_status_t status;
+
+    /* a new operation must not overtake queued requests; the one being
+     * dispatched from the queue is not new (else the queue never drains) */
+    if ((!iface->dispatching && !ucs_queue_is_empty(&iface->pending)) ||
+        (async && !uct_gaudi_dma_can_submit(iface->dma))) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if (ucs_likely(!iface->fenced)) {
+        return UCS_OK;
+    }
+
+    status = uct_gaudi_dma_quiesce(iface->dma);
+    if (status == UCS_OK) {
+        iface->fenced = 0;
+    }
+    return status;
+}
+
+uct_gaudi_iface_desc_t *uct_gaudi_iface_desc_get(uct_gaudi_iface_t *iface,
+                                                 uct_completion_t *comp)
+{
+    uct_gaudi_iface_desc_t *desc;
+
+    desc = ucs_mpool_get_inline(&iface->desc_mp);
+    if (ucs_unlikely(desc == NULL)) {
+        return NULL;
+    }
+
+    desc->iface    = iface;
+    desc->comp     = comp;
+    desc->num_refs = 0;
+    return desc;
+}
+
+void uct_gaudi_iface_desc_put(uct_gaudi_iface_desc_t *desc)
+{
+    unsigned i;
+
+    for (i = 0; i < desc->num_refs; i++) {
+        uct_gaudi_reg_dma_release(desc->iface->reg, &desc->refs[i]);
+    }
+    ucs_mpool_put_inline(desc);
+}
+
+ucs_status_t uct_gaudi_iface_submit(uct_gaudi_iface_t *iface,
+                                    uct_gaudi_iface_desc_t *desc,
+                                    const uct_gaudi_dma_xfer_t *xfers,
+                                    unsigned count, const char *name)
+{
+    ucs_status_t status;
+
+    status = uct_gaudi_dma_submit(iface->dma, xfers, count, name,
+                                  uct_gaudi_iface_desc_complete, desc);
+    if (status == UCS_INPROGRESS) {
+        iface->submitted++;
+    }
+    return status;
+}
+
+
+/* Lifetime */
+
+void uct_gaudi_iface_dma_close(uct_gaudi_iface_t *iface)
+{
+    uct_base_iface_progress_disable(&iface->super.super,
+                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    if (iface->dma == NULL) {
+        return;
+    }
+
+    if (uct_gaudi_dma_quiesce(iface->dma) == UCS_OK) {
+        iface->closing = 1;
+        while (uct_gaudi_dma_inflight(iface->dma) > 0) {
+            uct_gaudi_dma_progress(iface->dma, UINT_MAX);
+        }
+    }
+
+    uct_gaudi_dma_destroy(iface->dma);
+    iface->dma = NULL;
+}
+
+UCS_CLASS_INIT_FUNC(uct_gaudi_iface_t, uct_iface_ops_t *tl_ops,
+                    uct_iface_internal_ops_t *internal_ops,
+                    const uct_gaudi_iface_ops_t *ops, uct_md_h md,
+                    uct_worker_h worker, const uct_iface_params_t *params,
+                    const uct_iface_config_t *tl_config,
+                    uct_gaudi_ctx_t *ctx, uct_gaudi_reg_t *reg,
+                    size_t desc_size, unsigned max_poll, const char *tl_name)
+{
+    ucs_status_t status;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, tl_ops, internal_ops, md,
+                              worker, params, tl_config
+                              UCS_STATS_ARG(params->stats_root)
+                              UCS_STATS_ARG(tl_name));
+
+    ucs_assert(desc_size >= sizeof(uct_gaudi_iface_desc_t));
+
+    /* UCS classes are not zeroed */
+    self->ctx         = ctx;
+    self->reg         = reg;
+    self->dma         = NULL;
+    self->ops         = ops;
+    self->submitted   = 0;
+    self->delivered   = 0;
+    self->fenced      = 0;
+    self->closing     = 0;
+    self->dispatching = 0;
+    self->max_poll    = ucs_max(max_poll, 1);
+    ucs_queue_head_init(&self->pending);
+    ucs_queue_head_init(&self->flushes);
+
+    status = ucs_mpool_init(&self->desc_mp, 0, desc_size, 0,
+                            UCS_SYS_CACHE_LINE_SIZE, 128, UINT_MAX,
+                            &uct_gaudi_iface_desc_mpool_ops, tl_name);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    return UCS_OK;
+}
+
+UCS_CLASS_CLEANUP_FUNC(uct_gaudi_iface_t)
+{
+    uct_gaudi_iface_flush_t *flush;
+
+    uct_gaudi_iface_dma_close(self);
+
+    while (!ucs_queue_is_empty(&self->flushes)) {
+        flush = ucs_queue_pull_elem_non_empty(&self->flushes,
+                                              uct_gaudi_iface_flush_t, queue);
+        ucs_free(flush);
+    }
+
+    ucs_mpool_cleanup(&self->desc_mp, 1);
+}
+
+UCS_CLASS_DEFINE(uct_gaudi_iface_t, uct_base_iface_t);
