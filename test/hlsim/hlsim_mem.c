@@ -507,8 +507,22 @@ static int hlsim_mem_export(hlsim_ctx_t *ctx, struct gaudi_hl_mem_in *in)
     uint64_t            pos, chunk, page;
     int                 fd, probe, rc;
 
-    if (!size || (addr % HLSIM_PAGE_SIZE) || (size % HLSIM_PAGE_SIZE) ||
-        (off % HLSIM_PAGE_SIZE)) {
+    if (hlsim_cfg.legacy) {
+        /*
+         * Linux 6.1 (K61 common/memory.c:1852-1886, 2158-2166): no export
+         * on ASICs with DRAM virtual memory (Gaudi2); else the 6.1 form
+         * {handle = physical address, mem_size}, the offset is not read
+         * (K61 memory.c:1796-1830: aligned address, >= one page).
+         */
+        if (d->asic != HLSIM_GAUDI1) {
+            return -EOPNOTSUPP;
+        }
+        if ((addr % HLSIM_PAGE_SIZE) || (size < HLSIM_PAGE_SIZE)) {
+            return -EINVAL;
+        }
+        off = 0;
+    } else if (!size || (addr % HLSIM_PAGE_SIZE) ||
+               (size % HLSIM_PAGE_SIZE) || (off % HLSIM_PAGE_SIZE)) {
         return -EINVAL;
     }
     u = calloc(1, sizeof(*u));

@@ -281,6 +281,15 @@ static int hlsim_config_from_env(hlsim_config_t *c)
         hlsim_log("bad HLSIM_FLAVOUR='%s'", s);
         return -EINVAL;
     }
+    /* misc-era nodes are the upstream Linux 6.1/6.2 driver (no op 99) */
+    if (c->legacy && c->habana) {
+        if ((s != NULL) && *s) {
+            hlsim_log("HLSIM_NODES=legacy is the upstream Linux 6.1 driver: "
+                      "HLSIM_FLAVOUR=%s needs accel nodes", s);
+            return -EINVAL;
+        }
+        c->habana = 0;
+    }
     if ((s = getenv("HLSIM_ASIC")) && *s &&
         ((asic = hlsim_asic_parse(s)) < 0)) {
         hlsim_log("bad HLSIM_ASIC='%s'", s);

@@ -86,11 +86,18 @@ static void *sym(const char *name)
 
 /* ---- helpers ---- */
 
+/* HLSIM_NODES=legacy: /dev/hlN and the misc-era codes (facts 1.6) */
+static int hl_legacy_nodes(void)
+{
+    return getenv("HLSIM_NODES") != NULL;
+}
+
 static int open_dev(int i)
 {
     char p[64];
 
-    snprintf(p, sizeof(p), "/dev/accel/accel%d", i);
+    snprintf(p, sizeof(p), hl_legacy_nodes() ? "/dev/hl%d" :
+             "/dev/accel/accel%d", i);
     return open(p, O_RDWR | O_CLOEXEC);
 }
 
@@ -130,7 +137,8 @@ static uint64_t dram_free(int fd)
 
 static int mem(int fd, union hl_mem_args *a)
 {
-    return ioctl(fd, MEM_CODE, a);
+    return ioctl(fd, hl_legacy_nodes() ? GAUDI_HL_LEGACY_IOCTL_MEMORY :
+                 MEM_CODE, a);
 }
 
 static int mem_alloc(int fd, uint64_t size, uint64_t *handle)
@@ -2044,6 +2052,54 @@ static void t_op99_bad_fd(void)
     close(fd);
 }
 
+/*
+ * Linux 6.1 (misc driver, HLSIM_NODES=legacy): no export on Gaudi2, which
+ * has DRAM virtual memory, refused before any argument check; no op 99
+ * (K61 common/memory.c:1852-1866).
+ */
+static void t_export_linux61_gaudi2(void)
+{
+    uint64_t h, va;
+    int fd;
+
+    CHECK_OK(fd = open_dev(0), "open hl0");
+    CHECK_OK(mem_alloc(fd, 1, &h), "alloc");
+    CHECK_OK(map_dev(fd, h, 0, 0, &va), "map");
+    CHECK_ERR(export_fd(fd, va, 4096, 0, O_RDWR | O_CLOEXEC), EOPNOTSUPP,
+              "export of a mapping");
+    CHECK_ERR(export_fd(fd, 0, 0, 0, O_RDWR | O_CLOEXEC), EOPNOTSUPP,
+              "export probe");
+    CHECK_ERR(reg_dmabuf(fd, 1000, 4096, &va), EINVAL, "op 99");
+    close(fd);
+}
+
+/* Gaudi1 on 6.1: {handle = physical address, mem_size}; offset not read */
+static void t_export_linux61_gaudi1(void)
+{
+    int fd, d;
+
+    CHECK_OK(fd = open_dev(0), "open hl0");
+    CHECK_OK(d = export_fd(fd, 0x20000000, 2 * MB, 12345, O_RDWR |
+                           O_CLOEXEC), "physical, offset ignored");
+    close(d);
+    CHECK_ERR(export_fd(fd, 0x20000000, 100, 0, O_RDWR), EINVAL,
+              "less than a page");
+    CHECK_ERR(export_fd(fd, 0x20000800, 2 * MB, 0, O_RDWR), EINVAL,
+              "misaligned");
+    CHECK_ERR(export_fd(fd, 0, 0, 0, O_RDWR), EINVAL, "probe");
+    close(fd);
+}
+
+/* the export probe of the module: EINVAL where export exists */
+static void t_export_probe_accel(void)
+{
+    int fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_ERR(export_fd(fd, 0, 0, 0, O_RDWR | O_CLOEXEC), EINVAL, "probe");
+    close(fd);
+}
+
 /* ================= runner ================= */
 
 typedef struct {
@@ -2104,6 +2160,11 @@ static const test_t tests[] = {
     { "op99_two_processes", t_op99_two_processes, "" },
     { "op99_upstream", t_op99_upstream, "HLSIM_FLAVOUR=upstream" },
     { "op99_bad_fd", t_op99_bad_fd, "" },
+    { "export_linux61_gaudi2", t_export_linux61_gaudi2, "HLSIM_NODES=legacy" },
+    { "export_linux61_gaudi1", t_export_linux61_gaudi1,
+      "HLSIM_NODES=legacy HLSIM_ASIC=gaudi1" },
+    { "export_probe_accel", t_export_probe_accel, "" },
+    { "export_probe_upstream", t_export_probe_accel, "HLSIM_FLAVOUR=upstream" },
 };
 
 static int run_one(const test_t *t, const char *base, int idx)

@@ -31,6 +31,19 @@ rc=$?
 [ $rc -eq 0 ] && pass "0 devices: exits 0" || fail "0 devices: exits 0" "exit $rc"
 expect_no_match "0 devices: no gaudi MD" "$out" 'Memory domain: gaudi'
 
+# Linux 6.1 with Gaudi2: no DMA-BUF export (facts 4.1); gaudi_ipc stays
+# listed but registers nothing, and says why at DIAG level
+new_node
+HLSIM_NODES=legacy UCX_LOG_LEVEL=diag on_node ucx_info -d > "$out" 2>&1
+expect_match "Linux 6.1: export disabled, reason given" "$out" \
+    'gaudi_ipc: GAUDI_0 \(hl0\): registration disabled: the driver cannot export DMA-BUF'
+expect_no_match "Linux 6.1: no errors logged" "$out" 'UCX  (ERROR|WARN)'
+new_node
+HLSIM_NODES=legacy HLSIM_ASIC=gaudi1 UCX_LOG_LEVEL=diag on_node ucx_info -d \
+    > "$out" 2>&1
+expect_no_match "Linux 6.1, Gaudi1: export kept" "$out" \
+    'registration disabled'
+
 # device 0 owned by another process: the first free one is taken
 new_node
 export HLSIM_NUM_DEVICES=2

@@ -622,6 +622,44 @@ ucs_status_t uct_gaudi_hl_export_dmabuf(const uct_gaudi_hl_t *hl,
     return UCS_OK;
 }
 
+ucs_status_t uct_gaudi_hl_probe_export(const uct_gaudi_hl_t *hl,
+                                       int *supported)
+{
+    uct_gaudi_hl_mem_args_t args;
+    int err;
+
+    /*
+     * Address 0, size 0: a driver that exports checks the arguments and
+     * says EINVAL (no mapping at 0, less than a page); Linux 6.1 refuses
+     * export on ASICs with DRAM virtual memory (Gaudi2) before any check
+     * with EOPNOTSUPP (facts 4.1, 7.2).
+     */
+    memset(&args, 0, sizeof(args));
+    args.in.op    = HL_MEM_OP_EXPORT_DMABUF_FD;
+    args.in.flags = O_RDWR | O_CLOEXEC;
+
+    err = uct_gaudi_hl_ioctl(hl, GAUDI_HL_OP_MEMORY, &args);
+    switch (err) {
+    case 0:
+        close(args.out.fd);   /* cannot happen; do not leak it if it did */
+        /* fall through */
+    case EINVAL:
+        *supported = 1;
+        break;
+    case EOPNOTSUPP:
+    case ENOTTY:
+        *supported = 0;
+        break;
+    default:
+        return uct_gaudi_hl_fail(hl->name, err, 0,
+                                 "MEMORY EXPORT_DMABUF_FD probe");
+    }
+
+    ucs_debug("gaudi %s: MEMORY EXPORT_DMABUF_FD probe: %s (%s)", hl->name,
+              *supported ? "supported" : "not supported", strerror(err));
+    return UCS_OK;
+}
+
 static int uct_gaudi_hl_reg_dmabuf_raw(const uct_gaudi_hl_t *hl,
                                        int dmabuf_fd, uint64_t length,
                                        uint64_t *va)

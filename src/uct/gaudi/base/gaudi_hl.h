@@ -135,6 +135,15 @@ ucs_status_t uct_gaudi_hl_export_dmabuf(const uct_gaudi_hl_t *hl,
                                         uint64_t offset, uint32_t flags,
                                         int *dmabuf_fd);
 
+/**
+ * Probe for EXPORT_DMABUF_FD without side effects (address and size 0).
+ * EINVAL (the driver checked the arguments) -> *supported = 1; EOPNOTSUPP
+ * (Linux 6.1 on an ASIC with DRAM virtual memory, facts 4.1) or ENOTTY ->
+ * *supported = 0, logged at debug level only. Other errors are returned.
+ */
+ucs_status_t uct_gaudi_hl_probe_export(const uct_gaudi_hl_t *hl,
+                                       int *supported);
+
 /* REG_DMABUF_FD (op 99, Habana driver only): import a dma-buf, get a VA */
 ucs_status_t uct_gaudi_hl_reg_dmabuf(const uct_gaudi_hl_t *hl, int dmabuf_fd,
                                      uint64_t length, uint64_t *va);

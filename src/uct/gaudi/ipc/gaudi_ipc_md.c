@@ -81,10 +81,16 @@ unsigned uct_gaudi_ipc_export_count(void)
 
 
 static ucs_status_t
-uct_gaudi_ipc_md_query(uct_md_h md, uct_md_attr_t *md_attr)
+uct_gaudi_ipc_md_query(uct_md_h tl_md, uct_md_attr_t *md_attr)
 {
-    md_attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
-    md_attr->cap.reg_mem_types    = UCS_BIT(UCT_GAUDI_MEMORY_TYPE);
+    uct_gaudi_ipc_md_t *md = ucs_derived_of(tl_md, uct_gaudi_ipc_md_t);
+
+    /* without export UCP must not register here (it would fail) */
+    md_attr->cap.flags            = md->export_ok ?
+                                    (UCT_MD_FLAG_REG |
+                                     UCT_MD_FLAG_NEED_RKEY) : 0;
+    md_attr->cap.reg_mem_types    = md->export_ok ?
+                                    UCS_BIT(UCT_GAUDI_MEMORY_TYPE) : 0;
     md_attr->cap.alloc_mem_types  = 0;
     md_attr->cap.access_mem_types = UCS_BIT(UCT_GAUDI_MEMORY_TYPE);
     md_attr->cap.detect_mem_types = 0;
@@ -191,6 +197,12 @@ static ucs_status_t uct_gaudi_ipc_mem_reg(uct_md_h tl_md, void *address,
     uct_gaudi_ipc_export_t *exp;
     ucs_status_t status;
 
+    if (!md->export_ok) {
+        ucs_debug("gaudi_ipc: cannot register %p+%zu: the driver does not "
+                  "export DMA-BUF", address, length);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
     if ((length == 0) ||
         !uct_gaudi_heap_in_window(md->heap, (uintptr_t)address,
                                        length)) {
@@ -285,6 +297,41 @@ static uct_md_ops_t uct_gaudi_ipc_md_ops = {
                                   ucs_empty_function_return_unsupported
 };
 
+/*
+ * Whether the driver exports DMA-BUF: Linux 6.1 does not on Gaudi2 (facts
+ * 4.1). Probed once per process (one device context per process); the
+ * reason is logged once at DIAG level (UCX_LOG_LEVEL=diag ucx_info -d).
+ */
+static int uct_gaudi_ipc_md_probe_export(uct_gaudi_ctx_t *ctx)
+{
+    static int result = -1;
+    ucs_status_t status;
+    int supported;
+
+    if (result >= 0) {
+        return result;
+    }
+
+    pthread_mutex_lock(&ctx->lock);
+    status = uct_gaudi_hl_probe_export(&ctx->hl, &supported);
+    pthread_mutex_unlock(&ctx->lock);
+    if (status != UCS_OK) {
+        return 0;   /* e.g. device in reset: not cached, asked again */
+    }
+
+    if (!supported) {
+        ucs_diag("gaudi_ipc: %s (%s): registration disabled: the driver "
+                 "cannot export DMA-BUF of %s memory (EXPORT_DMABUF_FD not "
+                 "supported; Linux 6.1/6.2 export only without DRAM "
+                 "virtual memory, i.e. Gaudi1); UCP uses host-staged "
+                 "rendezvous instead", ctx->info->name,
+                 ctx->info->node_name, uct_gaudi_asic_name(ctx->info->asic));
+    }
+
+    result = supported;
+    return result;
+}
+
 static ucs_status_t
 uct_gaudi_ipc_md_open(uct_component_t *component, const char *md_name,
                       const uct_md_config_t *config, uct_md_h *md_p)
@@ -312,7 +359,8 @@ uct_gaudi_ipc_md_open(uct_component_t *component, const char *md_name,
         goto err_free;
     }
 
-    md->ctx = md->heap->ctx;
+    md->ctx       = md->heap->ctx;
+    md->export_ok = uct_gaudi_ipc_md_probe_export(md->ctx);
 
     /* importers that may not pidfd_getfd our fds ask this socket */
     status = uct_gaudi_ipc_fd_server_get();

@@ -33,6 +33,7 @@ typedef struct uct_gaudi_ipc_md {
     uct_md_t              super;
     uct_gaudi_ctx_t       *ctx;   /* the process's device (the heap's) */
     uct_gaudi_heap_t      *heap;  /* its allocations and their exports */
+    int                   export_ok; /* the driver exports DMA-BUF */
 } uct_gaudi_ipc_md_t;
 
 
