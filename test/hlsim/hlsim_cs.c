@@ -401,16 +401,25 @@ int hlsim_cs(hlsim_file_t *f, union hl_cs_args *a)
         }
     }
 
-    /* accepted */
+    /*
+     * Accepted. A PDMA core error asks for a compute reset (Gaudi2 event
+     * map, K612 include/gaudi2/gaudi2_async_ids_map_extended.h:2566-2569;
+     * Gaudi1 DMA_CORE events, gaudi/gaudi.c:7778-7784), a CS timeout for a
+     * reset when reset_on_lockup is set (common/command_submission.c:
+     * 838-846, 890-895); on Gaudi1/2 any of them is a hard reset.
+     */
     if ((err = hlsim_fault_hit("dma_error"))) {
-        fail = HLSIM_CS_ABORTED;
+        fail  = HLSIM_CS_ABORTED;
+        reset = 1;
     }
     if ((err = hlsim_fault_hit("cs_timeout"))) {
-        fail = HLSIM_CS_TIMEDOUT;
+        fail  = HLSIM_CS_TIMEDOUT;
+        reset = hlsim_reset_on_lockup();
     }
     /* the CS that triggers an injected reset is among those it aborts */
-    if ((reset = (hlsim_fault_hit("reset") != 0))) {
-        fail = HLSIM_CS_ABORTED;
+    if (hlsim_fault_hit("reset") != 0) {
+        fail  = HLSIM_CS_ABORTED;
+        reset = 1;
     }
     ctx->next_seq++;
     memset(cs, 0, sizeof(*cs));
@@ -543,7 +552,10 @@ void hlsim_cs_abort_dev(int dev)
         }
         for (s = 0; s < max; s++) {
             if (ctx->cs_ring[s].state == HLSIM_CS_PENDING) {
-                ctx->cs_ring[s].state   = HLSIM_CS_ABORTED;
+                /* a CS that timed out (the reset's cause) stays so */
+                ctx->cs_ring[s].state   = ctx->cs_ring[s].fail ?
+                                          ctx->cs_ring[s].fail :
+                                          HLSIM_CS_ABORTED;
                 ctx->cs_ring[s].done_ns = hlsim_now_ns();
                 ctx->in_flight--;
                 hlsim_counters[HLSIM_COUNTER_CS_ABORTED]++;

@@ -3,7 +3,11 @@
  *
  * Execution of a job: read the CB, run its LIN_DMA packets (facts 5.5)
  * through this context's address translation, like the QMAN + DMA engine
- * behind an MMU. An unmapped address aborts the CS (an MMU page fault).
+ * behind an MMU. A LIN_DMA to or from an unmapped address is an MMU page
+ * fault: the transfer is dropped but the CS is not failed, as page faults
+ * ask for no reset (Gaudi2 PMMU/HMMU_PAGE_FAULT events, K612
+ * include/gaudi2/gaudi2_async_ids_map_extended.h:1468-1469, 1568-1569;
+ * Gaudi1 GAUDI_EVENT_MMU_PAGE_FAULT, gaudi/gaudi.c:7751-7756).
  */
 
 #include "hlsim_int.h"
@@ -176,19 +180,19 @@ static int hlsim_lin_dma(hlsim_ctx_t *ctx, const struct hlsim_pkt_lin_dma *p,
     ok = hlsim_translate(ctx, dst_addr, p->tsize, &dst);
     if (!ok) {
         hlsim_log("dev%d: MMU page fault: LIN_DMA dst 0x%llx size %u not "
-                  "mapped; CS %llu aborted", ctx->dev,
+                  "mapped; transfer of CS %llu dropped", ctx->dev,
                   (unsigned long long)dst_addr, p->tsize,
                   (unsigned long long)seq);
     } else if (!memset_op && !(ok = hlsim_translate(ctx, p->src_addr,
                                                     p->tsize, &src))) {
         hlsim_log("dev%d: MMU page fault: LIN_DMA src 0x%llx size %u not "
-                  "mapped; CS %llu aborted", ctx->dev,
+                  "mapped; transfer of CS %llu dropped", ctx->dev,
                   (unsigned long long)p->src_addr, p->tsize,
                   (unsigned long long)seq);
     }
     pthread_mutex_unlock(&hlsim_lock);
     if (!ok) {
-        return -EFAULT;
+        return 0;   /* no reset, the CS completes */
     }
     if (memset_op) {
         hlsim_fill_segs(&dst, p->src_addr);

@@ -80,6 +80,7 @@ typedef struct {
     /* per process, not recorded */
     unsigned       reset_ms;
     unsigned       release_reset_ms;
+    unsigned       kill_delay_ms;  /* hard reset: SIGKILL of fd holders */
     double         dma_gbps;
     int            wait_runs;  /* a waiter runs its CS's queued jobs */
     int            verbose;
@@ -92,7 +93,7 @@ typedef struct {
     uint32_t in_release;
     uint32_t hard_reset_cnt;
     uint32_t soft_reset_cnt;
-    uint32_t pad;
+    int32_t  owner_pid;       /* opener of the compute context, 0: none */
     uint64_t open_counter;
     uint64_t last_open_ns;
     uint64_t last_session_ms;
@@ -312,6 +313,7 @@ uint64_t hlsim_now_ns(void);
 unsigned hlsim_dev_status(int dev);    /* with lazy end of reset */
 void hlsim_dev_set_status(int dev, unsigned status, uint64_t until_ns);
 void hlsim_dev_reset(int dev, unsigned ms, unsigned status);
+int hlsim_reset_on_lockup(void);
 int  hlsim_dev_operational(int dev);
 uint8_t *hlsim_hbm(int dev);           /* HBM file mapping or NULL */
 void hlsim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -210,6 +210,7 @@ void hlsim_ctx_release(hlsim_ctx_t *ctx)
                     GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE);
         }
         __atomic_store_n(&sd->compute_active, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&sd->owner_pid, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&sd->in_release, 0, __ATOMIC_RELEASE);
     }
     free(ctx->page_used);

@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -468,6 +469,12 @@ static int hlsim_do_init(void)
     if (!hlsim_env_int("HLSIM_RELEASE_RESET_MS", 0, 0, 3600000, &v)) {
         hlsim_cfg.release_reset_ms = v;
     }
+    /* the driver gives fd holders 1 s to close before SIGKILL */
+    hlsim_cfg.kill_delay_ms = 1000;
+    if (!hlsim_env_int("HLSIM_KILL_DELAY_MS", 1000, 0, 3600000, &v)) {
+        hlsim_cfg.kill_delay_ms = v;
+    }
+
     if ((s = getenv("HLSIM_DMA_GBPS")) && *s) {
         hlsim_cfg.dma_gbps = strtod(s, NULL);
     }
@@ -595,10 +602,69 @@ void hlsim_dev_set_status(int dev, unsigned status, uint64_t until_ns)
     hlsim_node_write_status(dev, status);
 }
 
+static void hlsim_sleep_until(uint64_t until_ns)
+{
+    uint64_t now;
+
+    while ((now = hlsim_now_ns()) < until_ns) {
+        usleep((until_ns - now) / 1000 + 1);
+    }
+}
+
+/*
+ * Hard reset: the driver kills every process that still holds the compute
+ * fd after giving it a second to close it (K612 common/device.c:1423-1470,
+ * called at :1766-1772), then resets the device, which frees its memory.
+ * The opener is killed (hpriv->taskpid), not processes that inherited it.
+ */
+static void hlsim_reset_kill(int dev, uint64_t kill_ns)
+{
+    hlsim_shdev_t *sd = &hlsim_shm->dev[dev];
+    pid_t          pid;
+    int            i;
+
+    hlsim_sleep_until(kill_ns);
+    pid = __atomic_load_n(&sd->owner_pid, __ATOMIC_ACQUIRE);
+    if ((pid <= 0) || !hlsim_node_compute_held(dev)) {
+        return;
+    }
+    hlsim_log("dev%d: hard reset: killing user process pid=%d", dev,
+              (int)pid);
+    /* the killed process never closes: the reset frees its context (we
+     * may be that process, so before the kill) */
+    __atomic_store_n(&sd->owner_pid, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&sd->dram_used, 0, __ATOMIC_RELEASE);
+    kill(pid, SIGKILL);
+    for (i = 0; (i < 500) && hlsim_node_compute_held(dev); i++) {
+        usleep(10000);
+    }
+    __atomic_store_n(&sd->compute_active, 0, __ATOMIC_RELEASE);
+}
+
+/* Driver parameter reset_on_lockup (K612 common/habanalabs_drv.c:42, 50-52);
+ * read when a CS times out, so that a test can change it */
+int hlsim_reset_on_lockup(void)
+{
+    const char *s = getenv("HLSIM_RESET_ON_LOCKUP");
+
+    return (s == NULL) || strcmp(s, "0");
+}
+
+typedef struct {
+    int      dev;
+    uint64_t kill_ns;   /* hard reset: when fd holders are killed, or 0 */
+} hlsim_reset_arg_t;
+
 static void *hlsim_reset_timer(void *arg)
 {
-    int      dev = (int)(intptr_t)arg;
-    uint64_t until;
+    hlsim_reset_arg_t ra = *(hlsim_reset_arg_t*)arg;
+    int               dev = ra.dev;
+    uint64_t          until;
+
+    free(arg);
+    if (ra.kill_ns != 0) {
+        hlsim_reset_kill(dev, ra.kill_ns);
+    }
 
     while ((until = __atomic_load_n(&hlsim_shm->dev[dev].reset_until_ns,
                                     __ATOMIC_ACQUIRE)) != 0) {
@@ -612,21 +678,44 @@ static void *hlsim_reset_timer(void *arg)
     return NULL;
 }
 
-/* A reset: in-flight CSs abort, status back after @ms (facts 7.3) */
+/*
+ * A reset: in-flight CSs abort, status back after @ms (facts 7.3). Every
+ * reset of Gaudi1/2 with a context open is hard (no inference soft reset,
+ * K612 common/device.c:1657-1676): status IN_RESET kills the compute fd's
+ * opener after kill_delay_ms, and the reset ends @ms after that. The reset
+ * upon device release (status IN_RESET_AFTER_DEVICE_RELEASE) has no user.
+ */
 void hlsim_dev_reset(int dev, unsigned ms, unsigned status)
 {
-    hlsim_shdev_t *sd = &hlsim_shm->dev[dev];
-    pthread_attr_t attr;
-    pthread_t      th;
+    hlsim_shdev_t     *sd = &hlsim_shm->dev[dev];
+    uint64_t           now = hlsim_now_ns(), kill_ns = 0;
+    hlsim_reset_arg_t *ra;
+    pthread_attr_t     attr;
+    pthread_t          th;
 
+    /* the second of grace is given only if someone holds the device */
+    if ((status == GAUDI_HL_DEVICE_STATUS_IN_RESET) &&
+        hlsim_node_compute_held(dev)) {
+        kill_ns = now + hlsim_cfg.kill_delay_ms * 1000000ULL;
+        now     = kill_ns;
+    }
     __atomic_add_fetch(&sd->reset_gen, 1, __ATOMIC_ACQ_REL);
     __atomic_add_fetch(&sd->hard_reset_cnt, 1, __ATOMIC_ACQ_REL);
-    hlsim_dev_set_status(dev, status, hlsim_now_ns() + ms * 1000000ULL);
+    hlsim_dev_set_status(dev, status, now + ms * 1000000ULL);
     hlsim_cs_abort_dev(dev);
+    ra = malloc(sizeof(*ra));
+    if (ra == NULL) {
+        hlsim_log("no memory for the reset timer; status ends lazily");
+        return;
+    }
+    ra->dev     = dev;
+    ra->kill_ns = kill_ns;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&th, &attr, hlsim_reset_timer, (void*)(intptr_t)dev)) {
-        hlsim_log("no reset timer thread; status ends lazily");
+    if (pthread_create(&th, &attr, hlsim_reset_timer, ra)) {
+        hlsim_log("no reset timer thread; status ends lazily, nobody is "
+                  "killed");
+        free(ra);
     }
     pthread_attr_destroy(&attr);
 }

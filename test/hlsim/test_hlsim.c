@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,6 +357,14 @@ static int g2_dma(int fd, hcb_t *h, int q, uint64_t src, uint64_t dst,
     CHECK_OK(submit(fd, h->va, h->cb.len, q, HL_CS_CHUNK_FLAGS_USER_ALLOC_CB,
                     &seq), "CS");
     return wait_cs(fd, seq, 5000000, status, NULL);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
 static void fill(uint8_t *p, size_t n, unsigned seed)
@@ -1862,19 +1871,21 @@ static void t_wait_errors(void)
     cb = hcb_new(fd, 4096);
     CHECK_OK(map_host(fd, buf, 8192, &va), "map");
     CHECK_ERR(wait_cs(fd, 1, 0, NULL, NULL), EINVAL, "never issued");
-    CHECK_OK(add("dma_error", 1, EIO), "fault");
-    CHECK_ERR(g2_dma(fd, &cb, 0, va, va + 4096, 4096, 0, &status), EIO,
-              "dma error");
-    CHECK(status == HL_WAIT_CS_STATUS_ABORTED, "status 3");
+    /* reset_on_lockup=0 (HLSIM_RESET_ON_LOCKUP=0): a timeout, no reset */
     CHECK_OK(add("cs_timeout", 1, ETIMEDOUT), "fault");
     CHECK_ERR(g2_dma(fd, &cb, 0, va, va + 4096, 4096, 0, &status),
               ETIMEDOUT, "timeout");
     CHECK(status == HL_WAIT_CS_STATUS_TIMEDOUT, "status 2");
-    /* an unmapped address is an MMU fault: the CS aborts */
-    CHECK_ERR(g2_dma(fd, &cb, 0, va, 0xFFF0000100000000ULL, 4096, 0,
-                     &status), EIO, "unmapped dst");
-    CHECK_ERR(g2_dma(fd, &cb, 0, va, va + 4096, 8192, 0, &status), EIO,
-              "partly mapped dst");
+    /* an unmapped address is an MMU page fault: no reset, the CS
+     * completes and the transfer is dropped */
+    memset(buf, 0x5a, 8192);
+    CHECK_OK(g2_dma(fd, &cb, 0, va, 0xFFF0000100000000ULL, 4096, 0,
+                    &status), "unmapped dst");
+    CHECK(status == HL_WAIT_CS_STATUS_COMPLETED, "page fault completes");
+    buf[0] = 0x11;
+    CHECK_OK(g2_dma(fd, &cb, 0, va, va + 4096, 8192, 0, &status),
+             "partly mapped dst");
+    CHECK(buf[4096] == 0x5a, "dropped transfer wrote nothing");
     CHECK_OK(add("wait_cs", 1, EINTR), "fault");
     CHECK_ERR(wait_cs(fd, 1, 0, NULL, NULL), EINTR, "injected EINTR");
     /* old sequence numbers are gone but completed */
@@ -1884,23 +1895,123 @@ static void t_wait_errors(void)
     CHECK_OK(wait_cs(fd, 2, 0, &status, &flags), "old seq");
     CHECK(status == HL_WAIT_CS_STATUS_COMPLETED &&
           (flags & HL_WAIT_CS_STATUS_FLAG_GONE), "gone");
-    CHECK_OK(wait_cs(fd, 74, 0, &status, &flags), "recent seq");
+    CHECK_OK(wait_cs(fd, 73, 0, &status, &flags), "recent seq");
     CHECK(flags & HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD, "timestamp");
-    /* a reset aborts in-flight work; ioctls EBUSY meanwhile */
-    CHECK_OK(add("reset", 1, EIO), "fault");
-    cb.cb.len = 0;
-    pkt_lin(&cb.cb, va, va + 4096, 4096, 0, 0);
-    CHECK_OK(submit(fd, cb.va, cb.cb.len, 0, HL_CS_CHUNK_FLAGS_USER_ALLOC_CB,
-                    &seq), "CS that resets");
-    CHECK_ERR(wait_cs(fd, seq, 0, NULL, NULL), EBUSY, "WAIT in reset");
-    CHECK_ERR(open_ctl(0) < 0 ? -1 : submit(fd, cb.va, cb.cb.len, 0,
-              HL_CS_CHUNK_FLAGS_USER_ALLOC_CB, NULL), EBUSY, "CS in reset");
-    usleep(300000);
-    CHECK_ERR(wait_cs(fd, seq, 0, &status, NULL), EIO, "aborted by reset");
-    CHECK(status == HL_WAIT_CS_STATUS_ABORTED, "status");
-    CHECK_OK(g2_dma(fd, &cb, 0, va, va + 4096, 64, 0, &status), "after");
+    (void)seq;
     close(fd);
     free(buf);
+}
+
+/*
+ * Hard reset (facts 7.3, 9.1): the child holding the device submits a CS
+ * with the fault HLSIM_TEST_FAULT; in-flight work aborts, ioctls EBUSY,
+ * and after the second of grace the driver SIGKILLs it. The parent sees
+ * the kill, then the device operational again with its memory freed.
+ */
+static void reset_child(int wfd)
+{
+    int (*add)(const char *, unsigned, int) = API(hlsim_fault_add);
+    const char *fault = getenv("HLSIM_TEST_FAULT");
+    uint8_t *buf = malloc(8192);
+    uint64_t va, seq, h;
+    uint32_t status;
+    hcb_t    cb;
+    char     r = 'x';
+    int      fd, gaudi1 = getenv("HLSIM_ASIC") != NULL;
+
+    fd = open_dev(0);
+    if (fd < 0 || (!gaudi1 && mem_alloc(fd, 1, &h))) {
+        _exit(3);
+    }
+    if (!strcmp(fault, "api")) {
+        r = 'o';   /* the parent resets the device */
+        if (write(wfd, &r, 1) != 1) {
+            _exit(3);
+        }
+        pause();
+        _exit(0);
+    }
+    if (gaudi1) {
+        union hl_cb_args a = {0};
+        cbuf_t           c;
+
+        a.in.op      = HL_CB_OP_CREATE;
+        a.in.cb_size = 4096;
+        if (cb_op(fd, &a)) {
+            _exit(4);
+        }
+        c.p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                   a.out.cb_handle);
+        if (c.p == MAP_FAILED) {
+            _exit(4);
+        }
+        c.len = 0;
+        pkt_lin(&c, 0x20000000ULL, 0x20001000ULL, 4096, 0, 1);
+        add(fault, 1, EIO);
+        if (submit(fd, a.out.cb_handle, c.len, 0, 0, &seq)) {
+            _exit(5);
+        }
+    } else {
+        cb = hcb_new(fd, 4096);
+        if (map_host(fd, buf, 8192, &va)) {
+            _exit(4);
+        }
+        add(fault, 1, EIO);
+        cb.cb.len = 0;
+        pkt_lin(&cb.cb, va, va + 4096, 4096, 0, 0);
+        if (submit(fd, cb.va, cb.cb.len, 0, HL_CS_CHUNK_FLAGS_USER_ALLOC_CB,
+                   &seq)) {
+            _exit(5);
+        }
+    }
+    /* ioctls EBUSY while the device resets (facts 7.2) */
+    if ((wait_cs(fd, seq, 0, NULL, NULL) == 0) || (errno != EBUSY)) {
+        _exit(6);
+    }
+    r = 'b';
+    if (write(wfd, &r, 1) != 1) {
+        _exit(3);
+    }
+    sleep(10);   /* killed before */
+    _exit(0);
+}
+
+static void t_hard_reset(void)
+{
+    struct hl_info_dram_usage u;
+    uint64_t t0, ms;
+    int      pfd[2], st, fd, cfd;
+    char     r = 0;
+    pid_t    pid;
+
+    CHECK(pipe(pfd) == 0, "pipe");
+    CHECK_OK(cfd = open_ctl(0), "ctl");
+    pid = fork();
+    if (pid == 0) {
+        close(pfd[0]);
+        reset_child(pfd[1]);
+    }
+    close(pfd[1]);
+    CHECK(read(pfd[0], &r, 1) == 1, "child report");
+    t0 = now_ns();
+    if (r == 'o') {
+        CHECK_OK(API(hlsim_reset_device)(0, 100), "reset");
+    }
+    CHECK(r == 'b' || r == 'o', "child saw %c", r);
+    CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+    ms = (now_ns() - t0) / 1000000;
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+          "child not killed by SIGKILL: status 0x%x", st);
+    CHECK(ms < 3000, "killed after %llu ms", (unsigned long long)ms);
+    CHECK_ERR(open_dev(0), EAGAIN, "open while the reset finishes");
+    usleep(400000);
+    CHECK_OK(fd = open_dev(0), "open after the reset");
+    CHECK_OK(info(cfd, HL_INFO_DRAM_USAGE, &u, sizeof(u)), "usage");
+    CHECK(u.dram_free_mem == hw_ip(cfd).u61.dram_size,
+          "the killed context's DRAM freed: %llu free",
+          (unsigned long long)u.dram_free_mem);
+    close(fd);
+    close(cfd);
 }
 
 static void t_dma_bandwidth(void)
@@ -1960,8 +2071,9 @@ static void importer(void *arg)
     /* local memset -> peer HBM */
     CHECK_OK(g2_dma(fd, &cb, 0, 0x7777777777777777ULL, va + MB, 4096, 1,
                     &status), "write peer");
-    CHECK_ERR(g2_dma(fd, &cb, 0, hva, va + 2 * MB - 4096, 8192, 0, &status),
-              EIO, "past the import");
+    /* past the import: a page fault, the transfer is dropped (no reset) */
+    CHECK_OK(g2_dma(fd, &cb, 0, hva, va + 2 * MB - 4096, 8192, 0, &status),
+             "past the import");
     sync_byte(sv[1], 'w');
     sync_wait(sv[1]);
     CHECK_OK(unmap(fd, va), "unmap import");
@@ -2155,7 +2267,13 @@ static const test_t tests[] = {
     { "cs_inflight", t_cs_inflight, "HLSIM_DMA_GBPS=0.001" },
     { "wait_runs_order", t_wait_runs_order, "" },
     { "wait_runs_order_off", t_wait_runs_order, "HLSIM_WAIT_RUNS=0" },
-    { "wait_errors", t_wait_errors, "" },
+    { "wait_errors", t_wait_errors, "HLSIM_RESET_ON_LOCKUP=0" },
+    { "hard_reset_dma_error", t_hard_reset, "HLSIM_TEST_FAULT=dma_error" },
+    { "hard_reset_cs_timeout", t_hard_reset, "HLSIM_TEST_FAULT=cs_timeout" },
+    { "hard_reset_fault", t_hard_reset, "HLSIM_TEST_FAULT=reset" },
+    { "hard_reset_api", t_hard_reset, "HLSIM_TEST_FAULT=api" },
+    { "hard_reset_gaudi1", t_hard_reset,
+      "HLSIM_TEST_FAULT=dma_error HLSIM_ASIC=gaudi1" },
     { "dma_bandwidth", t_dma_bandwidth, "HLSIM_DMA_GBPS=0.02" },
     { "op99_two_processes", t_op99_two_processes, "" },
     { "op99_upstream", t_op99_upstream, "HLSIM_FLAVOUR=upstream" },

@@ -23,6 +23,8 @@ extern "C" {
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <signal.h>
+#include <sys/wait.h>
 
 #include <random>
 #include <string>
@@ -181,6 +183,97 @@ protected:
         unmap_all();
     }
 
+    void release() {
+        unmap_all();
+        if (m_dma != NULL) {
+            uct_gaudi_dma_destroy(m_dma);
+            m_dma = NULL;
+        }
+        if (m_dev_va != 0) {
+            EXPECT_EQ(UCS_OK, uct_gaudi_hl_mem_unmap(&m_ctx->hl, m_dev_va));
+            EXPECT_EQ(UCS_OK, uct_gaudi_hl_mem_free(&m_ctx->hl,
+                                                    m_dev_handle));
+            m_dev_va = 0;
+        }
+        uct_gaudi_ctx_put(m_ctx);
+        m_ctx = NULL;
+    }
+
+    void acquire() {
+        ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(0, &m_ctx));
+        uct_gaudi_dma_params_default(m_ctx, &m_params);
+        ASSERT_EQ(UCS_OK, uct_gaudi_dma_create(m_ctx, &m_params, &m_dma));
+        m_dev = dev_alloc(DEV_SIZE);
+    }
+
+    /*
+     * The child opens the device and copies with @a fault injected; the
+     * parent sees it killed by SIGKILL and no completion reported, then
+     * opens the device again (the open waits for the end of the reset).
+     */
+    void run_killed(const char *fault, bool async) {
+        char report[64] = "";
+        ssize_t n, len = 0;
+        int pfd[2], st;
+        pid_t pid;
+
+        release();
+        ASSERT_EQ(0, pipe(pfd));
+        pid = fork();
+        if (pid == 0) {
+            close(pfd[0]);
+            m_report = pfd[1];
+            acquire();
+            child_body(fault, async);
+            _exit(0);
+        }
+        close(pfd[1]);
+        while ((n = read(pfd[0], report + len,
+                         sizeof(report) - 1 - len)) > 0) {
+            len += n;
+        }
+        report[len] = '\0';
+        close(pfd[0]);
+        ASSERT_EQ(pid, waitpid(pid, &st, 0));
+        EXPECT_TRUE(WIFSIGNALED(st) && (WTERMSIG(st) == SIGKILL))
+            << fault << ": child status 0x" << std::hex << st
+            << ", report '" << report << "'";
+        /* submitted, never completed: the process died with the copy */
+        EXPECT_STREQ("submitted", report) << fault;
+        acquire();
+    }
+
+    /* runs in the child until the driver kills it */
+    void child_body(const char *fault, bool async) {
+        uct_gaudi_dma_xfer_t x = { m_dev, m_dev + 4096, 100 };
+        ucs_status_t status;
+        comp c;
+
+        hlsim_fault(fault, 1, EIO);
+        if (async) {
+            status = uct_gaudi_dma_submit(m_dma, &x, 1, "test", comp_cb, &c);
+            report((status == UCS_INPROGRESS) ? "submitted" : "not submitted");
+            for (int i = 0; !c.done && (i < 500); ++i) {
+                uct_gaudi_dma_progress(m_dma, 64);
+                usleep(10000);
+            }
+            if (c.done) {
+                report(ucs_status_string(c.status));
+            }
+        } else {
+            report("submitted");
+            status = uct_gaudi_dma_copy(m_dma, &x, 1, "test");
+            report(ucs_status_string(status));
+        }
+        sleep(10);
+    }
+
+    void report(const char *what) {
+        if (write(m_report, what, strlen(what)) < 0) {
+            _exit(3);
+        }
+    }
+
     void unmap_all() {
         for (auto &m : m_host_maps) {
             EXPECT_EQ(UCS_OK, uct_gaudi_hl_mem_unmap(&m_ctx->hl, m.second));
@@ -197,6 +290,7 @@ protected:
     uint64_t               m_dev_handle = 0;
     int                    m_fds        = 0;
     int64_t                m_mappings   = 0;
+    int                    m_report     = -1;
     std::vector<std::pair<void*, uint64_t>> m_host_maps;
 };
 
@@ -463,44 +557,44 @@ TEST_F(dma_test, fault_cs_eagain) {
     EXPECT_EQ(UCS_OK, uct_gaudi_dma_copy(m_dma, &x, 1, "test"));
 }
 
-/* DMA error: the copy completes with an error, the engine still works */
-TEST_F(dma_test, fault_dma_error) {
+/*
+ * Gaudi1/Gaudi2 have no soft reset: a DMA engine error, a CS timeout (with
+ * the driver's default reset_on_lockup=1) or any reset is a hard reset,
+ * and the driver SIGKILLs the process that holds the device (facts 7.3,
+ * 9.1, 9.3). The fault is injected in a child that opens the device; it
+ * reports what it saw through a pipe until it is killed.
+ */
+TEST_F(dma_test, fault_dma_error_kills) {
     SKIP_GAUDI3();
-    hlsim_fault("dma_error", 1, EIO);
-    EXPECT_EQ(UCS_ERR_IO_ERROR, copy1(m_dev, m_dev + 4096, 100, true));
-    hlsim_fault("dma_error", 1, EIO);
-    EXPECT_EQ(UCS_ERR_IO_ERROR, copy1(m_dev, m_dev + 4096, 100, false));
-    roundtrip(5000, 1, 2, true);
+    run_killed("dma_error", true);
+    run_killed("dma_error", false);
+    roundtrip(5000, 1, 2, true);   /* the device works after the reset */
 }
 
-TEST_F(dma_test, fault_cs_timeout) {
+TEST_F(dma_test, fault_cs_timeout_kills) {
     SKIP_GAUDI3();
+    run_killed("cs_timeout", true);
+}
+
+TEST_F(dma_test, fault_reset_kills) {
+    SKIP_GAUDI3();
+    run_killed("reset", true);
+    run_killed("reset", false);
+    roundtrip(70000, 3, 1, false);
+}
+
+/* With reset_on_lockup=0 a CS timeout is only a timeout: the copy fails
+ * with TIMED_OUT and the engine goes on */
+TEST_F(dma_test, fault_cs_timeout_no_reset) {
+    SKIP_GAUDI3();
+    setenv("HLSIM_RESET_ON_LOCKUP", "0", 1);
     hlsim_fault("cs_timeout", 1, ETIMEDOUT);
     EXPECT_EQ(UCS_ERR_TIMED_OUT, copy1(m_dev, m_dev + 4096, 100, true));
     hlsim_fault("cs_timeout", 1, ETIMEDOUT);
     EXPECT_EQ(UCS_ERR_TIMED_OUT, copy1(m_dev, m_dev + 4096, 100, false));
+    unsetenv("HLSIM_RESET_ON_LOCKUP");
     roundtrip(5000, 0, 0, false);
 }
-
-/* Device reset: in-flight copies fail, the engine works after recovery */
-TEST_F(dma_test, fault_reset) {
-    SKIP_GAUDI3();
-    uct_gaudi_dma_xfer_t x = { m_dev, m_dev + (8 << 20), 4 << 20 };
-    comp c[2];
-
-    hlsim_fault("reset", 1, EIO);
-    ASSERT_EQ(UCS_INPROGRESS,
-              uct_gaudi_dma_submit(m_dma, &x, 1, "test", comp_cb, &c[0]));
-    /* device in reset: a new copy is deferred, not failed */
-    EXPECT_EQ(UCS_ERR_NO_RESOURCE,
-              uct_gaudi_dma_submit(m_dma, &x, 1, "test", comp_cb, &c[1]));
-    progress_until(c[0].done);
-    EXPECT_EQ(UCS_ERR_IO_ERROR, c[0].status);
-    /* a synchronous copy waits for the end of the reset */
-    roundtrip(70000, 3, 1, false);
-    roundtrip(70000, 3, 1, true);
-}
-
 
 int main(int argc, char **argv)
 {
