@@ -323,6 +323,7 @@ int  hlsim_parse_size(const char *s, uint64_t *out);
 int  hlsim_node_create(void);
 void hlsim_node_write_status(int dev, unsigned status);
 int hlsim_node_compute_held(int dev);
+int hlsim_dmabufs_alive(int dev);
 int  hlsim_node_match(const char *path, int *dev, hlsim_fkind_t *kind);
 int  hlsim_open_node(int dev, hlsim_fkind_t kind, const char *rpath,
                      int flags, mode_t mode);

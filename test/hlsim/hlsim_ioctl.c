@@ -203,9 +203,14 @@ void hlsim_ctx_release(hlsim_ctx_t *ctx)
         ms = (hlsim_now_ns() - __atomic_load_n(&sd->last_open_ns,
                                                __ATOMIC_ACQUIRE)) / 1000000;
         __atomic_store_n(&sd->last_session_ms, ms, __ATOMIC_RELEASE);
-        /* Gaudi2 resets upon device release (facts 7.1), if modelled */
+        /*
+         * Every ASIC but Gaudi1 (and Goya) resets upon device release
+         * (K612 common/habanalabs_drv.c:356-378, common/device.c:484,
+         * 530-531): opens get EAGAIN meanwhile (facts 7.1)
+         */
         if (hlsim_cfg.release_reset_ms &&
-            (hlsim_cfg.dev[ctx->dev].asic == HLSIM_GAUDI2)) {
+            (hlsim_cfg.dev[ctx->dev].asic != HLSIM_GAUDI1) &&
+            !hlsim_dmabufs_alive(ctx->dev)) {
             hlsim_dev_reset(ctx->dev, hlsim_cfg.release_reset_ms,
                     GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE);
         }

@@ -128,6 +128,46 @@ int hlsim_map_exported(hlsim_map_t *m)
     return m->exports != NULL;
 }
 
+/*
+ * Whether a dma-buf exported from device @a dev is still referenced by any
+ * process (an importer's op-99 mapping, a received fd, the exporter's own).
+ * The driver keeps the exporter's context, and with it the device, until
+ * the last one is released (K612 common/memory.c:1827-1885: the dma-buf
+ * holds the compute file). Dead exports are unlinked on the way.
+ */
+int hlsim_dmabufs_alive(int dev)
+{
+    char           dir[4200], path[4400], prefix[32];
+    struct dirent *de;
+    DIR           *d;
+    int            fd, alive = 0;
+
+    snprintf(dir, sizeof(dir), "%s/dmabuf", hlsim_cfg.root);
+    snprintf(prefix, sizeof(prefix), "dev%d.", dev);
+    d = opendir(dir);
+    if (d == NULL) {
+        return 0;
+    }
+    while (!alive && ((de = readdir(d)) != NULL)) {
+        if (strncmp(de->d_name, prefix, strlen(prefix))) {
+            continue;
+        }
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        fd = hlsim_real.open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            continue;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            unlink(path);   /* nobody holds it any more */
+        } else {
+            alive = 1;
+        }
+        hlsim_real.close(fd);
+    }
+    closedir(d);
+    return alive;
+}
+
 int hlsim_is_dmabuf_fd(int fd)
 {
     char        link[64], target[4200];
@@ -465,20 +505,22 @@ static int hlsim_dmabuf_create(hlsim_ctx_t *ctx, hlsim_dmabuf_hdr_t *h,
     if (fd < 0) {
         return -errno;
     }
+    /* stays linked while alive: hlsim_dmabufs_alive() probes it */
     pfd = hlsim_real.open(path, O_RDONLY | O_CLOEXEC);
-    unlink(path);
     if ((pfd < 0) || (pwrite(fd, h, len, 0) != (ssize_t)len) ||
         flock(fd, LOCK_SH | LOCK_NB) || (fd >= HLSIM_FD_MAX)) {
         if (pfd >= 0) {
             hlsim_real.close(pfd);
         }
         hlsim_real.close(fd);
+        unlink(path);
         return -ENOMEM;
     }
     f = calloc(1, sizeof(*f));
     if (f == NULL) {
         hlsim_real.close(pfd);
         hlsim_real.close(fd);
+        unlink(path);
         return -ENOMEM;
     }
     f->kind      = HLSIM_F_DMABUF;

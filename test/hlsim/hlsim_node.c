@@ -493,6 +493,10 @@ int hlsim_open_node(int dev, hlsim_fkind_t kind, const char *rpath,
 
     flags &= ~(O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_DIRECTORY |
                O_TMPFILE);
+    /* a previous context lives on while its dma-bufs do (facts 4.1) */
+    if ((kind == HLSIM_F_COMPUTE) && hlsim_dmabufs_alive(dev)) {
+        return -EBUSY;
+    }
     fd = hlsim_real.open(rpath, flags, mode);
     if (fd < 0) {
         return -errno;

@@ -466,7 +466,9 @@ static int hlsim_do_init(void)
     if (!hlsim_env_int("HLSIM_RESET_MS", 200, 0, 3600000, &v)) {
         hlsim_cfg.reset_ms = v;
     }
-    if (!hlsim_env_int("HLSIM_RELEASE_RESET_MS", 0, 0, 3600000, &v)) {
+    /* Gaudi2/3 reset after every release (facts 9.8); a small default */
+    hlsim_cfg.release_reset_ms = 300;
+    if (!hlsim_env_int("HLSIM_RELEASE_RESET_MS", 300, 0, 3600000, &v)) {
         hlsim_cfg.release_reset_ms = v;
     }
     /* the driver gives fd holders 1 s to close before SIGKILL */

@@ -881,6 +881,40 @@ static void t_release_reset(void)
     close(fd);
 }
 
+/*
+ * Default: Gaudi2/3 reset after every release (facts 9.8), Gaudi1 does not
+ * (K612 common/habanalabs_drv.c:356-378): the next open gets EAGAIN until
+ * the reset ends, then succeeds.
+ */
+static void t_release_reset_default(void)
+{
+    int gaudi1 = getenv("HLSIM_ASIC") && !strcmp(getenv("HLSIM_ASIC"),
+                                                 "gaudi1");
+    uint64_t t0, ms;
+    int fd, n = 0;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    close(fd);
+    t0 = now_ns();
+    if (gaudi1) {
+        CHECK_OK(fd = open_dev(0), "Gaudi1: no reset upon release");
+        close(fd);
+        return;
+    }
+    check_file("/sys/class/accel/accel0/device/status",
+               "in reset after device release\n");
+    while ((fd = open_dev(0)) < 0) {
+        CHECK(errno == EAGAIN, "open: %s", strerror(errno));
+        CHECK(now_ns() - t0 < 2000000000ULL, "still in reset after 2 s");
+        usleep(10000);
+        n++;
+    }
+    ms = (now_ns() - t0) / 1000000;
+    CHECK(n > 0 && ms >= 250 && ms < 1000, "reopened after %llu ms",
+          (unsigned long long)ms);
+    close(fd);
+}
+
 /* ================= stage 1: memory ================= */
 
 static void t_mem_alloc_free(void)
@@ -1141,6 +1175,55 @@ static void t_dmabuf_other_process(void)
     waitpid(pid, &st, 0);
     CHECK(WIFEXITED(st) && !WEXITSTATUS(st), "receiver status %d", st);
     CHECK_OK(unmap(fd, va), "unmap once all copies are closed");
+    close(fd);
+}
+
+/*
+ * The dma-buf holds the exporter's compute file (facts 4.1, 9.4): after the
+ * exporter exits, its device stays busy (EBUSY) while an importer's op-99
+ * mapping (or any copy of the fd) lives, and is free once it is unmapped
+ */
+static void exporter_child(void *arg)
+{
+    int *sv = arg, fd, d;
+    uint64_t h, va;
+
+    fd = open_dev(0);
+    if ((fd < 0) || mem_alloc(fd, 64 * MB, &h) || map_dev(fd, h, 0, 0, &va)) {
+        _exit(3);
+    }
+    d = export_fd(fd, va, 64 * MB, 0, O_RDWR | O_CLOEXEC);
+    if (d < 0) {
+        _exit(4);
+    }
+    send_fd(sv[1], d);
+    sync_wait(sv[1]);
+    _exit(0);   /* without closing anything */
+}
+
+static void t_exporter_lifetime(void)
+{
+    uint64_t va;
+    int sv[2], fd, d, st;
+    pid_t pid;
+
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+    pid = fork();
+    if (pid == 0) {
+        exporter_child(sv);
+    }
+    CHECK_OK(d = recv_fd(sv[0]), "received dma-buf");
+    CHECK_OK(fd = open_dev(1), "importer device");
+    CHECK_OK(reg_dmabuf(fd, d, 64 * MB, &va), "op 99");
+    close(d);   /* the mapping keeps its own reference */
+    sync_byte(sv[0], 'x');
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st),
+          "exporter status 0x%x", st);
+    CHECK_ERR(open_dev(0), EBUSY, "exporter's context alive");
+    CHECK_ERR(open_dev(0), EBUSY, "still alive");
+    CHECK_OK(unmap(fd, va), "drop the import");
+    CHECK_OK(d = open_dev(0), "free once the last dma-buf is gone");
+    close(d);
     close(fd);
 }
 
@@ -2241,6 +2324,12 @@ static const test_t tests[] = {
     { "status_open", t_status_open, "" },
     { "reset_timer", t_reset_timer, "" },
     { "release_reset", t_release_reset, "HLSIM_RELEASE_RESET_MS=100" },
+    { "release_reset_default", t_release_reset_default,
+      "HLSIM_RELEASE_RESET_MS=" },
+    { "release_reset_gaudi3", t_release_reset_default,
+      "HLSIM_RELEASE_RESET_MS= HLSIM_ASIC=gaudi3" },
+    { "release_reset_gaudi1", t_release_reset_default,
+      "HLSIM_RELEASE_RESET_MS= HLSIM_ASIC=gaudi1" },
     { "mem_alloc_free", t_mem_alloc_free, "HLSIM_HBM_SIZE=2G" },
     { "mem_map_device", t_mem_map_device, "" },
     { "mem_map_host", t_mem_map_host, "" },
@@ -2278,6 +2367,7 @@ static const test_t tests[] = {
     { "op99_two_processes", t_op99_two_processes, "" },
     { "op99_upstream", t_op99_upstream, "HLSIM_FLAVOUR=upstream" },
     { "op99_bad_fd", t_op99_bad_fd, "" },
+    { "exporter_lifetime", t_exporter_lifetime, "" },
     { "export_linux61_gaudi2", t_export_linux61_gaudi2, "HLSIM_NODES=legacy" },
     { "export_linux61_gaudi1", t_export_linux61_gaudi1,
       "HLSIM_NODES=legacy HLSIM_ASIC=gaudi1" },
@@ -2312,6 +2402,9 @@ static int run_one(const test_t *t, const char *base, int idx)
         unsetenv("HLSIM_DRAM_PAGE_SIZE");
         unsetenv("HLSIM_DMA_GBPS");
         unsetenv("HLSIM_WAIT_RUNS");
+        /* most tests reopen a device at once: no release reset unless
+         * the test asks for it */
+        setenv("HLSIM_RELEASE_RESET_MS", "0", 1);
         snprintf(env, sizeof(env), "%s", t->env);
         for (tok = strtok_r(env, " ", &save); tok;
              tok = strtok_r(NULL, " ", &save)) {

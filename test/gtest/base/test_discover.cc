@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <dlfcn.h>
 #include <unistd.h>
 
 using gaudi_unit::log_capture;
@@ -263,20 +264,28 @@ TEST_F(select_dev, busy_device_auto_picks_next_free)
     uct_gaudi_ctx_put(ctx);
 }
 
+/* a named busy device is waited for (a previous user's context may live
+ * on while importers hold its dma-bufs, facts 4.1), then refused */
 TEST_F(select_dev, busy_device_explicit_gives_clear_error)
 {
-    GAUDI_UNIT_CHILD({{"UCX_GAUDI_DEVICE", "0"}});
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_DEVICE", "0"},
+                      {"UCX_GAUDI_OPEN_TIMEOUT", "200ms"}});
     gaudi_unit::node_holder other(0);
     uct_gaudi_ctx_t *ctx;
     log_capture log;
+    ucs_time_t start;
 
     ASSERT_TRUE(other.ok());
     const uct_gaudi_dev_info_t *d = uct_gaudi_device_by_index(0);
     ASSERT_NE(nullptr, d);
+    start = ucs_get_time();
     EXPECT_EQ(UCS_ERR_BUSY, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_GE(ucs_time_to_msec(ucs_get_time() - start), 150.0);
     std::string expect = std::string("gaudi GAUDI_0 (accel0, ") + d->pci_addr +
-                         "): device is busy, another process owns its "
-                         "compute context; set UCX_GAUDI_DEVICE or "
+                         "): device is busy after 0.2 s "
+                         "(UCX_GAUDI_OPEN_TIMEOUT): another process owns its "
+                         "compute context, or importers still hold dma-bufs "
+                         "of its previous user; set UCX_GAUDI_DEVICE or "
                          "UCX_GAUDI_DEVICE_FD";
     EXPECT_NE("", log.find({expect})) << log.dump();
 }
@@ -307,6 +316,49 @@ TEST_F(select_dev, eagain_backoff_during_reset)
     ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
     EXPECT_GE(ucs_time_to_msec(ucs_get_time() - start), 200.0);
     EXPECT_EQ(1, ctx->info->minor);
+    uct_gaudi_ctx_put(ctx);
+}
+
+/*
+ * Gaudi2 resets after every release of the compute node (facts 7.1, 9.8):
+ * a second process, then a restart in this one, opening the device right
+ * after it was closed wait through the EAGAIN and succeed
+ */
+TEST_F(select_dev, reopen_after_release_reset)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_DEVICE", "0"},
+                      {"UCX_GAUDI_OPEN_TIMEOUT", "5s"},
+                      {"HLSIM_RELEASE_RESET_MS", "300"}});
+    uct_gaudi_ctx_t *ctx;
+    ucs_time_t start;
+    int status;
+    pid_t pid;
+
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    uct_gaudi_ctx_put(ctx);
+    auto get_status = (int (*)(int))dlsym(RTLD_DEFAULT,
+                                          "hlsim_get_device_status");
+    ASSERT_TRUE(get_status != NULL);
+    EXPECT_EQ(GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE,
+              get_status(0));
+    pid = fork();
+    if (pid == 0) {
+        start = ucs_get_time();
+        if (uct_gaudi_ctx_get(-1, &ctx) != UCS_OK) {
+            _exit(1);
+        }
+        status = (ctx->info->minor == 0) &&
+                 (ucs_time_to_msec(ucs_get_time() - start) >= 200.0);
+        uct_gaudi_ctx_put(ctx);
+        _exit(status ? 0 : 2);
+    }
+    ASSERT_EQ(pid, waitpid(pid, &status, 0));
+    EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0))
+        << "second process: status 0x" << std::hex << status;
+    start = ucs_get_time();
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_GE(ucs_time_to_msec(ucs_get_time() - start), 200.0);
+    EXPECT_EQ(0, ctx->info->minor);
     uct_gaudi_ctx_put(ctx);
 }
 

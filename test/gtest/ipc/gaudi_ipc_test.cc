@@ -36,6 +36,8 @@ extern "C" {
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <poll.h>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -366,6 +368,27 @@ public:
 
     bool start()
     {
+        return spawn() && (read_line() == "ready");
+    }
+
+    /* Wait for "ready", calling @a idle meanwhile (the test keeps
+     * progressing while the exporter starts) */
+    bool wait_ready(const std::function<void()> &idle)
+    {
+        struct pollfd p = {fileno(m_out), POLLIN, 0};
+
+        for (int i = 0; i < 20000; ++i) {
+            if (poll(&p, 1, 1) > 0) {
+                return read_line() == "ready";
+            }
+            idle();
+        }
+        return false;
+    }
+
+    /* Start the exporter process; "ready" is not read yet */
+    bool spawn()
+    {
         int in[2], out[2];
         if ((pipe(in) < 0) || (pipe(out) < 0)) {
             return false;
@@ -387,7 +410,7 @@ public:
         m_in  = fdopen(in[1], "w");
         m_out = fdopen(out[0], "r");
         setvbuf(m_in, NULL, _IOLBF, 0);
-        return read_line() == "ready";
+        return true;
     }
 
     std::string cmd(const char *fmt, ...)
@@ -1016,6 +1039,54 @@ TEST_F(gaudi_ipc, peer_killed_mid_transfer)
     EXPECT_EQ(UCS_ERR_CONNECTION_RESET, xfer(false, local, 4096, rb.addr, rb));
     EXPECT_EQ(0u, cache()->count) << "the dead peer's imports are unmapped";
     uct_gaudi_mem_free(local);
+}
+
+/*
+ * A rank restarts while its peer keeps running. Our import of the dead
+ * exporter's buffer keeps its device context alive, so the restarted
+ * exporter's open gets EBUSY (facts 4.1) until our progress notices the
+ * exit and drops the import; its open waits for that (UCX_GAUDI_DEVICE
+ * names the device) and the transfers go on with the new process.
+ */
+TEST_F(gaudi_ipc, exporter_restart)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    const size_t len = 1ul << 20;
+    std::vector<uint8_t> host(len), exp(len);
+
+    connect();
+    remote_buf rb = ralloc(len);
+    ASSERT_EQ("ok", rfill(rb.addr, len, 3));
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), len, rb.addr, rb));
+    ASSERT_EQ(1u, cache()->count);
+
+    m_peer.kill_now();
+    m_peer.stop();
+    uct_ep_destroy(m_ep);
+    m_ep = NULL;
+    /* the import holds the dead exporter's device */
+    EXPECT_EQ(-1, open("/dev/accel/accel1", O_RDWR | O_CLOEXEC));
+    EXPECT_EQ(EBUSY, errno);
+
+    /* we progress only once the new exporter surely tried its open */
+    ucs_time_t start = ucs_get_time();
+    ASSERT_TRUE(m_peer.spawn());
+    ASSERT_TRUE(m_peer.wait_ready([this, start]() {
+        if (ucs_time_to_msec(ucs_get_time() - start) > 700.0) {
+            uct_iface_progress(m_uct.ipc_if);
+        }
+    })) << "the restarted exporter could not open its device";
+    EXPECT_EQ(0u, cache()->count) << "the dead exporter's import is gone";
+
+    connect();
+    remote_buf rb2 = ralloc(len);
+    ASSERT_EQ("ok", rfill(rb2.addr, len, 4));
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), len, rb2.addr, rb2));
+    pattern(exp, 4);
+    EXPECT_EQ(0, memcmp(exp.data(), host.data(), len)) << "new exporter data";
+    rfree(rb2);
 }
 
 TEST_F(gaudi_ipc, no_leaks)

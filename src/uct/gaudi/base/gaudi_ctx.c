@@ -164,10 +164,15 @@ static int uct_gaudi_ctx_lookup(const uct_gaudi_dev_info_t *info,
     return 1;
 }
 
-/* Open the compute node; EAGAIN (reset in progress, facts 7.1) is retried
- * with exponential back-off for up to @a timeout seconds */
+/*
+ * Open the compute node; EAGAIN (reset in progress, facts 7.1) is retried
+ * with exponential back-off for up to @a timeout seconds. With
+ * @a retry_busy EBUSY is too: the context of the device's previous user
+ * lives on until importers release its dma-bufs (facts 4.1), e.g. when a
+ * rank restarts while its peers still cache its buffers.
+ */
 static ucs_status_t uct_gaudi_ctx_open_node(const uct_gaudi_dev_info_t *info,
-                                            double timeout,
+                                            double timeout, int retry_busy,
                                             uct_gaudi_hl_t *hl)
 {
     ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(timeout);
@@ -178,7 +183,8 @@ static ucs_status_t uct_gaudi_ctx_open_node(const uct_gaudi_dev_info_t *info,
     for (;;) {
         status = uct_gaudi_hl_open(info->minor, 0, UCT_GAUDI_HL_OPEN_QUIET,
                                    hl);
-        if (status != UCS_ERR_NO_RESOURCE) {
+        if ((status != UCS_ERR_NO_RESOURCE) &&
+            (!retry_busy || (status != UCS_ERR_BUSY))) {
             return status;
         }
 
@@ -187,8 +193,8 @@ static ucs_status_t uct_gaudi_ctx_open_node(const uct_gaudi_dev_info_t *info,
             return status;
         }
 
-        ucs_debug("gaudi %s: device in reset, retrying open in %u us",
-                  info->name, delay_us);
+        ucs_debug("gaudi %s: device %s, retrying open in %u us", info->name,
+                  (status == UCS_ERR_BUSY) ? "busy" : "in reset", delay_us);
         usleep(ucs_min(delay_us, (unsigned)left_us + 1));
         delay_us = ucs_min(delay_us * 2, UCT_GAUDI_OPEN_BACKOFF_MAX_US);
     }
@@ -203,9 +209,11 @@ static void uct_gaudi_ctx_open_error(const uct_gaudi_dev_info_t *info,
     uct_gaudi_dev_desc(info, desc, sizeof(desc));
     switch (status) {
     case UCS_ERR_BUSY:
-        ucs_error("gaudi %s: device is busy, another process owns its "
-                  "compute context; set UCX_GAUDI_DEVICE or "
-                  "UCX_GAUDI_DEVICE_FD", desc);
+        ucs_error("gaudi %s: device is busy after %.1f s "
+                  "(UCX_GAUDI_OPEN_TIMEOUT): another process owns its "
+                  "compute context, or importers still hold dma-bufs of its "
+                  "previous user; set UCX_GAUDI_DEVICE or "
+                  "UCX_GAUDI_DEVICE_FD", desc, timeout);
         break;
     case UCS_ERR_NO_RESOURCE:
         ucs_error("gaudi %s: device still in reset or being released after "
@@ -233,7 +241,8 @@ static ucs_status_t uct_gaudi_ctx_get_dev(const uct_gaudi_dev_info_t *info,
         return UCS_OK;
     }
 
-    status = uct_gaudi_ctx_open_node(info, timeout, &hl);
+    /* the named device: wait for a previous user's context to go too */
+    status = uct_gaudi_ctx_open_node(info, timeout, 1, &hl);
     if (status != UCS_OK) {
         uct_gaudi_ctx_open_error(info, status, errno, timeout);
         return status;
@@ -463,7 +472,7 @@ static ucs_status_t uct_gaudi_ctx_get_free(uct_gaudi_ctx_t **ctx_p)
 
             info   = &devs->dev[i];
             status = uct_gaudi_ctx_open_node(info, (pass == 2) ? timeout : 0,
-                                             &hl);
+                                             0, &hl);
             if (status == UCS_OK) {
                 status = uct_gaudi_ctx_create(info, &hl, "opened", ctx_p);
                 if (status != UCS_OK) {

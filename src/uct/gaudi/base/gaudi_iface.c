@@ -88,6 +88,9 @@ unsigned uct_gaudi_iface_progress(uct_iface_h tl_iface)
     }
 
     count = uct_gaudi_dma_progress(iface->dma, iface->max_poll);
+    if (iface->ops->periodic != NULL) {
+        iface->ops->periodic(iface);
+    }
     if (count > 0) {
         uct_gaudi_iface_flushes_progress(iface);
     } else if (iface->ops->idle != NULL) {

@@ -45,6 +45,8 @@ typedef struct uct_gaudi_iface_ops {
                               ucs_status_t status);
     /* Progress found nothing to deliver. NULL: nothing to do */
     void         (*idle)(uct_gaudi_iface_t *iface);
+    /* Every progress call, busy or idle. NULL: nothing to do */
+    void         (*periodic)(uct_gaudi_iface_t *iface);
 } uct_gaudi_iface_ops_t;
 
 

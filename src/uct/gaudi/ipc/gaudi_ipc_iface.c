@@ -72,8 +72,9 @@ static ucs_config_field_t uct_gaudi_ipc_iface_config_table[] = {
      UCS_CONFIG_TYPE_UINT},
 
     {"PEER_CHECK_INTERVAL", "100ms",
-     "How often an idle progress looks for exited peers to unmap their\n"
-     "buffers.",
+     "How often progress (busy or idle) looks for exited peers and\n"
+     "deregistered buffers to unmap them (imports keep the exporter's\n"
+     "device context alive).",
      ucs_offsetof(uct_gaudi_ipc_iface_config_t, peer_check),
      UCS_CONFIG_TYPE_TIME},
 
@@ -155,8 +156,13 @@ static ucs_status_t uct_gaudi_ipc_iface_query(uct_iface_h tl_iface,
 }
 
 
-/* idle: now and then unmap the buffers of exited exporters */
-static void uct_gaudi_ipc_iface_idle(uct_gaudi_iface_t *super)
+/*
+ * Every progress call, busy or idle: now and then unmap the buffers of
+ * exited exporters and deregistered exports. Each import keeps its
+ * exporter's device context, so a restarted exporter cannot open its
+ * device meanwhile (facts 4.1).
+ */
+static void uct_gaudi_ipc_iface_periodic(uct_gaudi_iface_t *super)
 {
     uct_gaudi_ipc_iface_t *iface = ucs_derived_of(super,
                                                   uct_gaudi_ipc_iface_t);
@@ -192,7 +198,7 @@ static uct_iface_internal_ops_t uct_gaudi_ipc_iface_internal_ops = {
 
 static const uct_gaudi_iface_ops_t uct_gaudi_ipc_iface_gaudi_ops = {
     .desc_done = uct_gaudi_ipc_ep_zcopy_done,
-    .idle      = uct_gaudi_ipc_iface_idle
+    .periodic  = uct_gaudi_ipc_iface_periodic
 };
 
 
