@@ -39,6 +39,8 @@ void hlsim_ctx_register(hlsim_ctx_t *ctx, int add)
     }
 }
 
+static void hlsim_cs_outcome_push(hlsim_ctx_t *ctx, const hlsim_cs_t *cs);
+
 static uint64_t hlsim_gen(int dev)
 {
     return __atomic_load_n(&hlsim_shm->dev[dev].reset_gen, __ATOMIC_ACQUIRE);
@@ -422,7 +424,9 @@ int hlsim_cs(hlsim_file_t *f, union hl_cs_args *a)
         reset = 1;
     }
     ctx->next_seq++;
+    hlsim_cs_outcome_push(ctx, cs);
     memset(cs, 0, sizeof(*cs));
+    cs->timestamp = !!(a->in.cs_flags & HL_CS_FLAGS_TIMESTAMP);
     cs->seq       = seq;
     cs->state     = HLSIM_CS_PENDING;
     cs->jobs_left = n;
@@ -465,6 +469,43 @@ out:
     return rc;
 }
 
+/*
+ * The driver stores the outcome of a CS submitted with HL_CS_FLAGS_TIMESTAMP
+ * at completion, in a store of HL_CS_OUTCOME_HISTORY_LEN (256) that drops
+ * the oldest, and a WAIT on a CS older than the window pops it (K612
+ * common/command_submission.c:57-133, 797-800, 2675-2686); other old CSs
+ * are "gone". Stored here when the CS's ring slot is reused, the moment it
+ * leaves the window; lock held.
+ */
+static void hlsim_cs_outcome_push(hlsim_ctx_t *ctx, const hlsim_cs_t *cs)
+{
+    hlsim_cs_outcome_t *o;
+
+    if (!cs->timestamp || (cs->state == HLSIM_CS_PENDING) ||
+        (cs->state == HLSIM_CS_FREE)) {
+        return;
+    }
+    o          = &ctx->outcomes[ctx->outcome_next++ % HLSIM_CS_OUTCOMES];
+    o->seq     = cs->seq;
+    o->done_ns = cs->done_ns;
+    o->state   = cs->state;
+}
+
+static int hlsim_cs_outcome_pop(hlsim_ctx_t *ctx, uint64_t seq,
+                                hlsim_cs_outcome_t *out)
+{
+    unsigned i;
+
+    for (i = 0; i < HLSIM_CS_OUTCOMES; i++) {
+        if (ctx->outcomes[i].state && (ctx->outcomes[i].seq == seq)) {
+            *out                  = ctx->outcomes[i];
+            ctx->outcomes[i].state = 0;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a)
 {
     hlsim_ctx_t    *ctx = f->ctx;
@@ -472,7 +513,8 @@ int hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a)
     uint64_t        seq = a->in.seq, tmo = a->in.timeout_us;
     struct timespec dl;
     hlsim_cs_t     *cs;
-    int             err, state;
+    hlsim_cs_outcome_t old;
+    int             err, state, ts;
 
     if ((err = hlsim_fault_hit("wait_cs"))) {
         return -err;
@@ -500,8 +542,15 @@ int hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a)
     }
     cs = (ctx->cs_ring != NULL) ? &ctx->cs_ring[seq & (max - 1)] : NULL;
     memset(&a->out, 0, sizeof(a->out));
-    /* older than the window: gone, treated as completed (facts 5.2) */
+    /* older than the window: its stored outcome, once, else gone */
     if ((seq + max < ctx->next_seq) || (cs == NULL) || (cs->seq != seq)) {
+        if (hlsim_cs_outcome_pop(ctx, seq, &old)) {
+            pthread_mutex_unlock(&hlsim_lock);
+            state = old.state;
+            a->out.timestamp_nsec = old.done_ns;
+            ts    = 1;
+            goto report;
+        }
         pthread_mutex_unlock(&hlsim_lock);
         a->out.status = HL_WAIT_CS_STATUS_COMPLETED;
         a->out.flags  = HL_WAIT_CS_STATUS_FLAG_GONE;
@@ -516,18 +565,21 @@ int hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a)
         }
     }
     state = (cs->seq == seq) ? cs->state : HLSIM_CS_DONE;
-    if (state == HLSIM_CS_DONE) {
+    /* a timestamp only for CSs that asked for one (:797-800) */
+    ts    = (cs->seq == seq) && cs->timestamp;
+    if ((state == HLSIM_CS_DONE) && ts) {
         a->out.timestamp_nsec = cs->done_ns;
     }
     pthread_mutex_unlock(&hlsim_lock);
 
+report:
     switch (state) {
     case HLSIM_CS_PENDING:
         a->out.status = HL_WAIT_CS_STATUS_BUSY;
         return 0;
     case HLSIM_CS_DONE:
         a->out.status = HL_WAIT_CS_STATUS_COMPLETED;
-        a->out.flags  = HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD;
+        a->out.flags  = ts ? HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD : 0;
         return 0;
     case HLSIM_CS_TIMEDOUT:
         a->out.status = HL_WAIT_CS_STATUS_TIMEDOUT;

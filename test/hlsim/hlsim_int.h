@@ -227,7 +227,16 @@ typedef struct hlsim_cs {
     int      fail;        /* fault to apply at completion */
     uint64_t gen;         /* device reset generation at submit */
     int64_t  done_ns;
+    int      timestamp;   /* submitted with HL_CS_FLAGS_TIMESTAMP */
 } hlsim_cs_t;
+
+/* Outcomes of timestamped CSs that left the window (facts 9.11) */
+#define HLSIM_CS_OUTCOMES 256
+typedef struct {
+    uint64_t seq;
+    int64_t  done_ns;
+    int      state;       /* 0: free slot */
+} hlsim_cs_outcome_t;
 
 typedef struct hlsim_job {
     struct hlsim_job *next;
@@ -267,6 +276,8 @@ typedef struct hlsim_ctx {
     /* CS */
     uint64_t         next_seq;
     hlsim_cs_t      *cs_ring;    /* max_pending slots */
+    hlsim_cs_outcome_t outcomes[HLSIM_CS_OUTCOMES];
+    unsigned         outcome_next; /* ring: the oldest is overwritten */
     hlsim_queue_t    queues[HLSIM_MAX_QUEUES];
     int              in_flight;
     uint64_t         drop_in_flight;

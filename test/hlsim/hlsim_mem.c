@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/vfs.h>
 #include <sys/mman.h>
 
 #define HLSIM_TASK_SIZE 0x7FFFFFFFF000ULL
@@ -189,6 +190,41 @@ int hlsim_is_dmabuf_fd(int fd)
 
 /* ---- host memory checks (facts 3.3: access_ok, pin with FOLL_WRITE) ---- */
 
+/*
+ * Linux >= 6.5 refuses FOLL_LONGTERM|FOLL_WRITE pins of shared file
+ * mappings whose file system tracks dirty pages (mm/gup.c
+ * writable_file_mapping_allowed(), "mm/gup: disallow FOLL_LONGTERM GUP-nonfast
+ * writing to file-backed mappings"); shmem and hugetlbfs are fine. The
+ * driver pins USERPTR memory that way (facts 9.10). Modelled for the accel
+ * flavours (kernels >= 6.3, taken as >= 6.5), not for Linux 6.1.
+ */
+static int hlsim_longterm_pin_refused(const char *line, const char *perms)
+{
+    char          path[512], *p;
+    struct statfs sfs;
+    int           n = 0;
+
+    if (hlsim_cfg.legacy || (perms[1] != 'w') || (perms[3] != 's') ||
+        (sscanf(line, "%*s %*s %*s %*s %*s %n", &n) < 0) || (n == 0) ||
+        (line[n] != '/')) {
+        return 0;   /* private, read-only or anonymous */
+    }
+    snprintf(path, sizeof(path), "%s", line + n);
+    path[strcspn(path, "\n")] = '\0';
+    if ((p = strstr(path, " (deleted)")) != NULL) {
+        *strrchr(path, '/') = '\0';   /* its directory's file system */
+        if (path[0] == '\0') {
+            return 0;
+        }
+    }
+    if (!strncmp(path, "/memfd:", 7) || !strncmp(path, "/SYSV", 5) ||
+        (statfs(path, &sfs) != 0)) {
+        return 0;   /* shmem, or cannot tell */
+    }
+    return (sfs.f_type != HLSIM_TMPFS_MAGIC) &&
+           (sfs.f_type != 0x958458f6 /* HUGETLBFS_MAGIC */);
+}
+
 static int hlsim_user_range_ok(uint64_t start, uint64_t end)
 {
     FILE              *f;
@@ -210,7 +246,8 @@ static int hlsim_user_range_ok(uint64_t start, uint64_t end)
             }
             continue;
         }
-        if ((perms[0] != 'r') || (perms[1] != 'w')) {
+        if ((perms[0] != 'r') || (perms[1] != 'w') ||
+            hlsim_longterm_pin_refused(line, perms)) {
             break;
         }
         cur = hi;

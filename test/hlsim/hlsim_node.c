@@ -483,9 +483,10 @@ int hlsim_open_node(int dev, hlsim_fkind_t kind, const char *rpath,
             (st == GAUDI_HL_DEVICE_STATUS_NEEDS_RESET)) {
             return -EPERM;
         }
+        /* IN_DEVICE_CREATION is operational (K612 common/device.c:
+         * 397-417, habanalabs_drv.c:202-214): the open goes on */
         if ((st == GAUDI_HL_DEVICE_STATUS_IN_RESET) ||
             (st == GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE) ||
-            (st == GAUDI_HL_DEVICE_STATUS_IN_DEVICE_CREATION) ||
             __atomic_load_n(&sd->in_release, __ATOMIC_ACQUIRE)) {
             return -EAGAIN;
         }

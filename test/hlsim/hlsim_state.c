@@ -590,9 +590,13 @@ unsigned hlsim_dev_status(int dev)
     return st;
 }
 
+/* IN_DEVICE_CREATION counts as operational (K612 common/device.c:397-417) */
 int hlsim_dev_operational(int dev)
 {
-    return hlsim_dev_status(dev) == GAUDI_HL_DEVICE_STATUS_OPERATIONAL;
+    unsigned st = hlsim_dev_status(dev);
+
+    return (st == GAUDI_HL_DEVICE_STATUS_OPERATIONAL) ||
+           (st == GAUDI_HL_DEVICE_STATUS_IN_DEVICE_CREATION);
 }
 
 void hlsim_dev_set_status(int dev, unsigned status, uint64_t until_ns)

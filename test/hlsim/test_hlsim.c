@@ -845,6 +845,11 @@ static void t_status_open(void)
     check_file("/sys/class/accel/accel0/device/status", "disabled\n");
     CHECK_OK(set(0, GAUDI_HL_DEVICE_STATUS_NEEDS_RESET), "set");
     CHECK_ERR(open_dev(0), EPERM, "open needs reset");
+    /* IN_DEVICE_CREATION counts as operational (facts 9.12) */
+    CHECK_OK(set(0, GAUDI_HL_DEVICE_STATUS_IN_DEVICE_CREATION), "set");
+    CHECK_OK(fd = open_dev(0), "open in device creation");
+    CHECK_OK(mem_alloc(fd, 4096, &h), "alloc in device creation");
+    close(fd);
     CHECK_OK(set(0, GAUDI_HL_DEVICE_STATUS_OPERATIONAL), "set");
     CHECK_OK(fd = open_dev(0), "open operational");
     close(fd);
@@ -1225,6 +1230,53 @@ static void t_exporter_lifetime(void)
     CHECK_OK(d = open_dev(0), "free once the last dma-buf is gone");
     close(d);
     close(fd);
+}
+
+/*
+ * Linux >= 6.5 refuses long-term writable pins of shared file mappings on
+ * file systems with dirty tracking (facts 9.10): USERPTR MAP -> EFAULT on
+ * the accel flavours; private, memfd (shmem) mappings and Linux 6.1 pass
+ */
+static void t_pin_shared_file(void)
+{
+    static const char *dirs[] = { "/var/tmp", "/tmp", "." };
+    char     path[256];
+    struct statfs sfs;
+    uint64_t va;
+    unsigned i;
+    void    *p, *q, *m;
+    int      fd, f = -1, mfd;
+
+    for (i = 0; (f < 0) && (i < 3); i++) {
+        if ((statfs(dirs[i], &sfs) == 0) && (sfs.f_type != 0x01021994)) {
+            snprintf(path, sizeof(path), "%s/hlsim-pin-XXXXXX", dirs[i]);
+            f = mkstemp(path);
+        }
+    }
+    CHECK(f >= 0, "no writable non-tmpfs directory for the test file");
+    unlink(path);
+    CHECK(ftruncate(f, 8192) == 0, "ftruncate");
+    p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+    q = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE, f, 0);
+    CHECK(p != MAP_FAILED && q != MAP_FAILED, "mmap file");
+    CHECK_OK(mfd = memfd_create("hlsim-pin", MFD_CLOEXEC), "memfd");
+    CHECK(ftruncate(mfd, 8192) == 0, "ftruncate memfd");
+    m = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+    CHECK(m != MAP_FAILED, "mmap memfd");
+    CHECK_OK(fd = open_dev(0), "open");
+    if (hl_legacy_nodes()) {
+        CHECK_OK(map_host(fd, p, 8192, &va), "Linux 6.1 pins it");
+    } else {
+        CHECK_ERR(map_host(fd, p, 8192, &va), EFAULT, "shared file");
+    }
+    CHECK_OK(map_host(fd, q, 8192, &va), "private file mapping");
+    CHECK_OK(map_host(fd, m, 8192, &va), "memfd (shmem)");
+    close(fd);
+    munmap(p, 8192);
+    munmap(q, 8192);
+    munmap(m, 8192);
+    close(f);
+    close(mfd);
 }
 
 static void t_close_frees(void)
@@ -1979,7 +2031,8 @@ static void t_wait_errors(void)
     CHECK(status == HL_WAIT_CS_STATUS_COMPLETED &&
           (flags & HL_WAIT_CS_STATUS_FLAG_GONE), "gone");
     CHECK_OK(wait_cs(fd, 73, 0, &status, &flags), "recent seq");
-    CHECK(flags & HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD, "timestamp");
+    CHECK(!(flags & HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD),
+          "no timestamp unless asked for");
     (void)seq;
     close(fd);
     free(buf);
@@ -2095,6 +2148,106 @@ static void t_hard_reset(void)
           (unsigned long long)u.dram_free_mem);
     close(fd);
     close(cfd);
+}
+
+/*
+ * WAIT on a CS older than the window (facts 9.11): a CS submitted with
+ * HL_CS_FLAGS_TIMESTAMP reports its stored outcome, with its timestamp,
+ * once; then, like any other old CS, it is gone
+ */
+static int submit_ts(int fd, hcb_t *h, uint64_t src, uint64_t dst,
+                     uint32_t size, uint64_t *seq)
+{
+    struct hl_cs_chunk ch = {0};
+    union hl_cs_args   a  = {0};
+    int                rc;
+
+    h->cb.len = 0;
+    pkt_lin(&h->cb, src, dst, size, 0, 0);
+    ch.cb_handle            = h->va;
+    ch.queue_index          = 0;
+    ch.cb_size              = h->cb.len;
+    ch.cs_chunk_flags       = HL_CS_CHUNK_FLAGS_USER_ALLOC_CB;
+    a.in.chunks_execute     = (uintptr_t)&ch;
+    a.in.num_chunks_execute = 1;
+    a.in.cs_flags           = HL_CS_FLAGS_TIMESTAMP;
+    rc   = ioctl(fd, CS_CODE, &a);
+    *seq = a.out.seq;
+    return rc;
+}
+
+static void t_wait_old_outcome(void)
+{
+    int (*add)(const char *, unsigned, int) = API(hlsim_fault_add);
+    uint8_t *buf = malloc(8192);
+    uint64_t va, s_ok, s_bad, s_plain, i;
+    uint32_t status, flags;
+    hcb_t    cb;
+    int      fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    cb = hcb_new(fd, 4096);
+    CHECK_OK(map_host(fd, buf, 8192, &va), "map");
+    CHECK_OK(submit_ts(fd, &cb, va, va + 4096, 64, &s_ok), "CS ts");
+    CHECK_OK(wait_cs(fd, s_ok, 5000000, &status, &flags), "wait");
+    CHECK(flags & HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD, "timestamp");
+    CHECK_OK(add("cs_timeout", 1, ETIMEDOUT), "fault");
+    CHECK_OK(submit_ts(fd, &cb, va, va + 4096, 64, &s_bad), "CS ts, fails");
+    CHECK_ERR(wait_cs(fd, s_bad, 5000000, &status, NULL), ETIMEDOUT,
+              "timed out");
+    CHECK_OK(g2_dma(fd, &cb, 0, va, va + 4096, 64, 0, &status), "plain");
+    s_plain = s_bad + 1;
+    for (i = 0; i < 70; i++) {   /* the window (64) moves past them */
+        CHECK_OK(g2_dma(fd, &cb, 1, va, va + 4096, 64, 0, &status), "dma");
+    }
+    CHECK_OK(wait_cs(fd, s_ok, 0, &status, &flags), "old, stored");
+    CHECK(status == HL_WAIT_CS_STATUS_COMPLETED &&
+          (flags & HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD) &&
+          !(flags & HL_WAIT_CS_STATUS_FLAG_GONE), "stored outcome %u/%x",
+          status, flags);
+    CHECK_OK(wait_cs(fd, s_ok, 0, &status, &flags), "popped");
+    CHECK(flags & HL_WAIT_CS_STATUS_FLAG_GONE, "gone after the pop");
+    CHECK_ERR(wait_cs(fd, s_bad, 0, &status, NULL), ETIMEDOUT,
+              "stored failure");
+    CHECK(status == HL_WAIT_CS_STATUS_TIMEDOUT, "status 2");
+    CHECK_OK(wait_cs(fd, s_plain, 0, &status, &flags), "plain old");
+    CHECK(flags & HL_WAIT_CS_STATUS_FLAG_GONE, "no outcome stored");
+    close(fd);
+    free(buf);
+}
+
+/* Gaudi2's real DRAM page, 768 MiB, is not a power of two (facts 3.4) */
+static void t_dram_page_768m(void)
+{
+    const uint64_t page = 768 * MB;
+    uint8_t *src = malloc(8192), *dst = calloc(1, 8192);
+    uint64_t h1, h2, dva, sva, tva, free0;
+    uint32_t status;
+    hcb_t    cb;
+    int      fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK(hw_ip(fd).u61.dram_page_size == page, "page size %llu",
+          (unsigned long long)hw_ip(fd).u61.dram_page_size);
+    free0 = dram_free(fd);
+    CHECK_OK(mem_alloc(fd, 1, &h1), "alloc 1 byte");
+    CHECK(free0 - dram_free(fd) == page, "one whole page");
+    CHECK_OK(mem_alloc(fd, page + 1, &h2), "alloc a page and a byte");
+    CHECK(free0 - dram_free(fd) == 3 * page, "two more pages");
+    CHECK_OK(map_dev(fd, h2, 0, 0, &dva), "map");
+    cb = hcb_new(fd, 4096);
+    fill(src, 8192, 5);
+    CHECK_OK(map_host(fd, src, 8192, &sva), "map src");
+    CHECK_OK(map_host(fd, dst, 8192, &tva), "map dst");
+    /* across the boundary of the two pages */
+    CHECK_OK(g2_dma(fd, &cb, 0, sva, dva + page - 4096, 8192, 0, &status),
+             "h2d");
+    CHECK_OK(g2_dma(fd, &cb, 4, dva + page - 4096, tva, 8192, 0, &status),
+             "d2h");
+    CHECK(!memcmp(src, dst, 8192), "data across the page boundary");
+    close(fd);
+    free(src);
+    free(dst);
 }
 
 static void t_dma_bandwidth(void)
@@ -2357,6 +2510,8 @@ static const test_t tests[] = {
     { "wait_runs_order", t_wait_runs_order, "" },
     { "wait_runs_order_off", t_wait_runs_order, "HLSIM_WAIT_RUNS=0" },
     { "wait_errors", t_wait_errors, "HLSIM_RESET_ON_LOCKUP=0" },
+    { "wait_old_outcome", t_wait_old_outcome, "HLSIM_RESET_ON_LOCKUP=0" },
+    { "dram_page_768m", t_dram_page_768m, "HLSIM_DRAM_PAGE_SIZE=768M" },
     { "hard_reset_dma_error", t_hard_reset, "HLSIM_TEST_FAULT=dma_error" },
     { "hard_reset_cs_timeout", t_hard_reset, "HLSIM_TEST_FAULT=cs_timeout" },
     { "hard_reset_fault", t_hard_reset, "HLSIM_TEST_FAULT=reset" },
@@ -2368,6 +2523,8 @@ static const test_t tests[] = {
     { "op99_upstream", t_op99_upstream, "HLSIM_FLAVOUR=upstream" },
     { "op99_bad_fd", t_op99_bad_fd, "" },
     { "exporter_lifetime", t_exporter_lifetime, "" },
+    { "pin_shared_file", t_pin_shared_file, "" },
+    { "pin_shared_file_linux61", t_pin_shared_file, "HLSIM_NODES=legacy" },
     { "export_linux61_gaudi2", t_export_linux61_gaudi2, "HLSIM_NODES=legacy" },
     { "export_linux61_gaudi1", t_export_linux61_gaudi1,
       "HLSIM_NODES=legacy HLSIM_ASIC=gaudi1" },

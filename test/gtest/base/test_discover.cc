@@ -362,6 +362,19 @@ TEST_F(select_dev, reopen_after_release_reset)
     uct_gaudi_ctx_put(ctx);
 }
 
+/* IN_DEVICE_CREATION counts as operational (facts 9.12): selected first */
+TEST_F(select_dev, device_creation_is_operational)
+{
+    GAUDI_UNIT_CHILD();
+    uct_gaudi_ctx_t *ctx;
+
+    ASSERT_EQ(0, gaudi_unit::hlsim_set_device_status(
+                      0, GAUDI_HL_DEVICE_STATUS_IN_DEVICE_CREATION));
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_EQ(0, ctx->info->minor);
+    uct_gaudi_ctx_put(ctx);
+}
+
 TEST_F(select_dev, eagain_timeout)
 {
     GAUDI_UNIT_CHILD({{"UCX_GAUDI_DEVICE", "0"},

@@ -108,7 +108,7 @@ ucs_status_t uct_gaudi_hl_errno_status(int err)
 static ucs_status_t UCS_F_PRINTF(4, 5)
 uct_gaudi_hl_fail(const char *name, int err, int quiet, const char *fmt, ...)
 {
-    char what[160];
+    char what[256];
     va_list ap;
 
     va_start(ap, fmt);
@@ -541,9 +541,13 @@ ucs_status_t uct_gaudi_hl_mem_map_host(const uct_gaudi_hl_t *hl,
 
     err = uct_gaudi_hl_ioctl(hl, GAUDI_HL_OP_MEMORY, &args);
     if (err != 0) {
+        /* the driver pins with FOLL_LONGTERM|FOLL_WRITE (facts 9.10) */
         return uct_gaudi_hl_fail(hl->name, err, 0,
-                                 "MEMORY MAP of host memory %p length %zu",
-                                 ptr, size);
+                                 "MEMORY MAP of host memory %p length %zu%s",
+                                 ptr, size, (err != EFAULT) ? "" :
+                                 " (not pinnable: unmapped, read-only, or on "
+                                 "Linux >= 6.5 a writable shared file "
+                                 "mapping)");
     }
 
     *va = args.out.device_virt_addr;
