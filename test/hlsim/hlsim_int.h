@@ -76,6 +76,7 @@ typedef struct {
     int            num_dev;
     int            legacy;     /* /dev/hlN nodes and 'H' ioctl codes */
     int            habana;     /* Habana out-of-tree flavour */
+    uint64_t       dram_bar;   /* DRAM PCI BAR size, 0: covers the HBM */
     hlsim_devcfg_t dev[HLSIM_MAX_DEV];
     /* per process, not recorded */
     unsigned       reset_ms;
@@ -325,6 +326,7 @@ unsigned hlsim_dev_status(int dev);    /* with lazy end of reset */
 void hlsim_dev_set_status(int dev, unsigned status, uint64_t until_ns);
 void hlsim_dev_reset(int dev, unsigned ms, unsigned status);
 int hlsim_reset_on_lockup(void);
+uint64_t hlsim_dram_bar_size(int dev);
 int  hlsim_dev_operational(int dev);
 uint8_t *hlsim_hbm(int dev);           /* HBM file mapping or NULL */
 void hlsim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

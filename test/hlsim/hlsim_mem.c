@@ -616,6 +616,12 @@ static int hlsim_mem_export(hlsim_ctx_t *ctx, struct gaudi_hl_mem_in *in)
             rc = -EINVAL;
             goto out;
         }
+        /* the whole range inside the DRAM PCI BAR (K612 memory.c:
+         * 1919-1949) */
+        if (addr - d->dram_phys_base + size > hlsim_dram_bar_size(ctx->dev)) {
+            rc = -EINVAL;
+            goto out;
+        }
         hlsim_add_seg(&u->h, addr - d->dram_phys_base, size);
     } else {
         /* exact VA of a device-memory MAP; host maps refused (facts 4.1) */
@@ -626,6 +632,15 @@ static int hlsim_mem_export(hlsim_ctx_t *ctx, struct gaudi_hl_mem_in *in)
             goto out;
         }
         page = d->page_size;
+        /* every page of the allocation, not just the exported range,
+         * inside the DRAM PCI BAR (K612 memory.c:1951-1983) */
+        for (pos = 0; pos < m->alloc->npages; pos++) {
+            if ((uint64_t)m->alloc->pages[pos] * page + page >
+                hlsim_dram_bar_size(ctx->dev)) {
+                rc = -EINVAL;
+                goto out;
+            }
+        }
         for (pos = off; pos < off + size; pos += chunk) {
             chunk = HLSIM_MIN(page - pos % page, off + size - pos);
             rc    = hlsim_add_seg(&u->h, (uint64_t)m->alloc->pages[pos / page]

@@ -124,7 +124,7 @@ static int hlsim_put(const char *dir, const char *name, const char *fmt, ...)
 
 static int hlsim_put(const char *dir, const char *name, const char *fmt, ...)
 {
-    char    path[4300], val[256];
+    char    path[4300], val[1024];
     va_list ap;
 
     va_start(ap, fmt);
@@ -215,6 +215,19 @@ static int hlsim_node_create_dev(int dev)
     rc |= hlsim_link(d, "%s/sys/bus/pci/devices/%s", r, bdf);
     rc |= hlsim_put(pci, "numa_node", "-1\n");
     rc |= hlsim_put(pci, "vendor", "0x1da3\n");
+    /* PCI resources: the DRAM BAR is BAR 4 on Gaudi1/2 (K612
+     * include/gaudi/gaudi.h:13, include/gaudi2/gaudi2.h:13) */
+    {
+        uint64_t start = (uint64_t)(dev + 1) << 44;
+        uint64_t end   = start + hlsim_dram_bar_size(dev) - 1;
+        const char *z  = "0x0000000000000000 0x0000000000000000 "
+                         "0x0000000000000000\n";
+
+        rc |= hlsim_put(pci, "resource", "%s%s%s%s0x%016llx 0x%016llx "
+                        "0x000000000014220c\n%s%s", z, z, z, z,
+                        (unsigned long long)start, (unsigned long long)end,
+                        z, z);
+    }
     rc |= hlsim_put(pci, "device", "0x%04x\n",
                     hlsim_cfg.dev[dev].device_id);
     if (hlsim_cfg.legacy) {

@@ -305,6 +305,11 @@ static int hlsim_config_from_env(hlsim_config_t *c)
         hlsim_log("bad HLSIM_DRAM_PAGE_SIZE='%s'", s);
         return -EINVAL;
     }
+    if ((s = getenv("HLSIM_DRAM_BAR_SIZE")) && *s &&
+        hlsim_parse_size(s, &c->dram_bar)) {
+        hlsim_log("bad HLSIM_DRAM_BAR_SIZE='%s'", s);
+        return -EINVAL;
+    }
     s = getenv("HLSIM_MODULE_IDS");
     for (i = 0; i < c->num_dev; i++) {
         hlsim_devcfg_t *d = &c->dev[i];
@@ -337,9 +342,10 @@ static void hlsim_config_write(FILE *f, const hlsim_config_t *c)
 {
     int i;
 
-    fprintf(f, "num_devices=%d\nnodes=%s\nflavour=%s\n", c->num_dev,
-            c->legacy ? "legacy" : "accel",
-            c->habana ? "habana" : "upstream");
+    fprintf(f, "num_devices=%d\nnodes=%s\nflavour=%s\ndram_bar=%llu\n",
+            c->num_dev, c->legacy ? "legacy" : "accel",
+            c->habana ? "habana" : "upstream",
+            (unsigned long long)c->dram_bar);
     for (i = 0; i < c->num_dev; i++) {
         fprintf(f, "dev%d=%s,%llu,%llu,%u\n", i,
                 hlsim_asic_name(c->dev[i].asic),
@@ -367,6 +373,8 @@ static int hlsim_config_read(const char *path, hlsim_config_t *c)
             c->legacy = !strcmp(nodes, "legacy");
         } else if (sscanf(line, "flavour=%15s", flav) == 1) {
             c->habana = !strcmp(flav, "habana");
+        } else if (sscanf(line, "dram_bar=%llu", &hbm) == 1) {
+            c->dram_bar = hbm;
         } else if ((sscanf(line, "dev%d=%15[^,],%llu,%llu,%u", &i, asic,
                            &hbm, &page, &mod) == 5) &&
                    (i >= 0) && (i < HLSIM_MAX_DEV)) {
@@ -386,7 +394,7 @@ static int hlsim_config_same(const hlsim_config_t *a, const hlsim_config_t *b)
     int i;
 
     if ((a->num_dev != b->num_dev) || (a->legacy != b->legacy) ||
-        (a->habana != b->habana)) {
+        (a->habana != b->habana) || (a->dram_bar != b->dram_bar)) {
         return 0;
     }
     for (i = 0; i < a->num_dev; i++) {
@@ -511,8 +519,9 @@ static int hlsim_do_init(void)
         }
     } else {
         hlsim_cfg.num_dev = envc.num_dev;
-        hlsim_cfg.legacy  = envc.legacy;
-        hlsim_cfg.habana  = envc.habana;
+        hlsim_cfg.legacy   = envc.legacy;
+        hlsim_cfg.habana   = envc.habana;
+        hlsim_cfg.dram_bar = envc.dram_bar;
         memcpy(hlsim_cfg.dev, envc.dev, sizeof(envc.dev));
         for (i = 0; i < hlsim_cfg.num_dev; i++) {
             if (hlsim_devcfg_derive(i, &hlsim_cfg.dev[i])) {
@@ -645,6 +654,21 @@ static void hlsim_reset_kill(int dev, uint64_t kill_ns)
         usleep(10000);
     }
     __atomic_store_n(&sd->compute_active, 0, __ATOMIC_RELEASE);
+}
+
+/* Size of device @a dev's DRAM PCI BAR (BAR 4): HLSIM_DRAM_BAR_SIZE, or
+ * the power of two that covers the HBM, as BARs are */
+uint64_t hlsim_dram_bar_size(int dev)
+{
+    uint64_t bar = 1;
+
+    if (hlsim_cfg.dram_bar != 0) {
+        return hlsim_cfg.dram_bar;
+    }
+    while (bar < hlsim_cfg.dev[dev].hbm_size) {
+        bar <<= 1;
+    }
+    return bar;
 }
 
 /* Driver parameter reset_on_lockup (K612 common/habanalabs_drv.c:42, 50-52);

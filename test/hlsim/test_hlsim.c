@@ -1279,6 +1279,46 @@ static void t_pin_shared_file(void)
     close(mfd);
 }
 
+/*
+ * DRAM PCI BAR (facts 4.1, 9.6): export checks every page of the whole
+ * allocation against the BAR size (BAR 4 in sysfs `resource`)
+ */
+static void t_export_bar(void)
+{
+    unsigned long long s, e, fl;
+    char     buf[1024], *line;
+    uint64_t h1, h2, va1, va2;
+    int      fd, d, i;
+
+    CHECK(read_file("/sys/bus/pci/devices/0000:10:00.0/resource", buf,
+                    sizeof(buf)) == 0, "resource");
+    for (i = 0, line = buf; i < 4; i++) {
+        line = strchr(line, '\n') + 1;
+    }
+    CHECK(sscanf(line, "%llx %llx %llx", &s, &e, &fl) == 3 &&
+          e - s + 1 == (getenv("HLSIM_ASIC") ? GB : 128 * MB), "BAR 4: %s",
+          line);
+    CHECK_OK(fd = open_dev(0), "open");
+    if (getenv("HLSIM_ASIC")) {   /* Gaudi1: physical range, BAR 1 GiB */
+        CHECK_OK(d = export_fd(fd, 0x20000000, 2 * MB, 0, O_RDWR),
+                 "inside the BAR");
+        close(d);
+        CHECK_ERR(export_fd(fd, GB - MB, 2 * MB, 0, O_RDWR), EINVAL,
+                  "partly outside the BAR");
+        close(fd);
+        return;
+    }
+    CHECK_OK(mem_alloc(fd, 1, &h1), "page 1");
+    CHECK_OK(mem_alloc(fd, 128 * MB, &h2), "pages 2, 3");
+    CHECK_OK(map_dev(fd, h1, 0, 0, &va1), "map");
+    CHECK_OK(map_dev(fd, h2, 0, 0, &va2), "map");
+    CHECK_OK(d = export_fd(fd, va1, 4096, 0, O_RDWR), "inside the BAR");
+    close(d);
+    CHECK_ERR(export_fd(fd, va2, 4096, 0, O_RDWR), EINVAL,
+              "one page of the allocation outside the BAR");
+    close(fd);
+}
+
 static void t_close_frees(void)
 {
     uint64_t h, va, total = 16 * GB - 64 * MB;
@@ -2524,6 +2564,9 @@ static const test_t tests[] = {
     { "op99_bad_fd", t_op99_bad_fd, "" },
     { "exporter_lifetime", t_exporter_lifetime, "" },
     { "pin_shared_file", t_pin_shared_file, "" },
+    { "export_bar", t_export_bar, "HLSIM_DRAM_BAR_SIZE=128M" },
+    { "export_bar_gaudi1", t_export_bar,
+      "HLSIM_DRAM_BAR_SIZE=1G HLSIM_ASIC=gaudi1" },
     { "pin_shared_file_linux61", t_pin_shared_file, "HLSIM_NODES=legacy" },
     { "export_linux61_gaudi2", t_export_linux61_gaudi2, "HLSIM_NODES=legacy" },
     { "export_linux61_gaudi1", t_export_linux61_gaudi1,

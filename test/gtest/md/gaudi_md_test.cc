@@ -682,6 +682,36 @@ TEST_F(gaudi_md, dmabuf_export)
     (void)p1;
 }
 
+/*
+ * A DRAM PCI BAR smaller than the DRAM (HLSIM_DRAM_BAR_SIZE, facts 4.1,
+ * 9.6): memory inside it exports, an allocation with a page beyond it does
+ * not, and the error says why. Runs where the BAR is limited (40-md.sh).
+ */
+TEST_F(gaudi_md, dmabuf_export_outside_bar)
+{
+    const uct_gaudi_dev_info_t *info = m_gmd->ctx->info;
+    if ((info->dram_bar_size == 0) ||
+        (info->dram_bar_size >= info->hw_ip.u61.dram_size)) {
+        GTEST_SKIP() << "the DRAM BAR covers the DRAM";
+    }
+    uct_mem_h m1, m2;
+    void *p1 = alloc_ok(1000, &m1);
+    void *p2 = alloc_ok(info->dram_bar_size, &m2);
+    uint64_t off;
+    int fd;
+
+    ASSERT_EQ(UCS_OK, uct_gaudi_dmabuf_get(p1, 1000, &fd, &off));
+    close(fd);
+    {
+        scoped_log log;
+        EXPECT_NE(UCS_OK, uct_gaudi_dmabuf_get(p2, 4096, &fd, &off));
+        EXPECT_TRUE(log.has("cannot be exported", "DRAM PCI BAR"))
+                << log.all();
+    }
+    EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, m2));
+    EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, m1));
+}
+
 TEST_F(gaudi_md, dmabuf_mmap_fails)
 {
     uct_mem_h memh;

@@ -50,6 +50,7 @@ typedef struct uct_gaudi_dev_info {
     char                       device_type[UCT_GAUDI_SYSFS_VALUE_MAX];
     char                       sysfs_status[UCT_GAUDI_SYSFS_VALUE_MAX];
     struct gaudi_hl_hw_ip_info hw_ip;     /* dram base/size/page sizes... */
+    uint64_t                   dram_bar_size; /* DRAM PCI BAR, 0: unknown */
 } uct_gaudi_dev_info_t;
 
 

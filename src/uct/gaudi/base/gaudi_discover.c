@@ -137,6 +137,35 @@ static int uct_gaudi_sysfs_read(int minor, const char *attr, char *buf,
     return 0;
 }
 
+/*
+ * Size of the DRAM PCI BAR from the PCI device's `resource` file (one
+ * "start end flags" line per BAR). The driver exports only device memory
+ * whose every page lies inside it (facts 4.1, 9.6).
+ */
+static void uct_gaudi_discover_dram_bar(uct_gaudi_dev_info_t *dev)
+{
+    unsigned long long start, end, flags;
+    char path[96], line[128];
+    FILE *f;
+    int i;
+
+    snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource",
+             dev->pci_addr);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return;
+    }
+
+    for (i = 0; fgets(line, sizeof(line), f) != NULL; ++i) {
+        if ((i == GAUDI_HL_DRAM_BAR_ID) &&
+            (sscanf(line, "%llx %llx %llx", &start, &end, &flags) == 3) &&
+            (end > start)) {
+            dev->dram_bar_size = end - start + 1;
+        }
+    }
+    fclose(f);
+}
+
 static void uct_gaudi_discover_sysfs(uct_gaudi_dev_info_t *dev)
 {
     char module_id[16];
@@ -149,6 +178,8 @@ static void uct_gaudi_discover_sysfs(uct_gaudi_dev_info_t *dev)
         if (!dev->has_bus_id) {
             ucs_warn("gaudi %s: malformed sysfs pci_addr '%s'",
                      dev->node_name, dev->pci_addr);
+        } else {
+            uct_gaudi_discover_dram_bar(dev);
         }
     } else {
         ucs_debug("gaudi %s: no sysfs pci_addr", dev->node_name);

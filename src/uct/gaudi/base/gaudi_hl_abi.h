@@ -30,6 +30,10 @@
 
 /* sysfs attribute directories, in lookup order (facts 1.1, 1.3) */
 #define GAUDI_HL_SYSFS_ACCEL_PCI_FMT    "/sys/class/accel/accel%d/device"
+
+/* PCI BAR of the DRAM on Gaudi1/Gaudi2 (Linux 6.12
+ * include/gaudi/gaudi.h:13, include/gaudi2/gaudi2.h:13) */
+#define GAUDI_HL_DRAM_BAR_ID            4
 #define GAUDI_HL_SYSFS_ACCEL_FMT        "/sys/class/accel/accel%d"
 #define GAUDI_HL_SYSFS_LEGACY_FMT       "/sys/class/habanalabs/hl%d"
 

@@ -915,6 +915,15 @@ int uct_gaudi_heap_memh_valid(uct_gaudi_heap_t *heap,
 
 /* DMA-BUF export */
 
+/* Whether the DRAM PCI BAR is known not to cover the whole DRAM */
+static int uct_gaudi_heap_bar_limited(const uct_gaudi_heap_t *heap)
+{
+    const uct_gaudi_dev_info_t *info = heap->ctx->info;
+
+    return (info->dram_bar_size != 0) &&
+           (info->dram_bar_size < info->hw_ip.u61.dram_size);
+}
+
 /* Export the pages enclosing @a buf (facts 4.1); keep the fd in buf */
 static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
                                          uct_gaudi_buf_t *buf)
@@ -945,6 +954,17 @@ static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
     status = uct_gaudi_hl_export_dmabuf(&heap->ctx->hl, addr, end - start,
                                         off, O_RDWR | O_CLOEXEC, &fd);
     pthread_mutex_unlock(&heap->ctx->lock);
+    if ((status == UCS_ERR_INVALID_PARAM) &&
+        uct_gaudi_heap_bar_limited(heap)) {
+        /* the driver checks every page of the allocation (facts 4.1) */
+        ucs_error("gaudi %s: buffer 0x%" PRIx64 " cannot be exported: the "
+                  "driver exports only device memory whose every page lies "
+                  "inside the DRAM PCI BAR, which is %" PRIu64 " MiB of %"
+                  PRIu64 " MiB here; memory beyond it cannot be shared with "
+                  "other processes", uct_gaudi_heap_name(heap),
+                  buf->super.start, heap->ctx->info->dram_bar_size >> 20,
+                  (uint64_t)heap->ctx->info->hw_ip.u61.dram_size >> 20);
+    }
     if (status != UCS_OK) {
         return status;
     }

@@ -328,6 +328,16 @@ static int uct_gaudi_ipc_md_probe_export(uct_gaudi_ctx_t *ctx)
                  ctx->info->node_name, uct_gaudi_asic_name(ctx->info->asic));
     }
 
+    if (supported && (ctx->info->dram_bar_size != 0) &&
+        (ctx->info->dram_bar_size < ctx->info->hw_ip.u61.dram_size)) {
+        ucs_diag("gaudi_ipc: %s (%s): the DRAM PCI BAR is %" PRIu64 " MiB "
+                 "of %" PRIu64 " MiB of DRAM: device buffers with a page "
+                 "beyond it cannot be exported (registration fails)",
+                 ctx->info->name, ctx->info->node_name,
+                 ctx->info->dram_bar_size >> 20,
+                 (uint64_t)ctx->info->hw_ip.u61.dram_size >> 20);
+    }
+
     result = supported;
     return result;
 }
