@@ -1047,6 +1047,79 @@ TEST_F(gaudi_md, unmap_busy_defers_chunk_release)
 }
 
 /*
+ * A borrowed fd (UCX_GAUDI_DEVICE_FD, SynapseAI's; facts 9.5): on Gaudi1
+ * ALLOC only counts bytes and the fd's owner uses the same DRAM, so the MD
+ * must not allocate (no ALLOC capability, allocation refused with the
+ * reason) but still registers; on Gaudi2 ALLOC gives pages of their own.
+ * Runs in a fresh process that holds the fd itself (borrowed_fd_child).
+ */
+TEST_F(gaudi_md, borrowed_fd)
+{
+    char root[] = "/tmp/gaudi_md_borrow.XXXXXX";
+    ASSERT_TRUE(mkdtemp(root) != NULL);
+    int pfd[2];
+    ASSERT_EQ(0, pipe(pfd));
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(pfd[1], 1);
+        dup2(pfd[1], 2);
+        close(pfd[0]);
+        setenv("HLSIM_ROOT", root, 1);
+        setenv("GAUDI_MD_TEST_BORROW", "1", 1);
+        execl("/proc/self/exe", "gaudi_md_test",
+              "--gtest_filter=gaudi_md.borrowed_fd_child", (char*)NULL);
+        _exit(3);
+    }
+    close(pfd[1]);
+    std::string out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(pfd[0], buf, sizeof(buf))) > 0) {
+        out.append(buf, n);
+    }
+    close(pfd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    std::string cmd = std::string("rm -rf ") + root;
+    (void)system(cmd.c_str());
+
+    EXPECT_TRUE(WIFEXITED(st) && (WEXITSTATUS(st) == 0)) << out;
+    EXPECT_NE(std::string::npos,
+              out.find("[       OK ] gaudi_md.borrowed_fd_child")) << out;
+}
+
+TEST_F(gaudi_md, borrowed_fd_child)
+{
+    if (getenv("GAUDI_MD_TEST_BORROW") == NULL) {
+        GTEST_SKIP() << "run by borrowed_fd";
+    }
+
+    std::vector<char> host(8192);
+    uct_mem_h memh;
+    size_t len = 4096;
+    void *ptr;
+
+    EXPECT_STRNE("opened", m_gmd->ctx->source);
+    if (gaudi1()) {
+        EXPECT_FALSE(m_attr.cap.flags & UCT_MD_FLAG_ALLOC);
+        EXPECT_EQ(0u, m_attr.cap.alloc_mem_types);
+        scoped_log log;
+        EXPECT_EQ(UCS_ERR_UNSUPPORTED, alloc(&len, &ptr, &memh));
+        EXPECT_EQ(UCS_ERR_UNSUPPORTED, uct_gaudi_mem_alloc(4096, &ptr));
+        EXPECT_TRUE(log.has("no device memory allocation on Gaudi1",
+                            "UCX_GAUDI_DEVICE_FD")) << log.all();
+    } else {
+        EXPECT_TRUE(m_attr.cap.flags & UCT_MD_FLAG_ALLOC);
+        ASSERT_EQ(UCS_OK, alloc(&len, &ptr, &memh));
+        EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, memh));
+    }
+    /* registration still works */
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, host.data(), host.size(),
+                                     UCT_MD_MEM_ACCESS_ALL, &memh));
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+}
+
+/*
  * Heap teardown with a deferred chunk. Needs a process whose heap can be
  * destroyed (the public API keeps it for the life of the process), so it
  * runs in a fresh process on a node of its own (deferred_teardown_child).
@@ -1140,6 +1213,17 @@ int main(int argc, char **argv)
     }
     /* preload the emulator, give it a node of its own */
     gaudi_gtest::hlsim_setup(argv, "gaudi_md_test");
+    if (getenv("GAUDI_MD_TEST_BORROW") != NULL) {
+        /* the application (e.g. SynapseAI) owns the device fd */
+        char value[16];
+        int fd = open("/dev/accel/accel0", O_RDWR | O_CLOEXEC);
+        if (fd < 0) {
+            perror("open /dev/accel/accel0");
+            return 1;
+        }
+        snprintf(value, sizeof(value), "%d", fd);
+        setenv("UCX_GAUDI_DEVICE_FD", value, 1);
+    }
     ::testing::InitGoogleTest(&argc, argv);
     return RUN_ALL_TESTS();
 }

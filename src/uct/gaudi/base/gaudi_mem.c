@@ -56,6 +56,12 @@ static int uct_gaudi_heap_is_gaudi1(const uct_gaudi_heap_t *heap)
     return heap->ctx->info->asic == UCT_GAUDI_ASIC_GAUDI1;
 }
 
+int uct_gaudi_heap_can_alloc(const uct_gaudi_heap_t *heap)
+{
+    /* opened by us: no other allocator shares the context */
+    return !uct_gaudi_heap_is_gaudi1(heap) || heap->ctx->hl.owns_fd;
+}
+
 int uct_gaudi_heap_owned(uct_gaudi_heap_t *heap, const char *op)
 {
     if (uct_gaudi_ctx_owned(heap->ctx)) {
@@ -475,6 +481,12 @@ static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
     ucs_debug("gaudi %s: memory window [0x%" PRIx64 ", 0x%" PRIx64 "), "
               "allocation chunk %" PRIu64 " bytes", ctx->info->name,
               heap->win_start, heap->win_end, heap->chunk_size);
+    if (!uct_gaudi_heap_can_alloc(heap)) {
+        ucs_diag("gaudi %s (%s): device memory allocation disabled: Gaudi1 "
+                 "with the fd from %s, whose owner uses the same DRAM (the "
+                 "driver's ALLOC only counts bytes)", ctx->info->name,
+                 ctx->info->node_name, ctx->source);
+    }
     *heap_p = heap;
     return UCS_OK;
 
@@ -657,6 +669,15 @@ ucs_status_t uct_gaudi_heap_alloc(uct_gaudi_heap_t *heap,
     }
     if (!uct_gaudi_heap_owned(heap, "device memory allocation")) {
         return UCS_ERR_NO_DEVICE;
+    }
+    if (!uct_gaudi_heap_can_alloc(heap)) {
+        ucs_error("gaudi %s (%s): no device memory allocation on Gaudi1 with "
+                  "the fd from %s: the driver's ALLOC only counts bytes and "
+                  "the fd's owner places its buffers in the same DRAM, which "
+                  "the driver cannot tell apart; allocate with the fd's owner "
+                  "and register that memory instead, or let UCX open the "
+                  "device", info->name, info->node_name, heap->ctx->source);
+        return UCS_ERR_UNSUPPORTED;
     }
 
     size = ucs_align_up_pow2(length, UCT_GAUDI_MEM_ALLOC_ALIGN);

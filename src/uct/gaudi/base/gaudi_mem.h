@@ -160,6 +160,13 @@ const char *uct_gaudi_heap_name(const uct_gaudi_heap_t *heap);
  */
 int uct_gaudi_heap_owned(uct_gaudi_heap_t *heap, const char *op);
 
+/**
+ * Whether the heap may hand out device memory. Not on Gaudi1 with a
+ * borrowed fd (UCX_GAUDI_DEVICE_FD, SynapseAI): its ALLOC is accounting
+ * only (facts 3.2, 9.5), so nothing tells which DRAM the fd's owner uses.
+ */
+int uct_gaudi_heap_can_alloc(const uct_gaudi_heap_t *heap);
+
 /* Whether [addr, addr+len) lies wholly in the device pointer window */
 static inline int
 uct_gaudi_heap_in_window(const uct_gaudi_heap_t *heap,

@@ -118,6 +118,11 @@ uct_gaudi_copy_md_query(uct_md_h tl_md, uct_md_attr_t *md_attr)
     md_attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) |
                                     UCS_BIT(UCT_GAUDI_MEMORY_TYPE);
     md_attr->cap.alloc_mem_types  = UCS_BIT(UCT_GAUDI_MEMORY_TYPE);
+    if (!uct_gaudi_heap_can_alloc(md->heap)) {
+        /* Gaudi1 with a borrowed fd: see uct_gaudi_heap_can_alloc */
+        md_attr->cap.flags          &= ~UCT_MD_FLAG_ALLOC;
+        md_attr->cap.alloc_mem_types = 0;
+    }
     md_attr->cap.access_mem_types = UCS_BIT(UCT_GAUDI_MEMORY_TYPE);
     md_attr->cap.detect_mem_types = UCS_BIT(UCT_GAUDI_MEMORY_TYPE);
     /* the largest allocation the device could satisfy */
