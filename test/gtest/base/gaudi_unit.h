@@ -84,6 +84,8 @@ private:
 
 /* Controls the fake synDeviceGetInfo exported by the test binary */
 extern int fake_synapse_fd;      /* -1: "no device" */
+extern int fake_synapse_offset;  /* of the fd: 48, or 40 (old headers) */
+extern uint32_t fake_synapse_other; /* what the other offset holds */
 extern int fake_synapse_calls;
 
 } // namespace gaudi_unit

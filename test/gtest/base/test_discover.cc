@@ -512,6 +512,51 @@ TEST_F(ownership, synapse_fd_reused)
     close(fd);
 }
 
+/*
+ * synDeviceInfo layouts differ between SynapseAI releases (facts 9.7): the
+ * fd is found at 40 (older headers, uint16_t tpcEnabledMask) as at 48,
+ * and only if it is an open compute node of a discovered device
+ */
+TEST_F(ownership, synapse_fd_older_layout)
+{
+    GAUDI_UNIT_CHILD();
+    uct_gaudi_ctx_t *ctx;
+    int fd;
+
+    fd = open("/dev/accel/accel1", O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    gaudi_unit::fake_synapse_fd     = fd;
+    gaudi_unit::fake_synapse_offset = 40;
+    gaudi_unit::fake_synapse_other  = 0;   /* stdin: not a Gaudi node */
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_EQ(fd, ctx->hl.fd);
+    EXPECT_EQ(1, ctx->info->minor);
+    EXPECT_STREQ("SynapseAI", ctx->source);
+    uct_gaudi_ctx_put(ctx);
+    close(fd);
+}
+
+TEST_F(ownership, synapse_fd_not_a_gaudi_node)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_SYNAPSE", "yes"}});
+    uct_gaudi_ctx_t *ctx;
+    log_capture log;
+    int fd, cfd;
+
+    /* a wrong layout would read some other fd: never used */
+    fd  = open("/dev/null", O_RDWR | O_CLOEXEC);
+    cfd = open("/dev/accel/accel_controlD1", O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_GE(cfd, 0);
+    gaudi_unit::fake_synapse_fd    = fd;
+    gaudi_unit::fake_synapse_other = cfd;
+    EXPECT_EQ(UCS_ERR_NO_DEVICE, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_NE("", log.find({"synDeviceInfo", "unknown layout"}))
+            << log.dump();
+    close(fd);
+    close(cfd);
+}
+
 TEST_F(ownership, synapse_no_and_yes)
 {
     GAUDI_UNIT_CHILD({{"UCX_GAUDI_SYNAPSE", "no"}});

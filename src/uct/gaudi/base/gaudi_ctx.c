@@ -21,6 +21,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,28 +43,22 @@ static const char *uct_gaudi_local_rank_vars[] = {
 #define UCT_GAUDI_OPEN_BACKOFF_MAX_US 250000
 
 /*
- * Prefix of SynapseAI's struct synDeviceInfo up to the fd, as declared in
- * SynapseAI's public synapse_common_types.h (sramBaseAddress,
- * dramBaseAddress, sramSize, dramSize, tpcEnabledMask, dramEnabled,
- * deviceId, fd, deviceType). Upstream UCX gaudi_base.c reads info.fd after
- * synDeviceGetInfo(-1, &info) (facts 1.4). The buffer is larger than the
- * struct so a longer layout cannot overflow it.
+ * Offsets of the fd in SynapseAI's struct synDeviceInfo (public
+ * synapse_common_types.h: sramBaseAddress, dramBaseAddress, sramSize,
+ * dramSize, tpcEnabledMask, dramEnabled, deviceId, fd, deviceType). With
+ * a uint64_t tpcEnabledMask (current headers) the fd is at 48; older
+ * headers declare a uint16_t mask, which puts it at 40 (facts 9.7). Which
+ * one the loaded library uses is not known, so both are checked (never
+ * trusted): a candidate must be an open habanalabs compute node of a
+ * discovered device. Upstream UCX gaudi_base.c reads info.fd after
+ * synDeviceGetInfo(-1, &info) (facts 1.4). The buffer is larger than any
+ * layout, so a longer one cannot overflow it.
  */
-typedef struct {
-    uint64_t sram_base_address;
-    uint64_t dram_base_address;
-    uint32_t sram_size;
-    uint64_t dram_size;
-    uint64_t tpc_enabled_mask;
-    uint8_t  dram_enabled;
-    uint32_t device_id;
-    uint32_t fd;
-    int32_t  device_type;
-} uct_gaudi_syn_device_info_t;
+static const size_t uct_gaudi_syn_fd_offsets[] = {48, 40};
 
 typedef union {
-    uct_gaudi_syn_device_info_t info;
-    uint8_t                     pad[512];
+    uint64_t align;
+    uint8_t  bytes[512];
 } uct_gaudi_syn_device_info_buf_t;
 
 /* synStatus synDeviceGetInfo(const synDeviceId id, synDeviceInfo *info) */
@@ -294,6 +289,46 @@ static ucs_status_t uct_gaudi_ctx_attach(int fd, const char *source,
     return uct_gaudi_ctx_create(info, &hl, source, ctx_p);
 }
 
+/* The fd in @a buf under a known synDeviceInfo layout that is an open
+ * compute node of a discovered device; refuses none or two different */
+static ucs_status_t
+uct_gaudi_ctx_synapse_pick_fd(const uct_gaudi_syn_device_info_buf_t *buf,
+                              int *fd_p)
+{
+    int found = -1, cand[2], i, minor;
+    uint32_t value;
+
+    for (i = 0; i < ucs_static_array_size(uct_gaudi_syn_fd_offsets); ++i) {
+        memcpy(&value, buf->bytes + uct_gaudi_syn_fd_offsets[i],
+               sizeof(value));
+        cand[i] = (value > INT_MAX) ? -1 : (int)value;
+        minor   = uct_gaudi_hl_fd_compute_minor(cand[i]);
+        if ((minor < 0) || (uct_gaudi_device_by_minor(minor) == NULL)) {
+            continue;
+        }
+        if ((found >= 0) && (found != cand[i])) {
+            ucs_error("gaudi: SynapseAI's synDeviceInfo holds two Gaudi fds "
+                      "(%d at offset 48, %d at offset 40): unknown layout, "
+                      "not used; set UCX_GAUDI_DEVICE_FD", cand[0], cand[1]);
+            return UCS_ERR_NO_DEVICE;
+        }
+        found = cand[i];
+        ucs_debug("gaudi: SynapseAI's fd %d (synDeviceInfo offset %zu)",
+                  found, uct_gaudi_syn_fd_offsets[i]);
+    }
+
+    if (found < 0) {
+        ucs_error("gaudi: SynapseAI holds a device but its synDeviceInfo has "
+                  "no open Gaudi compute fd at a known offset (%d at 48, %d "
+                  "at 40): unknown layout, not used; set UCX_GAUDI_DEVICE_FD",
+                  cand[0], cand[1]);
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    *fd_p = found;
+    return UCS_OK;
+}
+
 /* SynapseAI's fd, if libSynapse is loaded and holds a device */
 static ucs_status_t uct_gaudi_ctx_synapse_fd(int *fd_p)
 {
@@ -316,8 +351,7 @@ static ucs_status_t uct_gaudi_ctx_synapse_fd(int *fd_p)
         return UCS_ERR_NO_DEVICE;
     }
 
-    *fd_p = (int)buf.info.fd;
-    return UCS_OK;
+    return uct_gaudi_ctx_synapse_pick_fd(&buf, fd_p);
 }
 
 /* Parse UCX_GAUDI_DEVICE: auto | <index> | module:<id> */

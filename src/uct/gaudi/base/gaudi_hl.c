@@ -336,6 +336,20 @@ static void uct_gaudi_hl_fd_node(int fd, uct_gaudi_hl_t *hl)
     }
 }
 
+int uct_gaudi_hl_fd_compute_minor(int fd)
+{
+    uct_gaudi_hl_t hl;
+
+    memset(&hl, 0, sizeof(hl));
+    hl.minor = -1;
+    if ((fd < 0) || (fcntl(fd, F_GETFD) < 0)) {
+        return -1;
+    }
+
+    uct_gaudi_hl_fd_node(fd, &hl);
+    return hl.control ? -1 : hl.minor;
+}
+
 ucs_status_t uct_gaudi_hl_attach_fd(int fd, uct_gaudi_hl_t *hl)
 {
     ucs_status_t status;

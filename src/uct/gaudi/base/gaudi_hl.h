@@ -72,6 +72,13 @@ ucs_status_t uct_gaudi_hl_open(int minor, int control, unsigned flags,
  */
 ucs_status_t uct_gaudi_hl_attach_fd(int fd, uct_gaudi_hl_t *hl);
 
+/**
+ * Minor of the compute node that @a fd is open on, from its path or its
+ * char device, without any ioctl (safe on any fd); -1 if it is not open or
+ * not named like a habanalabs compute node.
+ */
+int uct_gaudi_hl_fd_compute_minor(int fd);
+
 /* Close the fd if owned; safe on a zeroed or already closed handle */
 void uct_gaudi_hl_close(uct_gaudi_hl_t *hl);
 
