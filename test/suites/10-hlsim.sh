@@ -1,5 +1,6 @@
 # The habanalabs emulator's own tests (test/hlsim/test_hlsim.c)
 . "$(dirname "$0")/lib.sh"
+emulator_only "tests the emulator itself"
 new_node
 LD_PRELOAD="$HLSIM_LIB" "$GAUDI_UCX_BUILD/test/hlsim/test_hlsim"
 rc=$?

@@ -2,4 +2,5 @@
 # ownership); each device test re-runs itself in a fresh process with its
 # own emulated node (test/gtest/base/gaudi_unit.cc)
 . "$(dirname "$0")/lib.sh"
+emulator_only "each unit test runs on a fresh emulated node and uses its fault injection and device-status control"
 "$GAUDI_UCX_BUILD/test/gtest/base/gaudi_unit"

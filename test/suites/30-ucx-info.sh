@@ -12,7 +12,7 @@ expect_match "gaudi_ipc MD listed" "$out" '^# Memory domain: gaudi_ipc$'
 expect_match "gaudi_cpy transport listed" "$out" '^#      Transport: gaudi_cpy$'
 expect_match "gaudi_ipc transport listed" "$out" '^#      Transport: gaudi_ipc$'
 expect_match "accelerator device type" "$out" '^#           Type: accelerator$'
-expect_match "system device GAUDI_0" "$out" '^#  System device: GAUDI_0'
+expect_match "system device GAUDI_n" "$out" '^#  System device: GAUDI_[0-9]+'
 expect_no_match "no errors logged" "$out" 'UCX  (ERROR|WARN)'
 
 # the configuration variables are visible
@@ -21,8 +21,15 @@ expect_match "UCX_GAUDI_DEVICE in ucx_info -c" "$out" '^UCX_GAUDI_DEVICE='
 expect_match "UCX_GAUDI_COPY_ variables in ucx_info -c" "$out" '^UCX_GAUDI_COPY_'
 
 # without the module nothing Gaudi appears (stock UCX is untouched)
-LD_PRELOAD="$HLSIM_LIB" ucx_info -d > "$out" 2>&1
+LD_PRELOAD="$(in_device_mode || echo "$HLSIM_LIB")" ucx_info -d > "$out" 2>&1
 expect_no_match "not loaded without the wrapper" "$out" 'gaudi'
+
+# the rest needs emulated nodes of chosen shapes and drivers
+if in_device_mode; then
+    echo "skip: 0 devices, busy devices, Linux 6.1 driver (emulated nodes)"
+    finish
+    exit
+fi
 
 # no device at all: no Gaudi resources, no error, no crash
 new_node

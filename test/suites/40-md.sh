@@ -2,6 +2,7 @@
 # on a fresh emulated node. Prints both gtest runs, then one summary in gtest's
 # format for the harness.
 . "$(dirname "$0")/lib.sh"
+emulator_only "the MD gtests use the emulator's fault injection and counters and re-exec themselves with it"
 
 # lib.sh defaults to reloc hooks; with them UCM 1.13.1 deadlocks installing
 # its malloc hooks (ucm_malloc_install -> sbrk hook -> dlsym -> dlerror

@@ -3,6 +3,7 @@
 # DMA_0_x/DMA_1_x), Gaudi3 (refusal only). Prints gtest's own output, then
 # one gtest-style summary over all runs for contrib/test.sh.
 . "$(dirname "$0")/lib.sh"
+emulator_only "the DMA gtests inject DMA errors, CS timeouts and resets, and gaudi_cpy_test requires the emulator"
 
 dma_test=$GAUDI_UCX_BUILD/test/gtest/dma/gaudi_dma_test
 cpy_test=$GAUDI_UCX_BUILD/test/gtest/dma/gaudi_cpy_test

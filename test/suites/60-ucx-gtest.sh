@@ -13,6 +13,7 @@
 # gaudi_cpy does not access host memory as an MD), rkey_ptr/advise/
 # invalidate (capabilities not offered).
 . "$(dirname "$0")/lib.sh"
+need_free_devices 1
 
 gtest=$GAUDI_UCX_BUILD/test/gtest/ucx/ucx_gtest
 filter='gaudi_copy/test_md.*:gaudi_ipc/test_md.*:gaudi_cpy/*'

@@ -4,6 +4,7 @@
 # unreachable, clean failures). Prints every gtest run, then one summary in
 # gtest's format for the harness.
 . "$(dirname "$0")/lib.sh"
+emulator_only "the IPC gtests use the emulator's counters and switch driver flavours"
 
 gtest=$UCX_GAUDI_BUILD/test/gtest/ipc/gaudi_ipc_test
 

@@ -4,6 +4,7 @@
 # UCX_MEMTYPE_CACHE=n (detection through mem_query), and on the upstream
 # driver flavour, where gaudi_ipc is unreachable.
 . "$(dirname "$0")/lib.sh"
+need_free_devices 2
 
 prog=$GAUDI_UCX_BUILD/test/mpi/gaudi_mpi_test
 total_pass=0
@@ -15,7 +16,7 @@ run_mpi() {
     log=$(mktemp); tmpdirs+=("$log")
     new_node
     echo "=== $name"
-    LD_PRELOAD="$HLSIM_LIB" timeout -k 10 600 \
+    LD_PRELOAD="$(in_device_mode || echo "$HLSIM_LIB")" timeout -k 10 600 \
         mpirun --allow-run-as-root --oversubscribe -np 2 \
         --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
         --mca osc ^ucx --mca btl ^openib,uct \
@@ -39,6 +40,16 @@ run_mpi() {
 
 run_mpi "memtype cache on (default)"
 run_mpi "memtype cache off" -x UCX_MEMTYPE_CACHE=n
+# the driver flavours below are the emulator's (device mode: skipped)
+if in_device_mode; then
+    PROG="$GAUDI_UCX_BUILD/test/mpi/gaudi_ucp_rma_test gg,hg,gh,hh" \
+        run_mpi "UCP RMA, UCX_PROTO_ENABLE=y" -x UCX_PROTO_ENABLE=y
+    for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
+    echo "$total_pass passed, $total_fail failed"
+    [ "$total_fail" -eq 0 ]
+    exit
+fi
+
 # the upstream driver cannot import dma-bufs (no op 99, facts 4.3):
 # gaudi_ipc is unreachable and UCP stages through host memory
 HLSIM_FLAVOUR=upstream run_mpi "upstream driver (no gaudi_ipc)" \

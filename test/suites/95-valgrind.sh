@@ -3,6 +3,7 @@
 # valgrind memcheck on the emulated node. Any memcheck error or definite
 # leak fails the run (--error-exitcode).
 . "$(dirname "$0")/lib.sh"
+emulator_only "runs MD and transport gtests that need the emulator"
 export LD_LIBRARY_PATH=$GAUDI_UCX_BUILD/src/uct/gaudi/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 vg="valgrind --error-exitcode=99 --leak-check=full --show-leak-kinds=definite
     --errors-for-leak-kinds=definite --trace-children=yes -q"

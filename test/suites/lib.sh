@@ -32,6 +32,37 @@ expect_no_match() {
     else pass "$1"; fi
 }
 
+# Device mode (contrib/test.sh --device): the real /dev/accel or /dev/hl
+# nodes, no emulator. Suites that need the emulator's help call
+# emulator_only; the others run unchanged, through the module's own
+# device selection, which never opens a device another process holds
+# open (auto selection moves on at EBUSY, and the suites check first).
+GAUDI_UCX_DEVICE_MODE=${GAUDI_UCX_DEVICE_MODE:-0}
+
+# emulator_only REASON: in device mode, skip this suite with the reason
+emulator_only() {
+    if [ "$GAUDI_UCX_DEVICE_MODE" = 1 ]; then
+        echo "SKIP (device mode): $1"
+        exit 0
+    fi
+}
+
+# in_device_mode: true on real nodes
+in_device_mode() { [ "$GAUDI_UCX_DEVICE_MODE" = 1 ]; }
+
+. "$(dirname "${BASH_SOURCE[0]}")/devices.sh"
+
+# need_free_devices N: in device mode, skip the suite unless N are free
+need_free_devices() {
+    local free
+    in_device_mode || return 0
+    free=$(free_devices | wc -l)
+    if [ "$free" -lt "$1" ]; then
+        echo "SKIP (device mode): needs $1 free Gaudi devices, $free free"
+        exit 0
+    fi
+}
+
 # A fresh emulated node; extra HLSIM_* settings come from the environment
 new_node() {
     HLSIM_ROOT=$(mktemp -d /tmp/hlsim-test.XXXXXX)
@@ -42,6 +73,10 @@ new_node() {
 # Run a command on the emulated node with the Gaudi module loaded
 # (bounded: a hang is a failure, not a stuck CI run)
 on_node() {
+    if in_device_mode; then
+        timeout -k 10 "${GAUDI_UCX_TEST_TIMEOUT:-600}" "$GAUDI_UCX_RUN" "$@"
+        return
+    fi
     LD_PRELOAD="$HLSIM_LIB" timeout -k 10 "${GAUDI_UCX_TEST_TIMEOUT:-600}" \
         "$GAUDI_UCX_RUN" "$@"
 }
