@@ -12,21 +12,27 @@ export UCX_MEM_MMAP_HOOK_MODE=bistro
 
 gtest=$GAUDI_UCX_BUILD/test/gtest/md/gaudi_md_test
 
+# Every driver flavour with the ASICs it has (docs/hlsim.md): habana
+# (default) x Gaudi1/2/3, upstream and legacy (Linux 6.1) x Gaudi1/2;
 # gaudi2-768M: Gaudi2's real DRAM page size, not a power of two;
 # -bar: a DRAM PCI BAR smaller than the DRAM (export tests only)
-for run in gaudi2 gaudi1 gaudi2-768M gaudi2-bar gaudi1-bar; do
-    asic=${run%%-*}
+for run in gaudi2 gaudi1 gaudi3 upstream:gaudi2 upstream:gaudi1 \
+           legacy:gaudi2 legacy:gaudi1 gaudi2-768M gaudi2-bar gaudi1-bar; do
+    flavour=habana
+    case $run in *:*) flavour=${run%%:*};; esac
+    asic=${run#*:}
+    asic=${asic%%-*}
     page=64M bar= filter='*'
     [ "$run" = gaudi2-768M ] && page=768M
     case $run in *-bar) bar=1G filter='*dmabuf*';; esac
     new_node
     log=$(mktemp); tmpdirs+=("$log")
-    echo "=== HLSIM_ASIC=$asic HLSIM_DRAM_PAGE_SIZE=$page" \
+    echo "=== $flavour HLSIM_ASIC=$asic HLSIM_DRAM_PAGE_SIZE=$page" \
         "HLSIM_DRAM_BAR_SIZE=$bar"
     HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=1 HLSIM_DRAM_PAGE_SIZE=$page \
-        HLSIM_DRAM_BAR_SIZE=$bar on_emulator "$gtest" \
-        --gtest_filter="$filter" 2>&1 | tee "$log"
+        HLSIM_DRAM_BAR_SIZE=$bar with_flavour "$flavour" \
+        on_emulator "$gtest" --gtest_filter="$filter" 2>&1 | tee "$log"
     gtest_add "$run" "$log" "${PIPESTATUS[0]}"
 done
 
-gtest_summary "all models"
+gtest_summary "all models and flavours"

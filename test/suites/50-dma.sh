@@ -1,24 +1,30 @@
 # DMA engine and gaudi_cpy transport tests (test/gtest/dma) on the emulated
-# node, once per ASIC model: Gaudi2 (user CBs, PDMA queues), Gaudi1 (kernel CBs,
-# DMA_0_x/DMA_1_x), Gaudi3 (refusal only). Prints gtest's own output, then
-# one gtest-style summary over all runs for contrib/test.sh.
+# node, once per ASIC model and driver flavour: Gaudi2 (user CBs, PDMA
+# queues), Gaudi1 (kernel CBs, DMA_0_x/DMA_1_x), Gaudi3 (refusal only) on
+# Habana's driver, Gaudi2 and Gaudi1 on the upstream and Linux 6.1 drivers.
+# Prints gtest's own output, then one gtest-style summary over all runs for
+# contrib/test.sh.
 . "$(dirname "$0")/lib.sh"
 emulator_only "the DMA gtests inject DMA errors, CS timeouts and resets, and gaudi_cpy_test requires the emulator"
 
 dma_test=$GAUDI_UCX_BUILD/test/gtest/dma/gaudi_dma_test
 cpy_test=$GAUDI_UCX_BUILD/test/gtest/dma/gaudi_cpy_test
 
+# run_asic [FLAVOUR:]ASIC GTEST FILTER (flavours: lib.sh with_flavour)
 run_asic() {
-    local asic=$1 gtest=$2 filter=$3 log rc
+    local asic=${1#*:} flavour=habana gtest=$2 filter=$3 log rc
+    case $1 in *:*) flavour=${1%%:*};; esac
     log=$(mktemp); tmpdirs+=("$log")
     new_node
-    echo "=== HLSIM_ASIC=$asic $(basename "$gtest")"
-    HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=1 \
-        LD_PRELOAD="$HLSIM_LIB" "$gtest" --gtest_filter="$filter" \
+    echo "=== $flavour HLSIM_ASIC=$asic $(basename "$gtest")"
+    # a short grace before the hard reset's SIGKILL (fault_*_kills)
+    HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=1 HLSIM_KILL_DELAY_MS=200 \
+        with_flavour "$flavour" \
+        env LD_PRELOAD="$HLSIM_LIB" "$gtest" --gtest_filter="$filter" \
         > "$log" 2>&1
     rc=$?
     grep -v 'WAIT_CS of seq [0-9]* failed: Device or resource busy' "$log"
-    gtest_add "$asic $(basename "$gtest")" "$log" "$rc"
+    gtest_add "$flavour $asic $(basename "$gtest")" "$log" "$rc"
 }
 
 run_asic gaudi2 "$dma_test" '*'
@@ -27,6 +33,13 @@ run_asic gaudi3 "$dma_test" '*asic_support:*packets'
 run_asic gaudi2 "$cpy_test" '*'
 run_asic gaudi1 "$cpy_test" '*'
 run_asic gaudi3 "$cpy_test" '*no_transport_gaudi3'
+# the upstream drivers (accel and Linux 6.1) have Gaudi1 and Gaudi2 only
+for flavour in upstream legacy; do
+    for asic in gaudi2 gaudi1; do
+        run_asic "$flavour:$asic" "$dma_test" '*'
+        run_asic "$flavour:$asic" "$cpy_test" '*'
+    done
+done
 
 # Gaudi3: ucx_info -d says why the transport is not offered
 out=$(mktemp); tmpdirs+=("$out")
@@ -42,4 +55,4 @@ else
     gt_fail=$((gt_fail + 1)); gt_failed+=("ucx_info gaudi3 reason")
 fi
 
-gtest_summary "all ASIC models"
+gtest_summary "all ASIC models and driver flavours"

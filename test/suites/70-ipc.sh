@@ -1,20 +1,23 @@
 # gaudi_ipc two-process gtests (test/gtest/ipc), each run on a fresh
 # emulated node with two devices: Gaudi2 and Gaudi1 (kernel CBs), each in
-# the Habana flavour (op 99: transfers) and the upstream flavour (no op 99:
-# unreachable, clean failures). Prints every gtest run, then one summary in
-# gtest's format for the harness.
+# the Habana flavour (op 99: transfers), the upstream flavour (no op 99:
+# unreachable, clean failures) and the Linux 6.1 driver (no op 99; no
+# export at all on Gaudi2). Gaudi3 has no DMA queue for gaudi_ipc's copies.
+# Prints every gtest run, then one summary in gtest's format for the
+# harness.
 . "$(dirname "$0")/lib.sh"
 emulator_only "the IPC gtests use the emulator's counters and switch driver flavours"
 
 gtest=$UCX_GAUDI_BUILD/test/gtest/ipc/gaudi_ipc_test
 
-for run in gaudi2:habana gaudi2:upstream gaudi1:habana gaudi1:upstream; do
+for run in gaudi2:habana gaudi2:upstream gaudi1:habana gaudi1:upstream \
+           gaudi2:legacy gaudi1:legacy; do
     asic=${run%%:*}
     flavour=${run#*:}
     new_node
     log=$(mktemp); tmpdirs+=("$log")
-    echo "=== HLSIM_ASIC=$asic HLSIM_FLAVOUR=$flavour"
-    HLSIM_ASIC=$asic HLSIM_FLAVOUR=$flavour HLSIM_NUM_DEVICES=2 \
+    echo "=== HLSIM_ASIC=$asic flavour $flavour"
+    HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=2 with_flavour "$flavour" \
         on_emulator "$gtest" 2>&1 | tee "$log"
     gtest_add "$asic $flavour" "$log" "${PIPESTATUS[0]}"
 done

@@ -63,6 +63,19 @@ need_free_devices() {
     fi
 }
 
+# with_flavour FLAVOUR CMD...: run CMD on an emulated driver flavour:
+# habana (Habana's out-of-tree driver, the default), upstream (accel
+# nodes, Linux >= 6.3) or legacy (the Linux 6.1/6.2 misc driver); see
+# docs/hlsim.md, "Driver flavours"
+with_flavour() {
+    local f=$1; shift
+    case $f in
+    legacy)   HLSIM_NODES=legacy "$@" ;;
+    upstream) HLSIM_FLAVOUR=upstream "$@" ;;
+    *)        "$@" ;;
+    esac
+}
+
 # A fresh emulated node; extra HLSIM_* settings come from the environment
 new_node() {
     HLSIM_ROOT=$(mktemp -d /tmp/hlsim-test.XXXXXX)
