@@ -208,7 +208,8 @@ static int hlsim_cb_create(hlsim_ctx_t *ctx, union hl_cb_args *a)
         int  fd;
 
         snprintf(path, sizeof(path), hlsim_cfg.legacy ? "%s/dev/hl%d" :
-                 "%s/dev/accel/accel%d", hlsim_cfg.root, ctx->dev);
+                 "%s/dev/accel/accel%d", hlsim_cfg.root,
+                 hlsim_accel_idx(ctx->dev));
         fd = hlsim_real.open(path, O_RDWR | O_CLOEXEC);
         if (fd >= 0) {
             cb->mem = hlsim_real.mmap(NULL, size, PROT_READ | PROT_WRITE,

@@ -77,6 +77,7 @@ typedef struct {
     int            legacy;     /* /dev/hlN nodes and 'H' ioctl codes */
     int            habana;     /* Habana out-of-tree flavour */
     uint64_t       dram_bar;   /* DRAM PCI BAR size, 0: covers the HBM */
+    int            accel_base; /* accel index of device 0 (accel nodes) */
     hlsim_devcfg_t dev[HLSIM_MAX_DEV];
     /* per process, not recorded */
     unsigned       reset_ms;
@@ -326,6 +327,15 @@ unsigned hlsim_dev_status(int dev);    /* with lazy end of reset */
 void hlsim_dev_set_status(int dev, unsigned status, uint64_t until_ns);
 void hlsim_dev_reset(int dev, unsigned ms, unsigned status);
 int hlsim_reset_on_lockup(void);
+
+/* Accel index (accelN, accel_controlDN, minor) of device @a dev: devices
+ * are numbered by probe order, accel indices may start later (facts 9.9) */
+static inline int hlsim_accel_idx(int dev)
+{
+    extern hlsim_config_t hlsim_cfg;
+
+    return dev + (hlsim_cfg.legacy ? 0 : hlsim_cfg.accel_base);
+}
 uint64_t hlsim_dram_bar_size(int dev);
 int  hlsim_dev_operational(int dev);
 uint8_t *hlsim_hbm(int dev);           /* HBM file mapping or NULL */

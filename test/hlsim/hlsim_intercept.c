@@ -439,7 +439,9 @@ static void hlsim_fake_stat(int fd, struct stat *st)
         } else {
             maj = (f->kind == HLSIM_F_COMPUTE) ? HLSIM_ACCEL_MAJOR :
                                                  HLSIM_CTL_MAJOR;
-            min = f->dev;
+            /* a control fd's minor is the probe id that found it */
+            min = (f->kind == HLSIM_F_COMPUTE) ? hlsim_accel_idx(f->dev) :
+                                                 f->dev;
         }
         st->st_mode = S_IFCHR | (st->st_mode & 07777);
         st->st_rdev = makedev(maj, min);

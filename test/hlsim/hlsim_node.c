@@ -101,7 +101,7 @@ static int hlsim_attr_dirs(int dev, char dirs[2][4200])
     }
     /* Habana's driver also puts them on the accel device (facts 1.1) */
     snprintf(dirs[1], 4200, "%s/sys/devices/pci0000:00/%s/accel/accel%d",
-             r, bdf, dev);
+             r, bdf, hlsim_accel_idx(dev));
     return 2;
 }
 
@@ -253,27 +253,29 @@ static int hlsim_node_create_dev(int dev)
         rc |= hlsim_link(d, "%s/sys/dev/char/%d:%d", r, HLSIM_LEGACY_MAJOR,
                          2 * dev);
     } else {
-        rc |= hlsim_touch("/dev/accel/accel%d", dev);
-        hlsim_cb_file("/dev/accel/accel%d", dev);
-        rc |= hlsim_touch("/dev/accel/accel_controlD%d", dev);
+        int idx = hlsim_accel_idx(dev);
+
+        rc |= hlsim_touch("/dev/accel/accel%d", idx);
+        hlsim_cb_file("/dev/accel/accel%d", idx);
+        rc |= hlsim_touch("/dev/accel/accel_controlD%d", idx);
         rc |= hlsim_attrs(pci, dev);
-        snprintf(d, sizeof(d), "%s/accel/accel%d", pci, dev);
+        snprintf(d, sizeof(d), "%s/accel/accel%d", pci, idx);
         rc |= hlsim_mkdirs(d);
         if (hlsim_cfg.habana) {
             rc |= hlsim_attrs(d, dev);
         }
-        rc |= hlsim_put(d, "dev", "%d:%d\n", HLSIM_ACCEL_MAJOR, dev);
+        rc |= hlsim_put(d, "dev", "%d:%d\n", HLSIM_ACCEL_MAJOR, idx);
         rc |= hlsim_link(up, "%s/device", d);
-        rc |= hlsim_link(d, "%s/sys/class/accel/accel%d", r, dev);
+        rc |= hlsim_link(d, "%s/sys/class/accel/accel%d", r, idx);
         rc |= hlsim_link(d, "%s/sys/dev/char/%d:%d", r, HLSIM_ACCEL_MAJOR,
-                         dev);
-        snprintf(d, sizeof(d), "%s/accel/accel_controlD%d", pci, dev);
+                         idx);
+        snprintf(d, sizeof(d), "%s/accel/accel_controlD%d", pci, idx);
         rc |= hlsim_mkdirs(d);
-        rc |= hlsim_put(d, "dev", "%d:%d\n", HLSIM_CTL_MAJOR, dev);
+        rc |= hlsim_put(d, "dev", "%d:%d\n", HLSIM_CTL_MAJOR, idx);
         rc |= hlsim_link(up, "%s/device", d);
-        rc |= hlsim_link(d, "%s/sys/class/accel/accel_controlD%d", r, dev);
+        rc |= hlsim_link(d, "%s/sys/class/accel/accel_controlD%d", r, idx);
         rc |= hlsim_link(d, "%s/sys/dev/char/%d:%d", r, HLSIM_CTL_MAJOR,
-                         dev);
+                         idx);
     }
     /* Sparse HBM backing file shared by every process on this node */
     snprintf(hbm, sizeof(hbm), "%s/hbm/dev%d", r, dev);
@@ -413,10 +415,22 @@ int hlsim_node_match(const char *path, int *dev, hlsim_fkind_t *kind)
     if (!hlsim_cfg.legacy) {
         if ((sscanf(path, "/dev/accel/accel_controlD%d%n", &d, &n) == 1) &&
             (path[n] == '\0')) {
+            /*
+             * Named by accel index, but open looks the device up by the
+             * minor in the driver's probe-order IDR (K612 common/device.c:
+             * 744-749 vs habanalabs_drv.c:285-293): device d, if any
+             */
             *kind = HLSIM_F_CONTROL;
+            if ((d < hlsim_accel_idx(0)) ||
+                (d >= hlsim_accel_idx(hlsim_cfg.num_dev))) {
+                return 0;   /* no such node */
+            }
+            *dev = (d < hlsim_cfg.num_dev) ? d : -1;   /* -1: ENXIO */
+            return 1;
         } else if ((sscanf(path, "/dev/accel/accel%d%n", &d, &n) == 1) &&
                    (path[n] == '\0')) {
             *kind = HLSIM_F_COMPUTE;
+            d    -= hlsim_accel_idx(0);
         } else {
             return 0;
         }
@@ -453,7 +467,8 @@ int hlsim_node_compute_held(int dev)
     int  fd, held;
 
     snprintf(name, sizeof(name),
-             hlsim_cfg.legacy ? "/dev/hl%d" : "/dev/accel/accel%d", dev);
+             hlsim_cfg.legacy ? "/dev/hl%d" : "/dev/accel/accel%d",
+             hlsim_accel_idx(dev));
     snprintf(path, sizeof(path), "%s%s", hlsim_cfg.root, name);
     fd = hlsim_real.open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -472,7 +487,7 @@ int hlsim_node_compute_held(int dev)
 int hlsim_open_node(int dev, hlsim_fkind_t kind, const char *rpath,
                     int flags, mode_t mode)
 {
-    hlsim_shdev_t *sd = &hlsim_shm->dev[dev];
+    hlsim_shdev_t *sd;
     hlsim_file_t  *f;
     unsigned       st;
     int            fd, err;
@@ -480,6 +495,10 @@ int hlsim_open_node(int dev, hlsim_fkind_t kind, const char *rpath,
     if ((err = hlsim_fault_hit("open"))) {
         return -err;
     }
+    if (dev < 0) {
+        return -ENXIO;   /* control node of no device (facts 7.2) */
+    }
+    sd = &hlsim_shm->dev[dev];
     st = hlsim_dev_status(dev);
     if (kind == HLSIM_F_CONTROL) {
         /* only a disabled device refuses control opens (facts 1.2) */

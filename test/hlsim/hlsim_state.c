@@ -305,6 +305,10 @@ static int hlsim_config_from_env(hlsim_config_t *c)
         hlsim_log("bad HLSIM_DRAM_PAGE_SIZE='%s'", s);
         return -EINVAL;
     }
+    if (hlsim_env_int("HLSIM_ACCEL_BASE", 0, 0, HLSIM_MAX_DEV, &v)) {
+        return -EINVAL;
+    }
+    c->accel_base = c->legacy ? 0 : v;
     if ((s = getenv("HLSIM_DRAM_BAR_SIZE")) && *s &&
         hlsim_parse_size(s, &c->dram_bar)) {
         hlsim_log("bad HLSIM_DRAM_BAR_SIZE='%s'", s);
@@ -342,10 +346,10 @@ static void hlsim_config_write(FILE *f, const hlsim_config_t *c)
 {
     int i;
 
-    fprintf(f, "num_devices=%d\nnodes=%s\nflavour=%s\ndram_bar=%llu\n",
-            c->num_dev, c->legacy ? "legacy" : "accel",
+    fprintf(f, "num_devices=%d\nnodes=%s\nflavour=%s\ndram_bar=%llu\n"
+            "accel_base=%d\n", c->num_dev, c->legacy ? "legacy" : "accel",
             c->habana ? "habana" : "upstream",
-            (unsigned long long)c->dram_bar);
+            (unsigned long long)c->dram_bar, c->accel_base);
     for (i = 0; i < c->num_dev; i++) {
         fprintf(f, "dev%d=%s,%llu,%llu,%u\n", i,
                 hlsim_asic_name(c->dev[i].asic),
@@ -375,6 +379,8 @@ static int hlsim_config_read(const char *path, hlsim_config_t *c)
             c->habana = !strcmp(flav, "habana");
         } else if (sscanf(line, "dram_bar=%llu", &hbm) == 1) {
             c->dram_bar = hbm;
+        } else if (sscanf(line, "accel_base=%d", &i) == 1) {
+            c->accel_base = i;
         } else if ((sscanf(line, "dev%d=%15[^,],%llu,%llu,%u", &i, asic,
                            &hbm, &page, &mod) == 5) &&
                    (i >= 0) && (i < HLSIM_MAX_DEV)) {
@@ -394,7 +400,8 @@ static int hlsim_config_same(const hlsim_config_t *a, const hlsim_config_t *b)
     int i;
 
     if ((a->num_dev != b->num_dev) || (a->legacy != b->legacy) ||
-        (a->habana != b->habana) || (a->dram_bar != b->dram_bar)) {
+        (a->habana != b->habana) || (a->dram_bar != b->dram_bar) ||
+        (a->accel_base != b->accel_base)) {
         return 0;
     }
     for (i = 0; i < a->num_dev; i++) {
@@ -521,7 +528,8 @@ static int hlsim_do_init(void)
         hlsim_cfg.num_dev = envc.num_dev;
         hlsim_cfg.legacy   = envc.legacy;
         hlsim_cfg.habana   = envc.habana;
-        hlsim_cfg.dram_bar = envc.dram_bar;
+        hlsim_cfg.dram_bar   = envc.dram_bar;
+        hlsim_cfg.accel_base = envc.accel_base;
         memcpy(hlsim_cfg.dev, envc.dev, sizeof(envc.dev));
         for (i = 0; i < hlsim_cfg.num_dev; i++) {
             if (hlsim_devcfg_derive(i, &hlsim_cfg.dev[i])) {

@@ -1319,6 +1319,32 @@ static void t_export_bar(void)
     close(fd);
 }
 
+/*
+ * Upstream names the control node by accel index but opens it by the
+ * driver's probe-order id (facts 9.9). With accel indices starting at 1
+ * (another accel driver took accel0): accel_controlD1 reaches the second
+ * device, accel_controlD2 none (ENXIO)
+ */
+static void t_control_probe_order(void)
+{
+    struct stat st;
+    int fd, cfd;
+
+    CHECK_ERR(access("/dev/accel/accel0", F_OK), ENOENT, "accel0");
+    CHECK_OK(fd = open("/dev/accel/accel1", O_RDWR | O_CLOEXEC), "accel1");
+    CHECK(hw_ip(fd).u61.module_id == 0, "accel1 is device 0");
+    CHECK(fstat(fd, &st) == 0 && minor(st.st_rdev) == 1, "minor %u",
+          minor(st.st_rdev));
+    check_file("/sys/class/accel/accel1/device/module_id", "0\n");
+    CHECK_OK(cfd = open("/dev/accel/accel_controlD1", O_RDWR | O_CLOEXEC),
+             "controlD1");
+    CHECK(hw_ip(cfd).u61.module_id == 1, "controlD1 is device 1");
+    close(cfd);
+    CHECK_ERR(open("/dev/accel/accel_controlD2", O_RDWR | O_CLOEXEC), ENXIO,
+              "controlD2: no device with probe id 2");
+    close(fd);
+}
+
 static void t_close_frees(void)
 {
     uint64_t h, va, total = 16 * GB - 64 * MB;
@@ -2563,6 +2589,7 @@ static const test_t tests[] = {
     { "op99_upstream", t_op99_upstream, "HLSIM_FLAVOUR=upstream" },
     { "op99_bad_fd", t_op99_bad_fd, "" },
     { "exporter_lifetime", t_exporter_lifetime, "" },
+    { "control_probe_order", t_control_probe_order, "HLSIM_ACCEL_BASE=1" },
     { "pin_shared_file", t_pin_shared_file, "" },
     { "export_bar", t_export_bar, "HLSIM_DRAM_BAR_SIZE=128M" },
     { "export_bar_gaudi1", t_export_bar,

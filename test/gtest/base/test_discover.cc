@@ -105,6 +105,24 @@ TEST_F(discover, legacy_nodes)
     uct_gaudi_ctx_put(ctx);
 }
 
+/*
+ * Accel indices that differ from the driver's probe order (another accel
+ * driver took accel0): accel_controlD1 answers for the device probed
+ * second, accel_controlD2 for none (facts 9.9). Neither device is paired
+ * with another's data: both are skipped, with the reason.
+ */
+TEST_F(discover, control_node_probe_order)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_ACCEL_BASE", "1"}});
+    log_capture log;
+
+    EXPECT_EQ(0u, uct_gaudi_devices()->count);
+    EXPECT_NE("", log.find({"accel1", "answers for module 1",
+                            "probe order"})) << log.dump();
+    EXPECT_NE("", log.find({"accel_controlD2", "has no device",
+                            "probe order"})) << log.dump();
+}
+
 TEST_F(discover, disabled_device_skipped)
 {
     GAUDI_UNIT_CHILD({{"HLSIM_NUM_DEVICES", "3"}});

@@ -166,7 +166,8 @@ static void uct_gaudi_discover_dram_bar(uct_gaudi_dev_info_t *dev)
     fclose(f);
 }
 
-static void uct_gaudi_discover_sysfs(uct_gaudi_dev_info_t *dev)
+/* 0 if the control node's device is not the compute node's (see below) */
+static int uct_gaudi_discover_sysfs(uct_gaudi_dev_info_t *dev)
 {
     char module_id[16];
     char *end;
@@ -190,13 +191,23 @@ static void uct_gaudi_discover_sysfs(uct_gaudi_dev_info_t *dev)
     uct_gaudi_sysfs_read(dev->minor, "status", dev->sysfs_status,
                          sizeof(dev->sysfs_status));
 
-    /* same value as hw_ip.module_id (facts 1.3); INFO is authoritative */
+    /*
+     * Same value as hw_ip.module_id (facts 1.3), unless the control node
+     * answered for another device: upstream names it by accel index but
+     * opens the device with that number in probe order (facts 9.9), which
+     * differ when another accel driver took an index
+     */
     if (uct_gaudi_sysfs_read(dev->minor, "module_id", module_id,
                              sizeof(module_id)) &&
         ((strtoul(module_id, &end, 10) != dev->module_id) || (*end != '\0'))) {
-        ucs_debug("gaudi %s: sysfs module_id '%s' differs from INFO's %u",
-                  dev->node_name, module_id, dev->module_id);
+        ucs_warn("gaudi %s: skipped: its control node answers for module %u, "
+                 "the device is module %s (the driver looks control nodes up "
+                 "in probe order, not by accel index)", dev->node_name,
+                 dev->module_id, module_id);
+        return 0;
     }
+
+    return 1;
 }
 
 /* Basename of a node path format, e.g. "accel3" */
@@ -217,7 +228,13 @@ static int uct_gaudi_discover_minor(int minor, uct_gaudi_dev_info_t *dev)
     int found = 0;
 
     status = uct_gaudi_hl_open(minor, 1, UCT_GAUDI_HL_OPEN_QUIET, &hl);
-    if (status == UCS_ERR_NO_DEVICE) {
+    if ((status == UCS_ERR_NO_DEVICE) && (errno == ENXIO)) {
+        /* the node exists but no device has this number in probe order */
+        ucs_warn("gaudi %s: skipped: its control node has no device (the "
+                 "driver looks control nodes up in probe order, not by accel "
+                 "index)", hl.name);
+        return 0;
+    } else if (status == UCS_ERR_NO_DEVICE) {
         return 0;
     } else if (status != UCS_OK) {
         ucs_warn("gaudi %s: skipped by discovery: %s", hl.name,
@@ -247,8 +264,7 @@ static int uct_gaudi_discover_minor(int minor, uct_gaudi_dev_info_t *dev)
         goto out;
     }
 
-    uct_gaudi_discover_sysfs(dev);
-    found = 1;
+    found = uct_gaudi_discover_sysfs(dev);
 out:
     uct_gaudi_hl_close(&hl);
     return found;
