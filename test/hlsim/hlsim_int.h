@@ -53,6 +53,7 @@ typedef struct {
     uint64_t hbm_size;       /* bytes of the HBM file */
     uint64_t page_size;      /* dram_page_size = default alloc page */
     uint32_t module_id;
+    int      numa_node;      /* sysfs numa_node at node creation, -1 none */
     unsigned bus;
     uint32_t device_id;
     uint64_t dram_user_off;  /* HBM offset of the first user byte */

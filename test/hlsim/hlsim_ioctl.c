@@ -9,7 +9,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/vfs.h>
 
 /* DRM_IOCTL_VERSION layout (include/uapi/drm/drm.h), not installed here */
@@ -38,14 +40,32 @@ static int hlsim_drm_str(uint64_t uptr, size_t *ulen, const char *s)
     return rc;
 }
 
-/* facts 1.5: name/date/desc of the accel driver, version = kernel's */
+/*
+ * DRM identity per flavour (docs/hlsim.md). In-kernel accel driver: name,
+ * date and desc of its drm_driver, version = the running kernel's (Linux
+ * drivers/accel/habanalabs/common/habanalabs_drv.c). Habana's driver: its
+ * own version.h numbers (HabanaAI/drivers.accel.habanalabs.kernel
+ * common/version.h).
+ */
 static int hlsim_drm_version(struct hlsim_drm_version *v)
 {
-    v->version_major      = 6;
-    v->version_minor      = 12;
-    v->version_patchlevel = 0;
+    const char    *date = "20260305";
+    struct utsname uts;
+
+    v->version_major      = 1;
+    v->version_minor      = 24;
+    v->version_patchlevel = 1;
+    if (!hlsim_cfg.habana) {
+        date                  = "20190505";
+        v->version_patchlevel = 0;
+        if ((uname(&uts) != 0) ||
+            (sscanf(uts.release, "%d.%d.%d", &v->version_major,
+                    &v->version_minor, &v->version_patchlevel) < 2)) {
+            return -EIO;
+        }
+    }
     if (hlsim_drm_str(v->name, &v->name_len, "habanalabs") ||
-        hlsim_drm_str(v->date, &v->date_len, "20190505") ||
+        hlsim_drm_str(v->date, &v->date_len, date) ||
         hlsim_drm_str(v->desc, &v->desc_len,
                       "Driver for HabanaLabs's AI Accelerators")) {
         return -EFAULT;

@@ -213,7 +213,7 @@ static int hlsim_node_create_dev(int dev)
     rc |= hlsim_mkdirs(d);
     snprintf(d, sizeof(d), "../../../devices/pci0000:00/%s", bdf);
     rc |= hlsim_link(d, "%s/sys/bus/pci/devices/%s", r, bdf);
-    rc |= hlsim_put(pci, "numa_node", "-1\n");
+    rc |= hlsim_put(pci, "numa_node", "%d\n", hlsim_cfg.dev[dev].numa_node);
     rc |= hlsim_put(pci, "vendor", "0x1da3\n");
     /* PCI resources: the DRAM BAR is BAR 4 on Gaudi1/2 (K612
      * include/gaudi/gaudi.h:13, include/gaudi2/gaudi2.h:13) */

@@ -257,6 +257,33 @@ static int hlsim_env_int(const char *name, long def, long min, long max,
     return 0;
 }
 
+/*
+ * HLSIM_NUMA_NODE: comma list of the devices' PCI numa_node, the last value
+ * repeating ("0,1": one device per socket); default -1 (no node). Only the
+ * sysfs files record it: it matters when the node is created.
+ */
+static int hlsim_numa_from_env(hlsim_config_t *c)
+{
+    const char *s = getenv("HLSIM_NUMA_NODE");
+    long        node = -1;
+    char       *end;
+    int         i;
+
+    for (i = 0; i < HLSIM_MAX_DEV; i++) {
+        if ((s != NULL) && *s) {
+            node = strtol(s, &end, 0);
+            if ((end == s) || (node < -1) || (node > 1023) ||
+                ((*end != ',') && (*end != '\0'))) {
+                hlsim_log("bad HLSIM_NUMA_NODE");
+                return -EINVAL;
+            }
+            s = (*end == ',') ? end + 1 : end;
+        }
+        c->dev[i].numa_node = node;
+    }
+    return 0;
+}
+
 /* Build the node config from the environment */
 static int hlsim_config_from_env(hlsim_config_t *c)
 {
@@ -312,6 +339,9 @@ static int hlsim_config_from_env(hlsim_config_t *c)
     if ((s = getenv("HLSIM_DRAM_BAR_SIZE")) && *s &&
         hlsim_parse_size(s, &c->dram_bar)) {
         hlsim_log("bad HLSIM_DRAM_BAR_SIZE='%s'", s);
+        return -EINVAL;
+    }
+    if (hlsim_numa_from_env(c)) {
         return -EINVAL;
     }
     s = getenv("HLSIM_MODULE_IDS");

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/utsname.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 
@@ -546,6 +547,15 @@ static void t_sysfs_upstream(void)
               "flat attr on upstream");
 }
 
+/* HLSIM_NUMA_NODE: per device, the last value repeating */
+static void t_sysfs_numa(void)
+{
+    check_file("/sys/bus/pci/devices/0000:10:00.0/numa_node", "0\n");
+    check_file("/sys/bus/pci/devices/0000:17:00.0/numa_node", "1\n");
+    check_file("/sys/bus/pci/devices/0000:1e:00.0/numa_node", "1\n");
+    check_file("/sys/class/accel/accel1/device/numa_node", "1\n");
+}
+
 static void t_sysfs_types(void)
 {
     check_file("/sys/class/accel/accel0/device/device_type", "GAUDI2\n");
@@ -714,20 +724,86 @@ static void t_control_node(void)
     close(i);
 }
 
+typedef struct {
+    int v[3];
+    size_t nl; uint64_t n; size_t dl; uint64_t d; size_t sl; uint64_t s;
+} drm_version_t;
+
+/* DRM_IOCTL_VERSION as libdrm issues it: lengths first, then strings */
+static int drm_version(int fd, drm_version_t *v, char *name, char *date,
+                       char *desc, size_t max)
+{
+    memset(v, 0, sizeof(*v));
+    if (ioctl(fd, _IOWR('d', 0, *v), v)) {
+        return -1;
+    }
+    if ((v->nl >= max) || (v->dl >= max) || (v->sl >= max)) {
+        errno = E2BIG;
+        return -1;
+    }
+    v->n = (uintptr_t)name;
+    v->d = (uintptr_t)date;
+    v->s = (uintptr_t)desc;
+    memset(name, 0, max);
+    memset(date, 0, max);
+    memset(desc, 0, max);
+    return ioctl(fd, _IOWR('d', 0, *v), v);
+}
+
+/* Habana's driver (default flavour): its own version.h numbers */
 static void t_drm_version(void)
 {
-    struct {
-        int v[3];
-        size_t nl; uint64_t n; size_t dl; uint64_t d; size_t sl; uint64_t s;
-    } v = {0};
-    char name[32] = {0};
+    char name[64], date[64], desc[64];
+    drm_version_t v;
     int fd;
 
     CHECK_OK(fd = open_dev(0), "open");
-    v.nl = sizeof(name);
-    v.n  = (uintptr_t)name;
-    CHECK_OK(ioctl(fd, _IOWR('d', 0, v), &v), "DRM_IOCTL_VERSION");
+    CHECK_OK(drm_version(fd, &v, name, date, desc, 64), "DRM_IOCTL_VERSION");
     CHECK(!strcmp(name, "habanalabs") && v.nl == 10, "name %s", name);
+    CHECK((v.v[0] == 1) && (v.v[1] == 24) && (v.v[2] == 1),
+          "version %d.%d.%d", v.v[0], v.v[1], v.v[2]);
+    CHECK(!strcmp(date, "20260305") && v.dl == 8, "date %s", date);
+    CHECK(!strcmp(desc, "Driver for HabanaLabs's AI Accelerators"),
+          "desc %s", desc);
+    close(fd);
+    /* the control node answers INFO only (facts 1.2) */
+    CHECK_OK(fd = open_ctl(0), "open ctl");
+    CHECK_ERR(drm_version(fd, &v, name, date, desc, 64), ENOTTY,
+              "VERSION on the control node");
+    close(fd);
+}
+
+/* The in-kernel accel driver: the running kernel's version (facts 1.5) */
+static void t_drm_version_upstream(void)
+{
+    char name[64], date[64], desc[64];
+    struct utsname uts;
+    drm_version_t v;
+    int fd, major, minor;
+
+    CHECK(!uname(&uts) && sscanf(uts.release, "%d.%d", &major, &minor) == 2,
+          "uname %s", uts.release);
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(drm_version(fd, &v, name, date, desc, 64), "DRM_IOCTL_VERSION");
+    CHECK(!strcmp(name, "habanalabs"), "name %s", name);
+    CHECK((v.v[0] == major) && (v.v[1] == minor), "version %d.%d vs %s",
+          v.v[0], v.v[1], uts.release);
+    CHECK(!strcmp(date, "20190505"), "date %s", date);
+    CHECK(!strcmp(desc, "Driver for HabanaLabs's AI Accelerators"),
+          "desc %s", desc);
+    close(fd);
+}
+
+/* The misc-era driver (Linux 6.1) has no DRM core: nr 0 is unknown */
+static void t_drm_version_legacy(void)
+{
+    char name[64], date[64], desc[64];
+    drm_version_t v;
+    int fd;
+
+    CHECK_OK(fd = open("/dev/hl0", O_RDWR | O_CLOEXEC), "open hl0");
+    CHECK_ERR(drm_version(fd, &v, name, date, desc, 64), ENOTTY,
+              "VERSION on /dev/hl0");
     close(fd);
 }
 
@@ -2527,6 +2603,8 @@ static const test_t tests[] = {
     { "nodes_legacy", t_nodes_legacy, "HLSIM_NODES=legacy" },
     { "sysfs_values", t_sysfs_values, "HLSIM_MODULE_IDS=5,3" },
     { "sysfs_upstream", t_sysfs_upstream, "HLSIM_FLAVOUR=upstream" },
+    { "sysfs_numa", t_sysfs_numa,
+      "HLSIM_NUM_DEVICES=3 HLSIM_NUMA_NODE=0,1" },
     { "sysfs_types", t_sysfs_types,
       "HLSIM_NUM_DEVICES=3 HLSIM_ASIC_1=gaudi1 HLSIM_ASIC_2=gaudi3" },
     { "eight_devices", t_eight_devices, "HLSIM_NUM_DEVICES=8" },
@@ -2537,6 +2615,9 @@ static const test_t tests[] = {
     { "info_ops", t_info_ops, "" },
     { "control_node", t_control_node, "" },
     { "drm_version", t_drm_version, "" },
+    { "drm_version_upstream", t_drm_version_upstream,
+      "HLSIM_FLAVOUR=upstream" },
+    { "drm_version_legacy", t_drm_version_legacy, "HLSIM_NODES=legacy" },
     { "size_tolerant", t_size_tolerant, "" },
     { "excl_same_process", t_excl_same_process, "" },
     { "excl_other_process", t_excl_other_process, "" },
@@ -2625,6 +2706,7 @@ static int run_one(const test_t *t, const char *base, int idx)
         unsetenv("HLSIM_NODES");
         unsetenv("HLSIM_FLAVOUR");
         unsetenv("HLSIM_MODULE_IDS");
+        unsetenv("HLSIM_NUMA_NODE");
         unsetenv("HLSIM_HBM_SIZE");
         unsetenv("HLSIM_DRAM_PAGE_SIZE");
         unsetenv("HLSIM_DMA_GBPS");

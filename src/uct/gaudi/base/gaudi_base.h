@@ -10,6 +10,7 @@
 #define UCT_GAUDI_BASE_H_
 
 #include "gaudi_hl.h"
+#include "gaudi_driver.h"
 
 #include <ucs/sys/topo/base/topo.h>
 #include <ucs/time/time_def.h>
@@ -79,6 +80,7 @@ typedef struct uct_gaudi_ctx {
     pid_t                       pid;      /* process that opened/attached it */
     const char                  *source;  /* for messages: "opened",
                                              "UCX_GAUDI_DEVICE_FD", "SynapseAI" */
+    uct_gaudi_driver_t          driver;   /* who drives it (DRM identity) */
 } uct_gaudi_ctx_t;
 
 

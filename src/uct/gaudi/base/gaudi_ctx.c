@@ -137,6 +137,7 @@ static ucs_status_t uct_gaudi_ctx_create(const uct_gaudi_dev_info_t *info,
     ctx->pid      = getpid();
     ctx->source   = source;
     pthread_mutex_init(&ctx->lock, NULL);
+    uct_gaudi_driver_identify(&ctx->hl, &ctx->driver);
 
     uct_gaudi_ctx_by_minor[info->minor] = ctx;
     ucs_debug("gaudi %s: device context on %s fd %d (%s)", info->name,

@@ -16,6 +16,7 @@
 #endif
 
 #include "gaudi_dma_int.h"
+#include "gaudi_numa.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -141,6 +142,8 @@ static ucs_status_t uct_gaudi_dma_area_init(uct_gaudi_dma_t *dma)
         dma->host_area = NULL;
         return UCS_ERR_NO_MEMORY;
     }
+    uct_gaudi_numa_place(dma->ctx, dma->host_area, dma->host_area_size,
+                         "DMA command and bounce buffers");
     memset(dma->host_area, 0, dma->host_area_size);
 
     status = uct_gaudi_hl_mem_map_host(&dma->ctx->hl, dma->host_area,

@@ -14,6 +14,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/sys/string.h>
 
+#include <xf86drm.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -450,6 +451,41 @@ ucs_status_t uct_gaudi_hl_open_stats(const uct_gaudi_hl_t *hl,
 {
     return uct_gaudi_hl_info(hl, HL_INFO_OPEN_STATS, "OPEN_STATS", stats,
                              sizeof(*stats));
+}
+
+/* A DRM string of known length (not NUL-terminated) into a field */
+static void uct_gaudi_hl_drm_str(char *dst, size_t max, const char *src,
+                                 int len)
+{
+    ucs_strncpy_zero(dst, (src != NULL) ? src : "",
+                     ucs_min(max, (size_t)ucs_max(len, 0) + 1));
+}
+
+ucs_status_t uct_gaudi_hl_drm_version(const uct_gaudi_hl_t *hl,
+                                      uct_gaudi_hl_drm_version_t *version)
+{
+    drmVersionPtr drm;
+    int err;
+
+    /* libdrm sizes the strings with a first ioctl, then fetches them */
+    drm = drmGetVersion(hl->fd);
+    if (drm == NULL) {
+        err = (errno != 0) ? errno : EIO;
+        /* informational: callers go on without it */
+        return uct_gaudi_hl_fail(hl->name, err, 1, "DRM_IOCTL_VERSION");
+    }
+
+    version->major      = drm->version_major;
+    version->minor      = drm->version_minor;
+    version->patchlevel = drm->version_patchlevel;
+    uct_gaudi_hl_drm_str(version->name, sizeof(version->name), drm->name,
+                         drm->name_len);
+    uct_gaudi_hl_drm_str(version->date, sizeof(version->date), drm->date,
+                         drm->date_len);
+    uct_gaudi_hl_drm_str(version->desc, sizeof(version->desc), drm->desc,
+                         drm->desc_len);
+    drmFreeVersion(drm);
+    return UCS_OK;
 }
 
 

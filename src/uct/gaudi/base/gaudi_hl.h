@@ -28,6 +28,7 @@
 BEGIN_C_DECLS
 
 #define UCT_GAUDI_HL_NAME_MAX 32
+#define UCT_GAUDI_HL_DESC_MAX 64
 
 
 /* uct_gaudi_hl_open() flags */
@@ -46,6 +47,17 @@ typedef struct uct_gaudi_hl {
     gaudi_hl_abi_t abi;      /* ioctl request code set (facts 1.5, 1.6) */
     char           name[UCT_GAUDI_HL_NAME_MAX]; /* "accel0", "hl_controlD1" */
 } uct_gaudi_hl_t;
+
+
+/* The driver's DRM identity (DRM_IOCTL_VERSION, facts 1.5) */
+typedef struct uct_gaudi_hl_drm_version {
+    int  major;                        /* in-kernel driver: the kernel's */
+    int  minor;
+    int  patchlevel;
+    char name[UCT_GAUDI_HL_NAME_MAX];  /* "habanalabs" */
+    char date[UCT_GAUDI_HL_NAME_MAX];  /* may be empty (Linux >= 6.14) */
+    char desc[UCT_GAUDI_HL_DESC_MAX];
+} uct_gaudi_hl_drm_version_t;
 
 
 /* errno -> ucs_status_t, the one mapping (table in docs/base.md) */
@@ -98,6 +110,17 @@ ucs_status_t uct_gaudi_hl_device_status(const uct_gaudi_hl_t *hl,
 
 ucs_status_t uct_gaudi_hl_open_stats(const uct_gaudi_hl_t *hl,
                                      struct hl_open_stats_info *stats);
+
+
+/**
+ * DRM_IOCTL_VERSION through libdrm's drmGetVersion(). Only DRM accel
+ * compute nodes answer it (facts 1.5); legacy misc-era nodes, control
+ * nodes and Habana builds without DRM accel answer ENOTTY, which gives
+ * UCS_ERR_UNSUPPORTED. Every failure is logged at debug level only (the
+ * identity is informational). Strings are truncated to the fields' sizes.
+ */
+ucs_status_t uct_gaudi_hl_drm_version(const uct_gaudi_hl_t *hl,
+                                      uct_gaudi_hl_drm_version_t *version);
 
 
 /* MEMORY (facts 3, 4) */

@@ -223,7 +223,14 @@ static void uct_gaudi_ipc_iface_probe(uct_gaudi_ipc_iface_t *iface)
     pthread_mutex_unlock(&ctx->lock);
     if (status != UCS_OK) {
         iface->reason = "the DMA-BUF import probe (op 99) failed";
-    } else if (!supported) {
+        goto out;
+    }
+
+    uct_gaudi_driver_log_probe(&ctx->driver, ctx->info->name,
+                               "DMA-BUF import (op 99)",
+                               uct_gaudi_driver_expects_reg_dmabuf(
+                                       &ctx->driver), supported);
+    if (!supported) {
         iface->reason = "the driver cannot import DMA-BUF (op 99 "
                         "HL_MEM_OP_REG_DMABUF_FD exists only in Habana's "
                         "out-of-tree driver); UCP uses host-staged "
