@@ -15,6 +15,24 @@ expect_match "accelerator device type" "$out" '^#           Type: accelerator$'
 expect_match "system device GAUDI_n" "$out" '^#  System device: GAUDI_[0-9]+'
 expect_no_match "no errors logged" "$out" 'UCX  (ERROR|WARN)'
 
+# the driver's DRM identity at diag level, per flavour (libdrm)
+new_node
+HLSIM_NUM_DEVICES=1 UCX_LOG_LEVEL=diag on_node ucx_info -d > "$out" 2>&1
+expect_match "diag: Habana's driver identified" "$out" \
+    'gaudi accel0: driver habanalabs 1\.24\.1 \(20260305\), Habana.s out-of-tree driver'
+new_node
+HLSIM_NUM_DEVICES=1 HLSIM_FLAVOUR=upstream UCX_LOG_LEVEL=diag \
+    on_node ucx_info -d > "$out" 2>&1
+expect_match "diag: in-kernel driver identified" "$out" \
+    "gaudi accel0: driver habanalabs $(uname -r | cut -d. -f1-2)\\.[0-9]+ \\(20190505\\), the in-kernel accel driver"
+new_node
+HLSIM_NUM_DEVICES=1 HLSIM_NODES=legacy UCX_LOG_LEVEL=diag \
+    on_node ucx_info -d > "$out" 2>&1
+expect_match "diag: legacy driver has no DRM identity" "$out" \
+    'gaudi hl0: driver without DRM identity'
+expect_no_match "diag: no errors on legacy nodes" "$out" 'UCX  (ERROR|WARN)'
+new_node
+
 # the configuration variables are visible
 HLSIM_NUM_DEVICES=2 on_node ucx_info -c -f > "$out" 2>&1
 expect_match "UCX_GAUDI_DEVICE in ucx_info -c" "$out" '^UCX_GAUDI_DEVICE='
