@@ -114,6 +114,7 @@ TEST_F(driver, version_habana_flavour)
     uct_gaudi_hl_drm_version_t v;
     uct_gaudi_ctx_t *ctx;
     uct_gaudi_hl_t h;
+    int supported = -1;
 
     ASSERT_EQ(UCS_OK, uct_gaudi_hl_open(0, 0, 0, &h));
     ASSERT_EQ(UCS_OK, uct_gaudi_hl_drm_version(&h, &v));
@@ -130,6 +131,9 @@ TEST_F(driver, version_habana_flavour)
     EXPECT_EQ(UCT_GAUDI_DRIVER_HABANA, ctx->driver.kind);
     EXPECT_EQ(24, ctx->driver.version.minor);
     EXPECT_EQ(1, uct_gaudi_driver_expects_reg_dmabuf(&ctx->driver));
+    /* and agrees with the probe of the emulated Habana driver */
+    ASSERT_EQ(UCS_OK, uct_gaudi_hl_probe_reg_dmabuf(&ctx->hl, &supported));
+    EXPECT_EQ(1, supported);
     uct_gaudi_ctx_put(ctx);
 }
 
