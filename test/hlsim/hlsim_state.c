@@ -525,6 +525,9 @@ static int hlsim_do_init(void)
     if ((s = getenv("HLSIM_DMA_GBPS")) && *s) {
         hlsim_cfg.dma_gbps = strtod(s, NULL);
     }
+    if (!hlsim_env_int("HLSIM_DRM", 1, 0, 1, &v)) {
+        hlsim_cfg.no_drm = !v;
+    }
     hlsim_cfg.wait_runs = 1;
     if (!hlsim_env_int("HLSIM_WAIT_RUNS", 1, 0, 1, &v)) {
         hlsim_cfg.wait_runs = v;

@@ -794,6 +794,38 @@ static void t_drm_version_upstream(void)
     close(fd);
 }
 
+/* Habana's build without DRM accel: the HL codes work, VERSION does not;
+ * the in-kernel driver always has the DRM core */
+static void t_drm_version_nodrm(void)
+{
+    struct hl_info_args a = {0};
+    struct gaudi_hl_hw_ip_info hw;
+    char name[64], date[64], desc[64];
+    drm_version_t v;
+    int fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_ERR(drm_version(fd, &v, name, date, desc, 64), ENOTTY,
+              "VERSION without DRM accel");
+    a.return_pointer = (uintptr_t)&hw;
+    a.return_size    = sizeof(hw);
+    a.op             = HL_INFO_HW_IP_INFO;
+    CHECK_OK(ioctl(fd, GAUDI_HL_DRM_IOCTL_INFO, &a), "DRM-coded INFO");
+    close(fd);
+}
+
+static void t_drm_version_nodrm_upstream(void)
+{
+    char name[64], date[64], desc[64];
+    drm_version_t v;
+    int fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(drm_version(fd, &v, name, date, desc, 64), "DRM_IOCTL_VERSION");
+    CHECK(!strcmp(date, "20190505"), "date %s", date);
+    close(fd);
+}
+
 /* The misc-era driver (Linux 6.1) has no DRM core: nr 0 is unknown */
 static void t_drm_version_legacy(void)
 {
@@ -2618,6 +2650,9 @@ static const test_t tests[] = {
     { "drm_version_upstream", t_drm_version_upstream,
       "HLSIM_FLAVOUR=upstream" },
     { "drm_version_legacy", t_drm_version_legacy, "HLSIM_NODES=legacy" },
+    { "drm_version_nodrm", t_drm_version_nodrm, "HLSIM_DRM=0" },
+    { "drm_version_nodrm_upstream", t_drm_version_nodrm_upstream,
+      "HLSIM_DRM=0 HLSIM_FLAVOUR=upstream" },
     { "size_tolerant", t_size_tolerant, "" },
     { "excl_same_process", t_excl_same_process, "" },
     { "excl_other_process", t_excl_other_process, "" },
@@ -2707,6 +2742,7 @@ static int run_one(const test_t *t, const char *base, int idx)
         unsetenv("HLSIM_FLAVOUR");
         unsetenv("HLSIM_MODULE_IDS");
         unsetenv("HLSIM_NUMA_NODE");
+        unsetenv("HLSIM_DRM");
         unsetenv("HLSIM_HBM_SIZE");
         unsetenv("HLSIM_DRAM_PAGE_SIZE");
         unsetenv("HLSIM_DMA_GBPS");

@@ -26,6 +26,11 @@ HLSIM_NUM_DEVICES=1 HLSIM_FLAVOUR=upstream UCX_LOG_LEVEL=diag \
 expect_match "diag: in-kernel driver identified" "$out" \
     "gaudi accel0: driver habanalabs $(uname -r | cut -d. -f1-2)\\.[0-9]+ \\(20190505\\), the in-kernel accel driver"
 new_node
+HLSIM_NUM_DEVICES=1 HLSIM_DRM=0 UCX_LOG_LEVEL=diag \
+    on_node ucx_info -d > "$out" 2>&1
+expect_match "diag: Habana's build without DRM accel identified" "$out" \
+    'gaudi accel0: driver without DRM identity, DRM ioctl codes \(Habana.s out-of-tree driver built without DRM accel\)'
+new_node
 HLSIM_NUM_DEVICES=1 HLSIM_NODES=legacy UCX_LOG_LEVEL=diag \
     on_node ucx_info -d > "$out" 2>&1
 expect_match "diag: legacy driver has no DRM identity" "$out" \

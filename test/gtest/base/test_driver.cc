@@ -102,6 +102,8 @@ TEST(driver_classify, expectations_of_op99)
     EXPECT_EQ(1, uct_gaudi_driver_expects_reg_dmabuf(&d));
     d.kind = UCT_GAUDI_DRIVER_UPSTREAM;
     EXPECT_EQ(0, uct_gaudi_driver_expects_reg_dmabuf(&d));
+    d.kind = UCT_GAUDI_DRIVER_HABANA_NO_DRM;
+    EXPECT_EQ(1, uct_gaudi_driver_expects_reg_dmabuf(&d));
     d.kind = UCT_GAUDI_DRIVER_NO_DRM;
     EXPECT_EQ(-1, uct_gaudi_driver_expects_reg_dmabuf(&d));
     d.kind = UCT_GAUDI_DRIVER_OTHER;
@@ -182,6 +184,32 @@ TEST_F(driver, no_version_on_legacy_and_control_nodes)
     ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(0, &ctx));
     EXPECT_EQ(UCT_GAUDI_DRIVER_NO_DRM, ctx->driver.kind);
     EXPECT_EQ(-1, uct_gaudi_driver_expects_reg_dmabuf(&ctx->driver));
+    uct_gaudi_ctx_put(ctx);
+    EXPECT_EQ(0u, log.count(UCS_LOG_LEVEL_WARN)) << log.dump();
+}
+
+/* Habana's build without DRM accel: DRM ioctl codes, no DRM core */
+TEST_F(driver, habana_without_drm_accel)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_FLAVOUR", "habana"}, {"HLSIM_DRM", "0"}});
+    uct_gaudi_hl_drm_version_t v;
+    uct_gaudi_ctx_t *ctx;
+    uct_gaudi_hl_t h;
+    log_capture log;
+    int supported = -1;
+
+    ASSERT_EQ(UCS_OK, uct_gaudi_hl_open(0, 0, 0, &h));
+    EXPECT_EQ(GAUDI_HL_ABI_ACCEL, h.abi);
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, uct_gaudi_hl_drm_version(&h, &v));
+    EXPECT_EQ(ENOTTY, errno);
+    uct_gaudi_hl_close(&h);
+
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(0, &ctx));
+    EXPECT_EQ(UCT_GAUDI_DRIVER_HABANA_NO_DRM, ctx->driver.kind);
+    EXPECT_STREQ("", ctx->driver.version.name);
+    EXPECT_EQ(1, uct_gaudi_driver_expects_reg_dmabuf(&ctx->driver));
+    ASSERT_EQ(UCS_OK, uct_gaudi_hl_probe_reg_dmabuf(&ctx->hl, &supported));
+    EXPECT_EQ(1, supported);
     uct_gaudi_ctx_put(ctx);
     EXPECT_EQ(0u, log.count(UCS_LOG_LEVEL_WARN)) << log.dump();
 }

@@ -49,7 +49,12 @@ void uct_gaudi_driver_identify(const uct_gaudi_hl_t *hl,
 
     memset(driver, 0, sizeof(*driver));
     if (uct_gaudi_hl_drm_version(hl, &driver->version) != UCS_OK) {
-        driver->kind = UCT_GAUDI_DRIVER_NO_DRM;
+        memset(&driver->version, 0, sizeof(driver->version));
+        /* the DRM ioctl codes work without the DRM core only in Habana's
+         * build without DRM accel (facts 1.5) */
+        driver->kind = (hl->abi == GAUDI_HL_ABI_ACCEL) ?
+                       UCT_GAUDI_DRIVER_HABANA_NO_DRM :
+                       UCT_GAUDI_DRIVER_NO_DRM;
     } else {
         if (uname(&uts) != 0) {
             uts.release[0] = '\0';
@@ -77,9 +82,12 @@ const char *uct_gaudi_driver_str(const uct_gaudi_driver_t *driver, char *buf,
     const uct_gaudi_hl_drm_version_t *v = &driver->version;
 
     if (driver->kind == UCT_GAUDI_DRIVER_NO_DRM) {
-        snprintf(buf, max, "without DRM identity (the misc-era driver of "
-                 "Linux <= 6.2, or Habana's driver built without DRM "
-                 "accel)");
+        snprintf(buf, max, "without DRM identity, legacy ioctl codes (the "
+                 "misc-era driver of Linux <= 6.2, or an old Habana "
+                 "release)");
+    } else if (driver->kind == UCT_GAUDI_DRIVER_HABANA_NO_DRM) {
+        snprintf(buf, max, "without DRM identity, DRM ioctl codes (Habana's "
+                 "out-of-tree driver built without DRM accel)");
     } else {
         snprintf(buf, max, "%s %d.%d.%d%s%s%s, %s", v->name, v->major,
                  v->minor, v->patchlevel, (v->date[0] != '\0') ? " (" : "",
@@ -93,6 +101,7 @@ int uct_gaudi_driver_expects_reg_dmabuf(const uct_gaudi_driver_t *driver)
 {
     switch (driver->kind) {
     case UCT_GAUDI_DRIVER_HABANA:
+    case UCT_GAUDI_DRIVER_HABANA_NO_DRM:
         return 1;
     case UCT_GAUDI_DRIVER_UPSTREAM:
         return 0;

@@ -18,16 +18,18 @@ BEGIN_C_DECLS
 
 
 typedef enum {
-    UCT_GAUDI_DRIVER_NO_DRM,   /* no DRM_IOCTL_VERSION: misc-era or non-DRM */
-    UCT_GAUDI_DRIVER_UPSTREAM, /* in-kernel: version = the running kernel's */
-    UCT_GAUDI_DRIVER_HABANA,   /* habanalabs, own version: out-of-tree */
-    UCT_GAUDI_DRIVER_OTHER     /* answers, but is not "habanalabs" */
+    UCT_GAUDI_DRIVER_NO_DRM,        /* legacy codes, no DRM: misc-era */
+    UCT_GAUDI_DRIVER_UPSTREAM,      /* in-kernel: the running kernel's version */
+    UCT_GAUDI_DRIVER_HABANA,        /* habanalabs, own version: out-of-tree */
+    UCT_GAUDI_DRIVER_HABANA_NO_DRM, /* accel codes, no DRM core: Habana's
+                                       build without DRM accel */
+    UCT_GAUDI_DRIVER_OTHER          /* answers, but is not "habanalabs" */
 } uct_gaudi_driver_kind_t;
 
 
 typedef struct uct_gaudi_driver {
     uct_gaudi_driver_kind_t    kind;
-    uct_gaudi_hl_drm_version_t version; /* valid unless kind == NO_DRM */
+    uct_gaudi_hl_drm_version_t version; /* zero unless DRM answered */
 } uct_gaudi_driver_t;
 
 
