@@ -525,7 +525,7 @@ static int hlsim_add_seg(hlsim_dmabuf_hdr_t *h, uint64_t off, uint64_t len)
 static int hlsim_dmabuf_create(hlsim_ctx_t *ctx, hlsim_dmabuf_hdr_t *h,
                                int flags, int *probe)
 {
-    char          path[4300];
+    char          path[4300], tmp[4300];
     hlsim_file_t *f;
     size_t        len = sizeof(*h) + h->nseg * sizeof(h->seg[0]);
     int           fd, pfd;
@@ -537,20 +537,28 @@ static int hlsim_dmabuf_create(hlsim_ctx_t *ctx, hlsim_dmabuf_hdr_t *h,
                                      1, __ATOMIC_ACQ_REL);
     snprintf(path, sizeof(path), "%s/dmabuf/dev%d.%llu", hlsim_cfg.root,
              ctx->dev, (unsigned long long)h->id);
-    fd = hlsim_real.open(path, O_RDWR | O_CREAT | O_EXCL |
+    /*
+     * Locked before it is visible under its name: hlsim_dmabufs_alive() in
+     * another process (an open of this device) would otherwise take
+     * LOCK_EX on the new file first and unlink it as dead
+     */
+    snprintf(tmp, sizeof(tmp), "%s/dmabuf/new.%d.%llu", hlsim_cfg.root,
+             ctx->dev, (unsigned long long)h->id);
+    fd = hlsim_real.open(tmp, O_RDWR | O_CREAT | O_EXCL |
                          (flags & O_CLOEXEC), 0600);
     if (fd < 0) {
         return -errno;
     }
     /* stays linked while alive: hlsim_dmabufs_alive() probes it */
-    pfd = hlsim_real.open(path, O_RDONLY | O_CLOEXEC);
+    pfd = hlsim_real.open(tmp, O_RDONLY | O_CLOEXEC);
     if ((pfd < 0) || (pwrite(fd, h, len, 0) != (ssize_t)len) ||
-        flock(fd, LOCK_SH | LOCK_NB) || (fd >= HLSIM_FD_MAX)) {
+        flock(fd, LOCK_SH | LOCK_NB) || (fd >= HLSIM_FD_MAX) ||
+        rename(tmp, path)) {
         if (pfd >= 0) {
             hlsim_real.close(pfd);
         }
         hlsim_real.close(fd);
-        unlink(path);
+        unlink(tmp);
         return -ENOMEM;
     }
     f = calloc(1, sizeof(*f));
