@@ -8,6 +8,8 @@
 
 #include "gaudi_iface.h"
 
+#include <uct/gaudi/gaudi_compat.h>
+
 #include <ucs/arch/cpu.h>
 #include <ucs/datastruct/mpool.inl>
 #include <ucs/debug/memtrack_int.h>
@@ -437,9 +439,8 @@ UCS_CLASS_INIT_FUNC(uct_gaudi_iface_t, uct_iface_ops_t *tl_ops,
     ucs_queue_head_init(&self->pending);
     ucs_queue_head_init(&self->flushes);
 
-    status = ucs_mpool_init(&self->desc_mp, 0, desc_size, 0,
-                            UCS_SYS_CACHE_LINE_SIZE, 128, UINT_MAX,
-                            &uct_gaudi_iface_desc_mpool_ops, tl_name);
+    status = uct_gaudi_mpool_init(&self->desc_mp, desc_size,
+                                  &uct_gaudi_iface_desc_mpool_ops, tl_name);
     if (status != UCS_OK) {
         return status;
     }
