@@ -120,6 +120,8 @@ static void check_iface(uct_iface_h iface, const char *name)
     CHECK_OP(ops, iface_get_device_address, name);
     CHECK_OP(ops, iface_get_address, name);
     CHECK_OP(ops, iface_is_reachable, name);
+    /* UCX 1.12's adaptive progress arms every iface it deactivates */
+    CHECK_OP(ops, iface_event_arm, name);
 
     check(uct_iface_query(iface, &attr) == UCS_OK, "iface_query works",
           name);

@@ -207,6 +207,17 @@ ucs_status_t uct_gaudi_iface_flush(uct_iface_h tl_iface, unsigned flags,
     return uct_gaudi_iface_flush_all(iface, comp);
 }
 
+/*
+ * No event flags are reported: nothing can wake a sleeping caller, so the
+ * iface is never armed and must be progressed (UCX 1.12's adaptive
+ * progress arms every iface it deactivates, whatever its event flags, and
+ * keeps progressing one that answers busy).
+ */
+ucs_status_t uct_gaudi_iface_event_arm(uct_iface_h tl_iface, unsigned events)
+{
+    return UCS_ERR_BUSY;
+}
+
 ucs_status_t uct_gaudi_iface_fence(uct_iface_h tl_iface, unsigned flags)
 {
     uct_gaudi_iface_t *iface = ucs_derived_of(tl_iface, uct_gaudi_iface_t);

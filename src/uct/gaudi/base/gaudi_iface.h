@@ -115,6 +115,7 @@ UCS_CLASS_DECLARE_DELETE_FUNC(uct_gaudi_ep_t, uct_ep_t);
     .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_gaudi_ep_t), \
     .iface_flush              = uct_gaudi_iface_flush, \
     .iface_fence              = uct_gaudi_iface_fence, \
+    .iface_event_arm          = uct_gaudi_iface_event_arm, \
     .iface_progress_enable    = uct_base_iface_progress_enable, \
     .iface_progress_disable   = uct_base_iface_progress_disable, \
     .iface_progress           = uct_gaudi_iface_progress
@@ -133,6 +134,8 @@ ucs_status_t uct_gaudi_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                    uct_completion_t *comp);
 
 ucs_status_t uct_gaudi_iface_fence(uct_iface_h tl_iface, unsigned flags);
+
+ucs_status_t uct_gaudi_iface_event_arm(uct_iface_h tl_iface, unsigned events);
 
 ucs_status_t uct_gaudi_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                 uct_completion_t *comp);
