@@ -78,10 +78,17 @@ AC_DEFUN([UCX_GAUDI_CHECK_UCX], [
     CPPFLAGS="$save_CPPFLAGS"
 
     UCX_GAUDI_PROBE_UCX([-DHAVE_CONFIG_H -I`pwd`/ucx_config -I$UCX_SRC_DIR/src $UCX_CFLAGS])
-    # Gaudi memory in the ROCM slot (no UCS_MEMORY_TYPE_GAUDI): the UCX
-    # gtest subset then allocates it through a HIP shim (test/ucx_gtest)
-    AM_CONDITIONAL([UCX_GAUDI_MEM_ROCM_SLOT],
-        [grep -q 'UCT_GAUDI_HAVE_MEMORY_TYPE_GAUDI 0' ucx_config/uct_gaudi_ucx_features.h])
+    # The UCX gtest subset allocates Gaudi memory through a HIP shim
+    # (test/gtest/ucx) where Gaudi memory is the ROCM slot (no
+    # UCS_MEMORY_TYPE_GAUDI), unless UCX's test allocator writes small ROCm
+    # buffers with the CPU (mem_buffer::memset, UCX 1.16+), which Gaudi
+    # memory does not allow: then the suites run on host buffers.
+    AC_MSG_CHECKING([whether UCX's gtest subset can run on Gaudi buffers])
+    AS_IF([grep -q 'UCT_GAUDI_HAVE_MEMORY_TYPE_GAUDI 0' ucx_config/uct_gaudi_ucx_features.h &&
+           ! grep -q 'length <= 8' "$UCX_SRC_DIR/test/gtest/common/mem_buffer.cc" 2>/dev/null],
+          [ucx_gaudi_gtest_hip=yes], [ucx_gaudi_gtest_hip=no])
+    AC_MSG_RESULT([$ucx_gaudi_gtest_hip])
+    AM_CONDITIONAL([UCX_GAUDI_MEM_ROCM_SLOT], [test $ucx_gaudi_gtest_hip = yes])
 
     AC_SUBST([UCX_PREFIX])
     AC_SUBST([UCX_VERSION])
