@@ -155,6 +155,27 @@ fi
 gtest=$GAUDI_UCX_BUILD/test/gtest/ucx/ucx_gtest
 filter='gaudi_copy/test_md.*:gaudi_ipc/test_md.*:gaudi_cpy/*'
 exclude='*mem_type_detect_mds*'
+# Tests whose assumptions do not hold for these MDs in some releases,
+# found in the release's own test source:
+# - test_md.alloc packs the key of each allocation into a uint64_t (1.16;
+#   later releases size the buffer by rkey_packed_size): gaudi_copy's key
+#   has 40 bytes;
+# - test_md.rkey_compare registers host memory on any MD that registers,
+#   without checking reg_mem_types (1.16; later releases skip such MDs):
+#   gaudi_ipc registers Gaudi memory only.
+src_tree=$(sed -n "s|^UCX_SRC_DIR = ||p" "$GAUDI_UCX_BUILD/Makefile")
+test_md_cc=$src_tree/test/gtest/uct/test_md.cc
+if grep -q '&pack_params, &key)' "$test_md_cc" 2>/dev/null; then
+    exclude="$exclude:*test_md.alloc/*"
+    echo "excluded test_md.alloc: packs a key into 8 bytes"
+fi
+if grep -A1 'UCS_TEST_SKIP_COND_P(test_md, rkey_compare' "$test_md_cc" \
+       2>/dev/null | grep -q 'is_gpu_ipc' &&
+   ! grep -A1 'UCS_TEST_SKIP_COND_P(test_md, rkey_compare' "$test_md_cc" |
+       grep -q 'check_reg_mem_type'; then
+    exclude="$exclude:gaudi_ipc/test_md.rkey_compare/*"
+    echo "excluded gaudi_ipc/test_md.rkey_compare: registers host memory"
+fi
 run "$gtest" --gtest_filter="$filter-$exclude" > "$out" 2>&1
 rc=$?
 gp=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\.$/\1/p' "$out" | tail -1)
