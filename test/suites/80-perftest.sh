@@ -36,7 +36,7 @@ ucp_pair() {
     wait "$server" || rc=1
     if [ $rc -ne 0 ]; then
         fail "$name" "exit status $rc"
-        tail -15 "$out" "$srv" | sed 's/^/      /'
+        tail -n 15 "$out" "$srv" | sed 's/^/      /'
         return
     fi
     perftest_ok "$name" "$out"
