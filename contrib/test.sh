@@ -1,7 +1,11 @@
 #!/bin/bash
 #
 # Build ucx-gaudi and run every test suite on the emulated Gaudi node
-# (test/hlsim). Ends with "N passed, N failed"; exits non-zero on failure.
+# (test/hlsim), against the installed UCX (Debian's); then, against each
+# upstream UCX release in GAUDI_UCX_VERSIONS (built once from the tarballs
+# in ../shared/ucx-src and cached, contrib/build-ucx.sh), the per-release
+# suite test/suites/ucx-version.sh. Prints the results per UCX version and
+# ends with "N passed, N failed"; exits non-zero on failure.
 #
 # --device: run on this machine's real Gaudi devices (/dev/accel/accelN or
 # /dev/hlN, habanalabs driver) instead: the suites that need the emulator
@@ -94,11 +98,43 @@ run_suite() {
     total_fail=$((total_fail + fail))
 }
 
+stock=$(ucx_info -v | sed -n -e 's/^# Library version: //p' \
+        -e 's/^# Version //p')
 for suite in "$top"/test/suites/[0-9]*.sh; do
     run_suite "$(basename "$suite" .sh)" bash "$suite"
 done
+per_version=("UCX $stock (installed, all suites): $total_pass passed, $total_fail failed")
+
+# The other UCX releases Gaudi hosts run (on the emulated node: not in
+# device mode)
+versions=${GAUDI_UCX_VERSIONS-1.12.1 1.16.0 1.18.1 1.22.0}
+if [ "$GAUDI_UCX_DEVICE_MODE" = 1 ]; then
+    versions=
+fi
+for ver in $versions; do
+    before_pass=$total_pass
+    before_fail=$total_fail
+    echo "=== UCX $ver: building (cached after the first run)"
+    vlog="$logdir/build-ucx-$ver.log"
+    if ! vbuild=$(JOBS=${JOBS:-$(nproc)} "$top/contrib/build-ucx.sh" "$ver" \
+                  2>"$vlog"); then
+        tail -n 30 "$vlog" | sed 's/^/    | /'
+        echo "    building against UCX $ver failed (log $vlog)"
+        failed_suites+=("build-ucx-$ver")
+        total_fail=$((total_fail + 1))
+    else
+        read -r vdir vprefix <<< "$vbuild"
+        run_suite "ucx-$ver" env GAUDI_UCX_BUILD="$vdir" \
+            GAUDI_UCX_LIBDIR="$vdir/lib" UCX_PREFIX="$vprefix" \
+            HLSIM_LIB="$vdir/lib/libhlsim.so" \
+            bash "$top/test/suites/ucx-version.sh"
+    fi
+    per_version+=("UCX $ver: $((total_pass - before_pass)) passed, $((total_fail - before_fail)) failed")
+done
 
 echo
+echo "per UCX version:"
+printf '    %s\n' "${per_version[@]}"
 if [ ${#skipped_suites[@]} -gt 0 ]; then
     echo "skipped suites (need the emulator): ${skipped_suites[*]}"
 fi

@@ -2,53 +2,523 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * Every UCX-version difference lives here; nothing else tests versions.
+ * Differences are decided by configure-time probes of the UCX source tree
+ * (config/m4/ucx_probes.m4, results in uct_gaudi_ucx_features.h), never by
+ * version numbers: UCX's internal API is not monotonic across releases.
+ *
+ * The MDs and transports implement each op in one form (UCX 1.13's) and
+ * reference the adapters defined here in their op tables; ops that exist
+ * only in some releases are added to the tables by the UCT_GAUDI_*_OPS
+ * macros below.
  */
 
 #ifndef UCT_GAUDI_COMPAT_H_
 #define UCT_GAUDI_COMPAT_H_
 
+#include <uct_gaudi_ucx_features.h>
+
 #include <uct/api/version.h>
 #include <uct/base/uct_component.h>
+#include <uct/base/uct_iface.h>
+#include <uct/base/uct_md.h>
+#include <ucs/config/parser.h>
+#include <ucs/datastruct/mpool.h>
+#include <ucs/datastruct/queue.h>
 #include <ucs/memory/memory_type.h>
+#include <ucs/memory/rcache.h>
+#include <ucs/sys/math.h>
+#include <ucs/sys/stubs.h>
+#include <ucs/time/time.h>
+#if UCT_GAUDI_HAVE_UCS_PTR_ARITH_H
+#  include <ucs/sys/ptr_arith.h>
+#endif
 
 
-#if UCT_API >= UCT_VERSION(1, 21)
-/* UCX >= 1.21 has a memory type of its own for Gaudi */
+/* Memory type */
+
+#if UCT_GAUDI_HAVE_MEMORY_TYPE_GAUDI
+/* UCX has a memory type of its own for Gaudi */
 #  define UCT_GAUDI_MEMORY_TYPE          UCS_MEMORY_TYPE_GAUDI
 #  define UCT_GAUDI_MEMORY_TYPE_BORROWED 0
 #else
 /*
- * Older UCX has no Gaudi memory type. Gaudi memory is presented in the ROCM
- * slot, which stock Debian UCX never uses (no rocm module is built). ROCM,
- * not ROCM_MANAGED: UCP must never access it with the CPU
+ * No Gaudi memory type: Gaudi memory is presented in the ROCM slot, which
+ * stock distribution UCX never uses (no rocm module is built). ROCM, not
+ * ROCM_MANAGED: UCP must never access it with the CPU
  * (UCS_MEMORY_TYPES_CPU_ACCESSIBLE, ucs/memory/memory_type.h).
- * docs/ucx-loading.md section 4.
  */
 #  define UCT_GAUDI_MEMORY_TYPE          UCS_MEMORY_TYPE_ROCM
 #  define UCT_GAUDI_MEMORY_TYPE_BORROWED 1
 #endif
 
-/*
- * DMA-BUF fields of uct_md_mem_attr_t (UCT_MD_MEM_ATTR_FIELD_DMABUF_FD /
- * _OFFSET) exist from UCX 1.14; 1.13.1 has no dma-buf API at all
- * (docs/ucx-loading.md section 6).
- */
-#if UCT_API >= UCT_VERSION(1, 14)
-#  define UCT_GAUDI_HAVE_MEM_ATTR_DMABUF 1
-#else
-#  define UCT_GAUDI_HAVE_MEM_ATTR_DMABUF 0
-#endif
-
-/* "rocm" on UCX < 1.21: what users pass to ucx_perftest -m */
+/* "rocm" where the slot is borrowed: what users pass to ucx_perftest -m */
 #define UCT_GAUDI_MEMORY_TYPE_NAME ucs_memory_type_names[UCT_GAUDI_MEMORY_TYPE]
 
 
 /*
- * Whether the borrowed memory-type slot is free in this process: a real ROCm
- * component would own it, and the two cannot share it (UCP keeps one
+ * Whether Gaudi memory is ours to serve in this process, for one of our
+ * components: not when another Gaudi provider (Intel's gaudi_gdr) is
+ * loaded, not for a second copy of this module (a preloaded one and one
+ * found by UCX's loader: the first registered wins), and, where the ROCM
+ * slot is borrowed, not when a real ROCm component owns it (UCP keeps one
  * memtype EP and one detect order per type). Call after UCX has loaded its
- * modules, i.e. from query_md_resources. Logs why when it is not free.
+ * modules, i.e. from query_md_resources. Logs why when it is not.
  */
-int uct_gaudi_memory_type_available(void);
+int uct_gaudi_memory_type_available(const uct_component_t *component);
+
+
+/* UCS utilities */
+
+#if !UCT_GAUDI_HAVE_COMPONENTS_LIST_DECL
+/* exported by libuct, not declared by its headers */
+extern ucs_list_link_t uct_components_list;
+#endif
+
+/* Fill a configuration registered with UCS_CONFIG_REGISTER_TABLE from the
+ * environment (<env prefix><table prefix>*) */
+#if UCT_GAUDI_HAVE_CONFIG_FILL_ENTRY
+#  define UCT_GAUDI_CONFIG_FILL(_opts, _table, _env_prefix, _ignore) \
+        ucs_config_parser_fill_opts(_opts, &_table##_config_entry, \
+                                    _env_prefix, _ignore)
+#else
+#  define UCT_GAUDI_CONFIG_FILL(_opts, _table, _env_prefix, _ignore) \
+        ucs_config_parser_fill_opts(_opts, _table, _env_prefix, \
+                                    (_table##_config_entry).prefix, _ignore)
+#endif
+
+/* Name a system device in ucx_info's topology output */
+#if UCT_GAUDI_HAVE_TOPO_NAME_PRIORITY
+#  define uct_gaudi_topo_set_name(_sys_dev, _name) \
+        ucs_topo_sys_device_set_name(_sys_dev, _name, 10)
+#else
+#  define uct_gaudi_topo_set_name(_sys_dev, _name) \
+        ucs_topo_sys_device_set_name(_sys_dev, _name)
+#endif
+
+/* "auto" of a UCS_CONFIG_TYPE_BW value */
+#ifdef UCS_CONFIG_BW_IS_AUTO
+#  define UCT_GAUDI_CONFIG_BW_IS_AUTO(_v) UCS_CONFIG_BW_IS_AUTO(_v)
+#else
+#  define UCT_GAUDI_CONFIG_BW_IS_AUTO(_v) UCS_CONFIG_DBL_IS_AUTO(_v)
+#endif
+
+static UCS_F_ALWAYS_INLINE int
+uct_gaudi_queue_is_empty(const ucs_queue_head_t *queue)
+{
+#if UCT_GAUDI_HAVE_QUEUE_IS_EMPTY_CONST
+    return ucs_queue_is_empty(queue);
+#else
+    /* the older prototype only lacks the const */
+    return ucs_queue_is_empty((ucs_queue_head_t*)queue);
+#endif
+}
+
+/* A memory pool of fixed-size elements, grown by chunks of 128 */
+ucs_status_t uct_gaudi_mpool_init(ucs_mpool_t *mp, size_t elem_size,
+                                  ucs_mpool_ops_t *ops, const char *name);
+
+/* Tell UCS's memory type cache that [address, +size) is Gaudi memory */
+#if UCT_GAUDI_HAVE_MEMTYPE_CACHE_MEM_FLAGS
+#  define uct_gaudi_memtype_cache_update(_addr, _size, _mem_type, _sys_dev) \
+        ucs_memtype_cache_update(_addr, _size, _mem_type, _sys_dev, \
+                                 UCS_MEM_FLAG_REGISTRABLE)
+#else
+#  define uct_gaudi_memtype_cache_update(_addr, _size, _mem_type, _sys_dev) \
+        ucs_memtype_cache_update(_addr, _size, _mem_type, _sys_dev)
+#endif
+
+
+/* Registration cache */
+
+#if UCT_GAUDI_HAVE_UCS_RCACHE_CONFIG
+typedef ucs_rcache_config_t uct_gaudi_rcache_config_t;
+#  define UCT_GAUDI_RCACHE_CONFIG_TABLE ucs_config_rcache_table
+#  define uct_gaudi_rcache_set_params   ucs_rcache_set_params
+#else
+typedef uct_md_rcache_config_t uct_gaudi_rcache_config_t;
+#  define UCT_GAUDI_RCACHE_CONFIG_TABLE uct_md_config_rcache_table
+#  define uct_gaudi_rcache_set_params   uct_md_set_rcache_params
+#endif
+
+/* Lookup overhead of the cache, seconds ("auto": UCX's x86 figure) */
+static UCS_F_ALWAYS_INLINE double
+uct_gaudi_rcache_overhead(const uct_gaudi_rcache_config_t *config)
+{
+    return (config->overhead == UCS_TIME_AUTO) ? 180e-9 :
+           ucs_time_to_sec(config->overhead);
+}
+
+/*
+ * Region alignment: set in the parameters (and configurable, as
+ * RCACHE_ADDR_ALIGN) where the cache has one alignment, passed to every
+ * lookup where each lookup has its own.
+ */
+#if UCT_GAUDI_HAVE_RCACHE_PARAMS_ALIGNMENT
+#  define UCT_GAUDI_RCACHE_CONFIG_DEFAULTS "RCACHE_ADDR_ALIGN=4096"
+#else
+#  define UCT_GAUDI_RCACHE_CONFIG_DEFAULTS ""
+#endif
+
+static UCS_F_ALWAYS_INLINE void
+uct_gaudi_rcache_params_align(ucs_rcache_params_t *params, size_t alignment)
+{
+#if UCT_GAUDI_HAVE_RCACHE_PARAMS_ALIGNMENT
+    params->alignment     = ucs_max(params->alignment, alignment);
+    params->max_alignment = params->alignment;
+#endif
+}
+
+#if UCT_GAUDI_HAVE_RCACHE_GET_ALIGNMENT
+#  define uct_gaudi_rcache_get(_rcache, _addr, _len, _align, _prot, _arg, \
+                               _region_p) \
+        ucs_rcache_get(_rcache, _addr, _len, _align, _prot, _arg, _region_p)
+#else
+#  define uct_gaudi_rcache_get(_rcache, _addr, _len, _align, _prot, _arg, \
+                               _region_p) \
+        ucs_rcache_get(_rcache, _addr, _len, _prot, _arg, _region_p)
+#endif
+
+/* The merge op, where the cache merges overlapping regions */
+#if UCT_GAUDI_HAVE_RCACHE_MERGE
+#  define UCT_GAUDI_RCACHE_MERGE_OP(_func) .merge = _func,
+#else
+#  define UCT_GAUDI_RCACHE_MERGE_OP(_func)
+#endif
+
+
+/* Memory domain ops */
+
+/* Attributes that only the v2 MD query has; every MD fills them */
+typedef struct uct_gaudi_md_ext_attr {
+    /* accessed without the user's registration, beyond access_mem_types:
+     * UCX >= 1.22 picks lanes of an MD that needs no memory handle by
+     * access_mem_types alone (ucp_wireup_memaccess_bitmap) */
+    uint64_t access_mem_types;
+    uint64_t cache_mem_types;  /* registrations cached by the MD */
+    uint64_t dmabuf_mem_types; /* mem_query can give a dma-buf fd */
+    size_t   reg_alignment;    /* required alignment of registrations */
+} uct_gaudi_md_ext_attr_t;
+
+typedef ucs_status_t (*uct_gaudi_md_query_v1_func_t)(uct_md_h md,
+                                                     uct_md_attr_t *md_attr);
+typedef void (*uct_gaudi_md_query_ext_func_t)(uct_md_h md,
+                                              uct_gaudi_md_ext_attr_t *ext);
+
+#if !UCT_GAUDI_HAVE_MKEY_PACK_PARAMS
+/* the 1.13 form of mkey_pack takes these; older UCX passes none */
+typedef struct uct_md_mkey_pack_params {
+    uint64_t field_mask;
+    unsigned flags;
+} uct_md_mkey_pack_params_t;
+#endif
+
+#if UCT_GAUDI_HAVE_MD_QUERY_V2
+ucs_status_t uct_gaudi_md_query_v2(uct_md_h md, uct_md_attr_v2_t *md_attr,
+                                   uct_gaudi_md_query_v1_func_t query,
+                                   uct_gaudi_md_query_ext_func_t query_ext);
+#  define UCT_GAUDI_MD_QUERY_ADAPTER(_p) \
+    static ucs_status_t _p##_md_query_compat(uct_md_h md, \
+                                             uct_md_attr_v2_t *md_attr) \
+    { \
+        return uct_gaudi_md_query_v2(md, md_attr, _p##_md_query, \
+                                     _p##_md_query_ext); \
+    }
+#else
+#  define UCT_GAUDI_MD_QUERY_ADAPTER(_p) \
+    static ucs_status_t _p##_md_query_compat(uct_md_h md, \
+                                             uct_md_attr_t *md_attr) \
+    { \
+        (void)_p##_md_query_ext; /* nothing to report it in */ \
+        return _p##_md_query(md, md_attr); \
+    }
+#endif
+
+#if UCT_GAUDI_HAVE_MEM_REG_PARAMS
+/* The flags of a registration; a dma-buf to import is not supported */
+ucs_status_t
+uct_gaudi_mem_reg_params_flags(const uct_md_mem_reg_params_t *params,
+                               unsigned *flags_p);
+#  define UCT_GAUDI_MEM_REG_ADAPTER(_p) \
+    static ucs_status_t _p##_mem_reg_compat( \
+            uct_md_h md, void *address, size_t length, \
+            const uct_md_mem_reg_params_t *params, uct_mem_h *memh_p) \
+    { \
+        unsigned flags; \
+        ucs_status_t status = uct_gaudi_mem_reg_params_flags(params, &flags); \
+        return (status != UCS_OK) ? status : \
+               _p##_mem_reg(md, address, length, flags, memh_p); \
+    }
+#else
+#  define UCT_GAUDI_MEM_REG_ADAPTER(_p) \
+    static ucs_status_t _p##_mem_reg_compat(uct_md_h md, void *address, \
+                                            size_t length, unsigned flags, \
+                                            uct_mem_h *memh_p) \
+    { \
+        return _p##_mem_reg(md, address, length, flags, memh_p); \
+    }
+#endif
+
+#if UCT_GAUDI_HAVE_MKEY_PACK_ADDRESS
+/* Exported keys (UCT_MD_MKEY_PACK_FLAG_EXPORT) are not offered */
+ucs_status_t
+uct_gaudi_mkey_pack_params_check(const uct_md_mkey_pack_params_t *params);
+#  define UCT_GAUDI_MKEY_PACK_ADAPTER(_p) \
+    static ucs_status_t _p##_mkey_pack_compat( \
+            uct_md_h md, uct_mem_h memh, void *address, size_t length, \
+            const uct_md_mkey_pack_params_t *params, void *buffer) \
+    { \
+        ucs_status_t status = uct_gaudi_mkey_pack_params_check(params); \
+        return (status != UCS_OK) ? status : \
+               _p##_mkey_pack(md, memh, params, buffer); \
+    }
+#elif UCT_GAUDI_HAVE_MKEY_PACK_PARAMS
+#  define UCT_GAUDI_MKEY_PACK_ADAPTER(_p) \
+    static ucs_status_t _p##_mkey_pack_compat( \
+            uct_md_h md, uct_mem_h memh, \
+            const uct_md_mkey_pack_params_t *params, void *buffer) \
+    { \
+        return _p##_mkey_pack(md, memh, params, buffer); \
+    }
+#else
+#  define UCT_GAUDI_MKEY_PACK_ADAPTER(_p) \
+    static ucs_status_t _p##_mkey_pack_compat(uct_md_h md, uct_mem_h memh, \
+                                              void *buffer) \
+    { \
+        uct_md_mkey_pack_params_t params = {.field_mask = 0}; \
+        return _p##_mkey_pack(md, memh, &params, buffer); \
+    }
+#endif
+
+#if UCT_GAUDI_HAVE_MEM_QUERY_V2
+typedef ucs_status_t (*uct_gaudi_mem_query_v1_func_t)(
+        uct_md_h md, const void *address, size_t length,
+        uct_md_mem_attr_t *mem_attr);
+ucs_status_t uct_gaudi_mem_query_v2(uct_md_h md, const void *address,
+                                    size_t length,
+                                    uct_md_mem_attr_v2_t *mem_attr,
+                                    uct_gaudi_mem_query_v1_func_t query);
+#  define UCT_GAUDI_MEM_QUERY_ADAPTER(_p) \
+    static ucs_status_t _p##_mem_query_compat( \
+            uct_md_h md, const void *address, size_t length, \
+            uct_md_mem_attr_v2_t *mem_attr) \
+    { \
+        return uct_gaudi_mem_query_v2(md, address, length, mem_attr, \
+                                      _p##_mem_query); \
+    }
+#else
+#  define UCT_GAUDI_MEM_QUERY_ADAPTER(_p) \
+    static ucs_status_t _p##_mem_query_compat( \
+            uct_md_h md, const void *address, size_t length, \
+            uct_md_mem_attr_t *mem_attr) \
+    { \
+        return _p##_mem_query(md, address, length, mem_attr); \
+    }
+#endif
+
+#if UCT_GAUDI_HAVE_MEM_ALLOC_SYS_DEV
+/*
+ * One device per process: the MD allocates on its own device, which is
+ * what it reports as the memory's sys_dev; a request for another device
+ * is refused.
+ */
+#  define UCT_GAUDI_MEM_ALLOC_ADAPTER(_p) \
+    static ucs_status_t _p##_mem_alloc_compat( \
+            uct_md_h md, size_t *length_p, void **address_p, \
+            ucs_memory_type_t mem_type, ucs_sys_device_t sys_dev, \
+            unsigned flags, const char *alloc_name, uct_mem_h *memh_p) \
+    { \
+        if ((sys_dev != UCS_SYS_DEVICE_ID_UNKNOWN) && \
+            (sys_dev != _p##_md_sys_dev(md))) { \
+            return UCS_ERR_UNSUPPORTED; \
+        } \
+        return _p##_mem_alloc(md, length_p, address_p, mem_type, flags, \
+                              alloc_name, memh_p); \
+    }
+#else
+#  define UCT_GAUDI_MEM_ALLOC_ADAPTER(_p) \
+    static ucs_status_t _p##_mem_alloc_compat( \
+            uct_md_h md, size_t *length_p, void **address_p, \
+            ucs_memory_type_t mem_type, unsigned flags, \
+            const char *alloc_name, uct_mem_h *memh_p) \
+    { \
+        (void)_p##_md_sys_dev; \
+        return _p##_mem_alloc(md, length_p, address_p, mem_type, flags, \
+                              alloc_name, memh_p); \
+    }
+#endif
+
+#if UCT_GAUDI_HAVE_RKEY_UNPACK_PARAMS
+/* the parameters only hint at the remote device: the key says it all */
+#  define UCT_GAUDI_RKEY_UNPACK_ADAPTER(_p) \
+    static ucs_status_t _p##_rkey_unpack_compat( \
+            uct_component_t *component, const void *rkey_buffer, \
+            const uct_rkey_unpack_params_t *params, uct_rkey_t *rkey_p, \
+            void **handle_p) \
+    { \
+        return _p##_rkey_unpack(component, rkey_buffer, rkey_p, handle_p); \
+    }
+#else
+#  define UCT_GAUDI_RKEY_UNPACK_ADAPTER(_p) \
+    static ucs_status_t _p##_rkey_unpack_compat( \
+            uct_component_t *component, const void *rkey_buffer, \
+            uct_rkey_t *rkey_p, void **handle_p) \
+    { \
+        return _p##_rkey_unpack(component, rkey_buffer, rkey_p, handle_p); \
+    }
+#endif
+
+/*
+ * Comparing remote keys (UCP orders and deduplicates them): the unpacked
+ * key of _p is a copy of the packed key, of type _key_t, so equal keys
+ * have equal contents.
+ */
+#if UCT_GAUDI_HAVE_COMPONENT_RKEY_COMPARE
+ucs_status_t uct_gaudi_rkey_compare(uct_rkey_t rkey1, uct_rkey_t rkey2,
+                                    size_t key_size,
+                                    const uct_rkey_compare_params_t *params,
+                                    int *result);
+#  define UCT_GAUDI_RKEY_COMPARE_ADAPTER(_p, _key_t) \
+    static ucs_status_t _p##_rkey_compare( \
+            uct_component_t *component, uct_rkey_t rkey1, uct_rkey_t rkey2, \
+            const uct_rkey_compare_params_t *params, int *result) \
+    { \
+        return uct_gaudi_rkey_compare(rkey1, rkey2, sizeof(_key_t), params, \
+                                      result); \
+    }
+#  define UCT_GAUDI_RKEY_COMPARE_OP(_p) .rkey_compare = _p##_rkey_compare,
+#else
+#  define UCT_GAUDI_RKEY_COMPARE_ADAPTER(_p, _key_t)
+#  define UCT_GAUDI_RKEY_COMPARE_OP(_p)
+#endif
+
+/* MD op slots that exist only in some releases: none is offered */
+#if UCT_GAUDI_HAVE_MD_IS_SOCKADDR_ACCESSIBLE
+#  define UCT_GAUDI_MD_SOCKADDR_OP \
+    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t) \
+                                  ucs_empty_function_return_zero_int,
+#else
+#  define UCT_GAUDI_MD_SOCKADDR_OP
+#endif
+#if UCT_GAUDI_HAVE_MD_MEM_ATTACH
+#  define UCT_GAUDI_MD_MEM_ATTACH_OP \
+    .mem_attach             = (uct_md_mem_attach_func_t) \
+                                  ucs_empty_function_return_unsupported,
+#else
+#  define UCT_GAUDI_MD_MEM_ATTACH_OP
+#endif
+#if UCT_GAUDI_HAVE_MD_MEM_ELEM_PACK
+#  define UCT_GAUDI_MD_MEM_ELEM_PACK_OP \
+    .mem_elem_pack          = (uct_md_mem_elem_pack_func_t) \
+                                  ucs_empty_function_return_unsupported,
+#else
+#  define UCT_GAUDI_MD_MEM_ELEM_PACK_OP
+#endif
+
+#define UCT_GAUDI_MD_OPTIONAL_OPS \
+    UCT_GAUDI_MD_SOCKADDR_OP \
+    UCT_GAUDI_MD_MEM_ATTACH_OP \
+    UCT_GAUDI_MD_MEM_ELEM_PACK_OP
+
+
+/* Interface ops */
+
+/* Fields of uct_perf_attr_t that only some releases have: the number of
+ * endpoints that can transfer at once, and the bandwidth of the path */
+void uct_gaudi_perf_attr_fill_ext(uct_perf_attr_t *perf_attr,
+                                  const uct_ppn_bandwidth_t *path_bandwidth);
+
+/*
+ * Reachability in the v2 form: the transport's own check (the same iface
+ * for gaudi_cpy, the same node and a peer device for gaudi_ipc), then the
+ * requested scope.
+ */
+typedef int (*uct_gaudi_is_reachable_v1_func_t)(
+        const uct_iface_h iface, const uct_device_addr_t *dev_addr,
+        const uct_iface_addr_t *iface_addr);
+
+#if UCT_GAUDI_HAVE_IS_REACHABLE_V2
+int uct_gaudi_iface_is_reachable_v2(const uct_iface_h tl_iface,
+                                    const uct_iface_is_reachable_params_t
+                                    *params,
+                                    uct_gaudi_is_reachable_v1_func_t check);
+#  define UCT_GAUDI_IS_REACHABLE_ADAPTER(_p) \
+    static int _p##_iface_is_reachable_v2( \
+            const uct_iface_h tl_iface, \
+            const uct_iface_is_reachable_params_t *params) \
+    { \
+        return uct_gaudi_iface_is_reachable_v2(tl_iface, params, \
+                                               _p##_iface_is_reachable); \
+    }
+#  define UCT_GAUDI_IS_REACHABLE_V2_OP(_p) \
+    .iface_is_reachable_v2 = _p##_iface_is_reachable_v2,
+#else
+#  define UCT_GAUDI_IS_REACHABLE_ADAPTER(_p)
+#  define UCT_GAUDI_IS_REACHABLE_V2_OP(_p)
+#endif
+
+/*
+ * Whether an endpoint is connected to the peer at the given addresses: an
+ * endpoint of either transport reaches every peer its iface reaches (the
+ * rkey tells the peer), so UCX's connect-to-iface answer holds.
+ */
+#if UCT_GAUDI_HAVE_EP_IS_CONNECTED
+#  define UCT_GAUDI_EP_IS_CONNECTED_OP \
+    .ep_is_connected       = uct_base_ep_is_connected,
+#else
+#  define UCT_GAUDI_EP_IS_CONNECTED_OP
+#endif
+
+#if UCT_GAUDI_HAVE_EP_INVALIDATE
+#  define UCT_GAUDI_EP_INVALIDATE_OP \
+    .ep_invalidate         = (uct_ep_invalidate_func_t) \
+                                 ucs_empty_function_return_unsupported,
+#else
+#  define UCT_GAUDI_EP_INVALIDATE_OP
+#endif
+
+#if UCT_GAUDI_HAVE_EP_CONNECT_TO_EP_V2
+#  define UCT_GAUDI_EP_CONNECT_TO_EP_V2_OP \
+    .ep_connect_to_ep_v2   = (uct_ep_connect_to_ep_v2_func_t) \
+                                 ucs_empty_function_return_unsupported,
+#else
+#  define UCT_GAUDI_EP_CONNECT_TO_EP_V2_OP
+#endif
+
+#if UCT_GAUDI_HAVE_IFACE_QUERY_V2
+#  define UCT_GAUDI_IFACE_QUERY_V2_OP .iface_query_v2 = uct_iface_base_query_v2,
+#else
+#  define UCT_GAUDI_IFACE_QUERY_V2_OP
+#endif
+
+#if UCT_GAUDI_HAVE_EP_GET_DEVICE_EP
+#  define UCT_GAUDI_EP_GET_DEVICE_EP_OP \
+    .ep_get_device_ep      = (uct_ep_get_device_ep_func_t) \
+                                 ucs_empty_function_return_unsupported,
+#else
+#  define UCT_GAUDI_EP_GET_DEVICE_EP_OP
+#endif
+
+#if UCT_GAUDI_HAVE_EP_PUT_SGL_ZCOPY
+#  define UCT_GAUDI_EP_PUT_SGL_ZCOPY_OP \
+    .ep_put_sgl_zcopy      = (uct_ep_put_sgl_zcopy_func_t) \
+                                 ucs_empty_function_return_unsupported,
+#else
+#  define UCT_GAUDI_EP_PUT_SGL_ZCOPY_OP
+#endif
+
+/* The adapters of a transport with prefix _p, from its
+ * _p##_iface_is_reachable (v1 form) */
+#define UCT_GAUDI_IFACE_ADAPTERS(_p) \
+    UCT_GAUDI_IS_REACHABLE_ADAPTER(_p)
+
+/* The internal ops every transport fills alike, after its own */
+#define UCT_GAUDI_IFACE_INTERNAL_OPS(_p) \
+    UCT_GAUDI_IFACE_QUERY_V2_OP \
+    UCT_GAUDI_EP_INVALIDATE_OP \
+    UCT_GAUDI_EP_CONNECT_TO_EP_V2_OP \
+    UCT_GAUDI_IS_REACHABLE_V2_OP(_p) \
+    UCT_GAUDI_EP_IS_CONNECTED_OP \
+    UCT_GAUDI_EP_GET_DEVICE_EP_OP \
+    UCT_GAUDI_EP_PUT_SGL_ZCOPY_OP
 
 #endif

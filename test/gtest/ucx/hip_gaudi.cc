@@ -75,6 +75,24 @@ hipError_t hipSetDevice(int device)
     return (device == 0) ? hipSuccess : hipErrorNoDevice;
 }
 
+hipError_t hipGetDevice(int *device)
+{
+    *device = 0;
+    return hipSuccess;
+}
+
+hipError_t hipDeviceGetAttribute(int *value, hipDeviceAttribute_t attr,
+                                 int device)
+{
+    if (device != 0) {
+        return hipErrorNoDevice;
+    }
+
+    /* Gaudi memory is device memory only: no managed memory, no images */
+    *value = 0;
+    return hipSuccess;
+}
+
 hipError_t hipMalloc(void **ptr, size_t size)
 {
     return api().usable() ? hip_status(api().alloc(size, ptr)) :

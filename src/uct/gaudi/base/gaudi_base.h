@@ -12,7 +12,8 @@
 #include "gaudi_hl.h"
 #include "gaudi_driver.h"
 
-#include <ucs/sys/topo/base/topo.h>
+#include <uct_gaudi_ucx_features.h>
+#include UCT_GAUDI_UCS_TOPO_H /* where this UCX has it */
 #include <ucs/time/time_def.h>
 #include <ucs/type/spinlock.h>
 #include <pthread.h>

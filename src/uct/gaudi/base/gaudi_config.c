@@ -12,6 +12,7 @@
 #include "gaudi_base.h"
 
 #include <ucs/config/parser.h>
+#include <uct/gaudi/gaudi_compat.h>
 #include <ucs/debug/assert.h>
 #include <ucs/sys/preprocessor.h>
 #include <ucs/debug/log.h>
@@ -65,9 +66,9 @@ static void uct_gaudi_global_config_load(void)
 {
     ucs_status_t status;
 
-    status = ucs_config_parser_fill_opts(&uct_gaudi_config,
-                                         uct_gaudi_global_config_table,
-                                         UCS_DEFAULT_ENV_PREFIX, "GAUDI_", 0);
+    status = UCT_GAUDI_CONFIG_FILL(&uct_gaudi_config,
+                                   uct_gaudi_global_config_table,
+                                   UCS_DEFAULT_ENV_PREFIX, 0);
     if (status == UCS_OK) {
         return;
     }
@@ -75,9 +76,9 @@ static void uct_gaudi_global_config_load(void)
     /* a bad value was reported by the parser; fall back to the defaults */
     ucs_error("gaudi: invalid " UCS_DEFAULT_ENV_PREFIX "GAUDI_* settings, "
               "using the defaults");
-    status = ucs_config_parser_fill_opts(&uct_gaudi_config,
-                                         uct_gaudi_global_config_table,
-                                         "UCX_GAUDI_IGNORED_", "GAUDI_", 1);
+    status = UCT_GAUDI_CONFIG_FILL(&uct_gaudi_config,
+                                   uct_gaudi_global_config_table,
+                                   "UCX_GAUDI_IGNORED_", 1);
     ucs_assert_always(status == UCS_OK);
 }
 

@@ -96,7 +96,7 @@ uct_gaudi_device_query_md_resources(uct_component_t *component,
 {
     uct_gaudi_ctx_t *ctx;
 
-    if (!uct_gaudi_memory_type_available() ||
+    if (!uct_gaudi_memory_type_available(component) ||
         (uct_gaudi_device_get(&ctx) != UCS_OK)) {
         return uct_md_query_empty_md_resource(resources_p, num_resources_p);
     }

@@ -17,6 +17,7 @@
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/string.h>
 #include <ucs/sys/sys.h>
+#include <uct/gaudi/gaudi_compat.h>
 
 #include <ctype.h>
 #include <errno.h>
@@ -344,7 +345,7 @@ static void uct_gaudi_register_topo(uct_gaudi_dev_info_t *dev)
         return;
     }
 
-    (void)ucs_topo_sys_device_set_name(dev->sys_dev, dev->name);
+    (void)uct_gaudi_topo_set_name(dev->sys_dev, dev->name);
 }
 
 static void uct_gaudi_discover(uct_gaudi_devices_t *devs)

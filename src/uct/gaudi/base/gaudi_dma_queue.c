@@ -21,6 +21,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
+#include <uct/gaudi/gaudi_compat.h>
 #include <ucs/sys/sys.h>
 #include <string.h>
 

@@ -8,6 +8,8 @@
 
 #include "gaudi_iface.h"
 
+#include <uct/gaudi/gaudi_compat.h>
+
 #include <ucs/arch/cpu.h>
 #include <ucs/datastruct/mpool.inl>
 #include <ucs/debug/memtrack_int.h>
@@ -203,6 +205,17 @@ ucs_status_t uct_gaudi_iface_flush(uct_iface_h tl_iface, unsigned flags,
     }
 
     return uct_gaudi_iface_flush_all(iface, comp);
+}
+
+/*
+ * No event flags are reported: nothing can wake a sleeping caller, so the
+ * iface is never armed and must be progressed (UCX 1.12's adaptive
+ * progress arms every iface it deactivates, whatever its event flags, and
+ * keeps progressing one that answers busy).
+ */
+ucs_status_t uct_gaudi_iface_event_arm(uct_iface_h tl_iface, unsigned events)
+{
+    return UCS_ERR_BUSY;
 }
 
 ucs_status_t uct_gaudi_iface_fence(uct_iface_h tl_iface, unsigned flags)
@@ -437,9 +450,8 @@ UCS_CLASS_INIT_FUNC(uct_gaudi_iface_t, uct_iface_ops_t *tl_ops,
     ucs_queue_head_init(&self->pending);
     ucs_queue_head_init(&self->flushes);
 
-    status = ucs_mpool_init(&self->desc_mp, 0, desc_size, 0,
-                            UCS_SYS_CACHE_LINE_SIZE, 128, UINT_MAX,
-                            &uct_gaudi_iface_desc_mpool_ops, tl_name);
+    status = uct_gaudi_mpool_init(&self->desc_mp, desc_size,
+                                  &uct_gaudi_iface_desc_mpool_ops, tl_name);
     if (status != UCS_OK) {
         return status;
     }

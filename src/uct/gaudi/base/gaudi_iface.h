@@ -115,16 +115,17 @@ UCS_CLASS_DECLARE_DELETE_FUNC(uct_gaudi_ep_t, uct_ep_t);
     .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_gaudi_ep_t), \
     .iface_flush              = uct_gaudi_iface_flush, \
     .iface_fence              = uct_gaudi_iface_fence, \
+    .iface_event_arm          = uct_gaudi_iface_event_arm, \
     .iface_progress_enable    = uct_base_iface_progress_enable, \
     .iface_progress_disable   = uct_base_iface_progress_disable, \
     .iface_progress           = uct_gaudi_iface_progress
 
-/* The same for uct_iface_internal_ops_t, less iface_estimate_perf */
+/* The same for uct_iface_internal_ops_t, less iface_estimate_perf and the
+ * ops only some UCX releases have (UCT_GAUDI_IFACE_INTERNAL_OPS,
+ * gaudi_compat.h) */
 #define UCT_GAUDI_IFACE_BASE_INTERNAL_OPS \
     .iface_vfs_refresh = (uct_iface_vfs_refresh_func_t)ucs_empty_function, \
     .ep_query          = (uct_ep_query_func_t) \
-                             ucs_empty_function_return_unsupported, \
-    .ep_invalidate     = (uct_ep_invalidate_func_t) \
                              ucs_empty_function_return_unsupported
 
 unsigned uct_gaudi_iface_progress(uct_iface_h tl_iface);
@@ -133,6 +134,8 @@ ucs_status_t uct_gaudi_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                    uct_completion_t *comp);
 
 ucs_status_t uct_gaudi_iface_fence(uct_iface_h tl_iface, unsigned flags);
+
+ucs_status_t uct_gaudi_iface_event_arm(uct_iface_h tl_iface, unsigned events);
 
 ucs_status_t uct_gaudi_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                 uct_completion_t *comp);

@@ -15,6 +15,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
+#include <uct/gaudi/gaudi_compat.h>
 #include <ucs/sys/sys.h>
 #include <fcntl.h>
 #include <string.h>

@@ -28,9 +28,9 @@ ucs_config_field_t uct_gaudi_reg_config_table[] = {
      UCS_CONFIG_TYPE_TERNARY},
 
     /* the driver pins whole pages (facts 3.3): page-aligned regions */
-    {"", "RCACHE_ADDR_ALIGN=4096", NULL,
+    {"", UCT_GAUDI_RCACHE_CONFIG_DEFAULTS, NULL,
      ucs_offsetof(uct_gaudi_reg_config_t, rcache),
-     UCS_CONFIG_TYPE_TABLE(uct_md_config_rcache_table)},
+     UCS_CONFIG_TYPE_TABLE(UCT_GAUDI_RCACHE_CONFIG_TABLE)},
 
     {NULL}
 };
@@ -179,9 +179,25 @@ static void uct_gaudi_reg_rcache_dump_region_cb(void *context,
              region->memh.map_va, region->memh.user_refs);
 }
 
+/* The cache merges an overlapping region into a new, larger one, which the
+ * mem_reg callback maps anew; the old region keeps its mapping until its
+ * last user puts it: no state moves between them. Only caches that merge
+ * (gaudi_compat.h) take it. */
+static UCS_F_MAYBE_UNUSED void
+uct_gaudi_reg_rcache_merge_cb(void *context, ucs_rcache_t *rcache, void *arg,
+                              ucs_rcache_region_t *rregion)
+{
+    uct_gaudi_reg_t *reg = context;
+
+    ucs_trace("gaudi %s: rcache merges region [0x%lx, 0x%lx)",
+              uct_gaudi_heap_name(reg->heap), rregion->super.start,
+              rregion->super.end);
+}
+
 static ucs_rcache_ops_t uct_gaudi_reg_rcache_ops = {
     .mem_reg     = uct_gaudi_reg_rcache_mem_reg_cb,
     .mem_dereg   = uct_gaudi_reg_rcache_mem_dereg_cb,
+    UCT_GAUDI_RCACHE_MERGE_OP(uct_gaudi_reg_rcache_merge_cb)
     .dump_region = uct_gaudi_reg_rcache_dump_region_cb
 };
 
@@ -199,10 +215,9 @@ uct_gaudi_reg_rcache_init(uct_gaudi_reg_t *reg,
         return UCS_OK;
     }
 
-    uct_md_set_rcache_params(&params, &config->rcache);
+    uct_gaudi_rcache_set_params(&params, &config->rcache);
     /* the driver pins whole pages: cache whole pages */
-    params.alignment          = ucs_max(params.alignment, reg->heap->host_page);
-    params.max_alignment      = params.alignment;
+    uct_gaudi_rcache_params_align(&params, reg->heap->host_page);
     params.region_struct_size = sizeof(uct_gaudi_reg_region_t);
     /* munmap (and brk/madvise shrink) of host memory invalidates */
     params.ucm_events         = UCM_EVENT_VM_UNMAPPED;
@@ -271,8 +286,9 @@ uct_gaudi_reg_rcache_reg(uct_gaudi_reg_t *reg, void *addr, size_t len,
     ucs_status_t status;
 
     uct_gaudi_reg_rcache_missed = 0;
-    status = ucs_rcache_get(reg->rcache, addr, len, PROT_READ | PROT_WRITE,
-                            &flags, &rregion);
+    status = uct_gaudi_rcache_get(reg->rcache, addr, len,
+                                  reg->heap->host_page, PROT_READ | PROT_WRITE,
+                                  &flags, &rregion);
     if (status != UCS_OK) {
         return status;
     }

@@ -14,6 +14,7 @@
 #include "gaudi_mem.h"
 
 #include <uct/base/uct_md.h>
+#include <uct/gaudi/gaudi_compat.h>
 #include <ucs/config/parser.h>
 #include <ucs/memory/rcache.h>
 #include <ucs/stats/stats.h>
@@ -22,7 +23,7 @@
 /* Host registration settings of an MD (its config table embeds them) */
 typedef struct uct_gaudi_reg_config {
     ucs_ternary_auto_value_t enable_rcache; /* RCACHE */
-    uct_md_rcache_config_t   rcache;        /* RCACHE_* */
+    uct_gaudi_rcache_config_t rcache;       /* RCACHE_* */
 } uct_gaudi_reg_config_t;
 
 extern ucs_config_field_t uct_gaudi_reg_config_table[];

@@ -165,6 +165,8 @@ ssize_t uct_gaudi_copy_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     }
 
 out:
+    ucs_trace_data("PUT_BCOPY size %zu to 0x%" PRIx64 ": %s", length,
+                   remote_addr, ucs_status_string(status));
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, ucs_derived_of(tl_ep, uct_base_ep_t),
                                  PUT, BCOPY, length);
     return (status == UCS_OK) ? (ssize_t)length : (ssize_t)status;
@@ -217,6 +219,7 @@ ucs_status_t uct_gaudi_copy_ep_get_bcopy(uct_ep_h tl_ep,
     unpack_cb(arg, bounce, length);
 
 out:
+    ucs_trace_data("GET_BCOPY size %zu from 0x%" PRIx64, length, remote_addr);
     UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), GET, BCOPY,
                       length);
     return UCS_OK;

@@ -213,14 +213,18 @@ uct_gaudi_copy_iface_estimate_perf(uct_iface_h tl_iface,
              (perf_attr->operation == UCT_EP_OP_PUT_BCOPY) ||
              (perf_attr->operation == UCT_EP_OP_GET_BCOPY));
 
+    uct_ppn_bandwidth_t bw;
+
+    bw.dedicated = 0;
+    bw.shared    = iface->config.bw[dir];
+    if (is_short) {
+        /* staged through the bounce buffer: one extra host memcpy,
+         * and the copy is waited for (no overlap) */
+        bw.shared /= 2;
+    }
+
     if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_BANDWIDTH) {
-        perf_attr->bandwidth.dedicated = 0;
-        perf_attr->bandwidth.shared    = iface->config.bw[dir];
-        if (is_short) {
-            /* staged through the bounce buffer: one extra host memcpy,
-             * and the copy is waited for (no overlap) */
-            perf_attr->bandwidth.shared /= 2;
-        }
+        perf_attr->bandwidth = bw;
     }
 
     if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD) {
@@ -240,10 +244,8 @@ uct_gaudi_copy_iface_estimate_perf(uct_iface_h tl_iface,
         perf_attr->latency = ucs_linear_func_make(iface->config.latency, 0);
     }
 
-    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS) {
-        perf_attr->max_inflight_eps = SIZE_MAX;
-    }
-
+    /* the path is the DMA engine: its bandwidth is the transfer's */
+    uct_gaudi_perf_attr_fill_ext(perf_attr, &bw);
     return UCS_OK;
 }
 
@@ -300,9 +302,12 @@ static uct_iface_ops_t uct_gaudi_copy_iface_ops = {
     .iface_is_reachable       = uct_gaudi_copy_iface_is_reachable
 };
 
+UCT_GAUDI_IFACE_ADAPTERS(uct_gaudi_copy)
+
 static uct_iface_internal_ops_t uct_gaudi_copy_iface_internal_ops = {
     .iface_estimate_perf = uct_gaudi_copy_iface_estimate_perf,
-    UCT_GAUDI_IFACE_BASE_INTERNAL_OPS
+    UCT_GAUDI_IFACE_BASE_INTERNAL_OPS,
+    UCT_GAUDI_IFACE_INTERNAL_OPS(uct_gaudi_copy)
 };
 
 static const uct_gaudi_iface_ops_t uct_gaudi_copy_iface_gaudi_ops = {
@@ -322,8 +327,9 @@ uct_gaudi_copy_iface_perf_init(uct_gaudi_copy_iface_t *iface,
     int dir;
 
     for (dir = 0; dir < UCT_GAUDI_COPY_DIR_LAST; dir++) {
-        iface->config.bw[dir] = UCS_CONFIG_BW_IS_AUTO(config->bw[dir]) ?
-                                def->bw[dir] : config->bw[dir];
+        iface->config.bw[dir] =
+                UCT_GAUDI_CONFIG_BW_IS_AUTO(config->bw[dir]) ?
+                def->bw[dir] : config->bw[dir];
     }
 
     iface->config.latency  = (config->latency == UCS_TIME_AUTO) ?

@@ -76,10 +76,10 @@ static void uct_gaudi_copy_memtype_seed(uct_gaudi_heap_t *heap)
     pthread_mutex_lock(&uct_gaudi_copy_memtype_lock);
     if (uct_gaudi_copy_memtype_users++ == 0) {
         (void)ucs_memtype_cache_lookup((void*)heap->win_start, 1, &mem_info);
-        ucs_memtype_cache_update((void*)heap->win_start,
-                                 heap->win_end - heap->win_start,
-                                 UCT_GAUDI_MEMORY_TYPE,
-                                 heap->ctx->info->sys_dev);
+        uct_gaudi_memtype_cache_update((void*)heap->win_start,
+                                       heap->win_end - heap->win_start,
+                                       UCT_GAUDI_MEMORY_TYPE,
+                                       heap->ctx->info->sys_dev);
         ucs_debug("gaudi %s: memtype cache %s [0x%" PRIx64 ", 0x%" PRIx64 ")",
                   uct_gaudi_heap_name(heap),
                   (ucs_memtype_cache_global_instance != NULL) ?
@@ -420,20 +420,49 @@ static void uct_gaudi_copy_md_close(uct_md_h tl_md)
     ucs_free(md);
 }
 
+/* Attributes only the v2 query reports */
+static void uct_gaudi_copy_md_query_ext(uct_md_h tl_md,
+                                        uct_gaudi_md_ext_attr_t *ext)
+{
+    uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
+
+    /* gaudi_cpy moves host buffers it was not given a memh of: short and
+     * bcopy through the bounce buffer, zcopy registers them on the fly */
+    ext->access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    /* host registrations go through the rcache when there is one */
+    ext->cache_mem_types  = (md->reg.rcache != NULL) ?
+                            UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0;
+    /* mem_query gives a dma-buf of device memory, for network MDs */
+    ext->dmabuf_mem_types = UCS_BIT(UCT_GAUDI_MEMORY_TYPE);
+    ext->reg_alignment    = 1;
+}
+
+static ucs_sys_device_t uct_gaudi_copy_md_sys_dev(uct_md_h tl_md)
+{
+    return ucs_derived_of(tl_md, uct_gaudi_copy_md_t)->ctx->info->sys_dev;
+}
+
+UCT_GAUDI_MD_QUERY_ADAPTER(uct_gaudi_copy)
+UCT_GAUDI_MEM_ALLOC_ADAPTER(uct_gaudi_copy)
+UCT_GAUDI_MEM_REG_ADAPTER(uct_gaudi_copy)
+UCT_GAUDI_MEM_QUERY_ADAPTER(uct_gaudi_copy)
+UCT_GAUDI_MKEY_PACK_ADAPTER(uct_gaudi_copy)
+UCT_GAUDI_RKEY_UNPACK_ADAPTER(uct_gaudi_copy)
+UCT_GAUDI_RKEY_COMPARE_ADAPTER(uct_gaudi_copy, uct_gaudi_copy_rkey_t)
+
 static uct_md_ops_t uct_gaudi_copy_md_ops = {
     .close                  = uct_gaudi_copy_md_close,
-    .query                  = uct_gaudi_copy_md_query,
-    .mem_alloc              = uct_gaudi_copy_mem_alloc,
+    .query                  = uct_gaudi_copy_md_query_compat,
+    .mem_alloc              = uct_gaudi_copy_mem_alloc_compat,
     .mem_free               = uct_gaudi_copy_mem_free,
     .mem_advise             = (uct_md_mem_advise_func_t)
                                   ucs_empty_function_return_unsupported,
-    .mem_reg                = uct_gaudi_copy_mem_reg,
+    .mem_reg                = uct_gaudi_copy_mem_reg_compat,
     .mem_dereg              = uct_gaudi_copy_mem_dereg,
-    .mem_query              = uct_gaudi_copy_mem_query,
-    .mkey_pack              = uct_gaudi_copy_mkey_pack,
-    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)
-                                  ucs_empty_function_return_zero_int,
-    .detect_memory_type     = uct_gaudi_copy_detect_memory_type
+    .mem_query              = uct_gaudi_copy_mem_query_compat,
+    .mkey_pack              = uct_gaudi_copy_mkey_pack_compat,
+    .detect_memory_type     = uct_gaudi_copy_detect_memory_type,
+    UCT_GAUDI_MD_OPTIONAL_OPS
 };
 
 static ucs_status_t
@@ -484,7 +513,7 @@ uct_gaudi_copy_md_open(uct_component_t *component, const char *md_name,
 
     md->reg_cost = (md->reg.rcache != NULL) ?
                    ucs_linear_func_make(
-                           uct_md_rcache_overhead(&config->reg.rcache), 0) :
+                           uct_gaudi_rcache_overhead(&config->reg.rcache), 0) :
                    config->uc_reg_cost;
 
     uct_gaudi_copy_memtype_seed(md->heap);
@@ -505,10 +534,11 @@ uct_component_t uct_gaudi_copy_component = {
     .md_open            = uct_gaudi_copy_md_open,
     .cm_open            = (uct_component_cm_open_func_t)
                               ucs_empty_function_return_unsupported,
-    .rkey_unpack        = uct_gaudi_copy_rkey_unpack,
+    .rkey_unpack        = uct_gaudi_copy_rkey_unpack_compat,
     .rkey_ptr           = (uct_component_rkey_ptr_func_t)
                               ucs_empty_function_return_unsupported,
     .rkey_release       = uct_gaudi_copy_rkey_release,
+    UCT_GAUDI_RKEY_COMPARE_OP(uct_gaudi_copy)
     .name               = UCT_GAUDI_COPY_COMPONENT_NAME,
     .md_config          = {
         .name           = "Gaudi-copy memory domain",

@@ -277,24 +277,37 @@ static void uct_gaudi_ipc_md_close(uct_md_h tl_md)
     ucs_free(md);
 }
 
+/* Attributes only the v2 query reports */
+static void uct_gaudi_ipc_md_query_ext(uct_md_h tl_md,
+                                       uct_gaudi_md_ext_attr_t *ext)
+{
+    ext->access_mem_types = 0;
+    ext->cache_mem_types  = 0; /* exports are kept by the heap, not cached */
+    ext->dmabuf_mem_types = 0; /* gaudi_copy gives the dma-bufs */
+    ext->reg_alignment    = 1;
+}
+
+UCT_GAUDI_MD_QUERY_ADAPTER(uct_gaudi_ipc)
+UCT_GAUDI_MEM_REG_ADAPTER(uct_gaudi_ipc)
+UCT_GAUDI_MKEY_PACK_ADAPTER(uct_gaudi_ipc)
+
 static uct_md_ops_t uct_gaudi_ipc_md_ops = {
     .close                  = uct_gaudi_ipc_md_close,
-    .query                  = uct_gaudi_ipc_md_query,
+    .query                  = uct_gaudi_ipc_md_query_compat,
     .mem_alloc              = (uct_md_mem_alloc_func_t)
                                   ucs_empty_function_return_unsupported,
     .mem_free               = (uct_md_mem_free_func_t)
                                   ucs_empty_function_return_unsupported,
     .mem_advise             = (uct_md_mem_advise_func_t)
                                   ucs_empty_function_return_unsupported,
-    .mem_reg                = uct_gaudi_ipc_mem_reg,
+    .mem_reg                = uct_gaudi_ipc_mem_reg_compat,
     .mem_dereg              = uct_gaudi_ipc_mem_dereg,
     .mem_query              = (uct_md_mem_query_func_t)
                                   ucs_empty_function_return_unsupported,
-    .mkey_pack              = uct_gaudi_ipc_mkey_pack,
-    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)
-                                  ucs_empty_function_return_zero_int,
+    .mkey_pack              = uct_gaudi_ipc_mkey_pack_compat,
     .detect_memory_type     = (uct_md_detect_memory_type_func_t)
-                                  ucs_empty_function_return_unsupported
+                                  ucs_empty_function_return_unsupported,
+    UCT_GAUDI_MD_OPTIONAL_OPS
 };
 
 /*
@@ -421,15 +434,19 @@ static ucs_status_t uct_gaudi_ipc_rkey_release(uct_component_t *component,
     return UCS_OK;
 }
 
+UCT_GAUDI_RKEY_UNPACK_ADAPTER(uct_gaudi_ipc)
+UCT_GAUDI_RKEY_COMPARE_ADAPTER(uct_gaudi_ipc, uct_gaudi_ipc_rkey_t)
+
 uct_component_t uct_gaudi_ipc_component = {
     .query_md_resources = uct_gaudi_device_query_md_resources,
     .md_open            = uct_gaudi_ipc_md_open,
     .cm_open            = (uct_component_cm_open_func_t)
                               ucs_empty_function_return_unsupported,
-    .rkey_unpack        = uct_gaudi_ipc_rkey_unpack,
+    .rkey_unpack        = uct_gaudi_ipc_rkey_unpack_compat,
     .rkey_ptr           = (uct_component_rkey_ptr_func_t)
                               ucs_empty_function_return_unsupported,
     .rkey_release       = uct_gaudi_ipc_rkey_release,
+    UCT_GAUDI_RKEY_COMPARE_OP(uct_gaudi_ipc)
     .name               = UCT_GAUDI_IPC_COMPONENT_NAME,
     .md_config          = {
         .name           = "Gaudi-IPC memory domain",

@@ -35,10 +35,20 @@ typedef struct {
     hipMemoryType memoryType;
 } hipPointerAttribute_t;
 
+/* what UCX's mem_buffer asks of a device (1.12: managed memory; 1.16+:
+ * image support, for pitched allocations) */
+typedef enum {
+    hipDeviceAttributeManagedMemory,
+    hipDeviceAttributeImageSupport
+} hipDeviceAttribute_t;
+
 #define hipMemAttachGlobal 1
 
 hipError_t hipGetDeviceCount(int *count);
 hipError_t hipSetDevice(int device);
+hipError_t hipGetDevice(int *device);
+hipError_t hipDeviceGetAttribute(int *value, hipDeviceAttribute_t attr,
+                                 int device);
 hipError_t hipMalloc(void **ptr, size_t size);
 hipError_t hipMallocManaged(void **ptr, size_t size,
                             unsigned flags = hipMemAttachGlobal);

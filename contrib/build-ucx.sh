@@ -1,0 +1,35 @@
+#!/bin/bash
+#
+# Build ucx-gaudi against an upstream UCX release: the release itself once
+# (contrib/ucx-upstream.sh, cached under ~/.cache/ucx-gaudi), then the
+# module, its test programs and that release's uct gtest subset out of tree
+# in $BUILD_DIR (default: <repo>/build/ucx-VERSION; reused when present).
+# Prints "<build dir> <UCX prefix>" on stdout.
+#
+# Usage: contrib/build-ucx.sh VERSION
+#
+set -euo pipefail
+
+ver=${1:?usage: build-ucx.sh VERSION}
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$top/build/ucx-$ver}
+jobs=${JOBS:-$(nproc)}
+
+ucx=$("$top/contrib/ucx-upstream.sh" "$ver")
+
+if [ ! -x "$top/configure" ] || [ "$top/configure.ac" -nt "$top/configure" ]
+then
+    (cd "$top" && ./autogen.sh) >&2
+fi
+
+mkdir -p "$build"
+cd "$build"
+if [ ! -f Makefile ] || [ "$top/configure" -nt config.status ]; then
+    "$top/configure" --with-ucx="$ucx/install" --with-ucx-src="$ucx/src" \
+        --prefix="$build/install" >&2
+fi
+make -j"$jobs" >&2
+make -j"$jobs" -C test/ops check TESTS= >&2
+make -j"$jobs" -C test/mpi check TESTS= >&2
+make -j"$jobs" -C test/gtest/ucx ucx_gtest >&2
+echo "$build $ucx/install"

@@ -1,0 +1,23 @@
+# The op tables of both Gaudi components, as the UCX built against sees
+# them: no op that UCX calls unconditionally is NULL (test/ops/
+# gaudi_ops_test); and the dma-buf fd and offset gaudi_copy's mem_query
+# gives network MDs for a slice of Gaudi memory (gaudi_dmabuf_test).
+. "$(dirname "$0")/lib.sh"
+out=$(mktemp); tmpdirs+=("$out")
+
+new_node
+export HLSIM_NUM_DEVICES=2
+total_p=0; total_f=0
+for prog in gaudi_ops_test gaudi_dmabuf_test; do
+    on_node "$GAUDI_UCX_BUILD/test/ops/$prog" > "$out" 2>&1
+    rc=$?
+    cat "$out"
+    p=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$out")
+    f=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$out")
+    [ -n "$p" ] || { p=0; f=1; }
+    [ $rc -eq 0 ] || [ "$f" -gt 0 ] || f=1
+    total_p=$((total_p + p)); total_f=$((total_f + f))
+done
+for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
+echo "$total_p passed, $total_f failed"
+[ "$total_f" -eq 0 ]
