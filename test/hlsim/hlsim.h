@@ -20,7 +20,7 @@ extern "C" {
 /*
  * Fail the nth (1-based) call of @op from now on in this process with
  * @err. Ops: open info cb cs wait_cs mem_alloc mem_free mem_map mem_unmap
- * mem_export mem_reg_dmabuf dma_error cs_timeout reset.
+ * mem_export mem_reg_dmabuf dma_error cs_timeout reset pdma.
  */
 int hlsim_fault_add(const char *op, unsigned nth, int err);
 
@@ -58,6 +58,17 @@ typedef enum {
 
 /* Read a counter; @dev is used by per-device counters only */
 int64_t hlsim_get_counter(hlsim_counter_t counter, int dev);
+
+/*
+ * Copy @size bytes from device address @src to @dst on a user-owned PDMA
+ * channel of the compute context behind @fd (the channels Gaudi2/3 list
+ * in pdma_user_owned_ch_mask, which SynapseAI programs from user space
+ * instead of submitting a CS). Both ranges translate through the context
+ * like LIN_DMA addresses; synchronous. -EBADF: not a compute fd; -EFAULT:
+ * a range is not mapped (an MMU page fault, logged); -EIO: the device is
+ * not operational; fault op "pdma" fails the call with its errno.
+ */
+int hlsim_pdma_copy(int fd, uint64_t dst, uint64_t src, uint64_t size);
 
 /* The node directory this process uses (HLSIM_ROOT) */
 const char *hlsim_root(void);

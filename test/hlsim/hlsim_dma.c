@@ -287,3 +287,45 @@ bad:
 out:
     free(tmp);
 }
+
+int hlsim_pdma_copy(int fd, uint64_t dst, uint64_t src, uint64_t size)
+{
+    static __thread hlsim_segs_t sv, dv;
+    uint64_t      t0 = hlsim_now_ns();
+    hlsim_file_t *f;
+    int           rc, err, ok;
+
+    rc = hlsim_init();
+    if (rc) {
+        return rc;
+    }
+    if ((err = hlsim_fault_hit("pdma"))) {
+        return -err;
+    }
+    pthread_mutex_lock(&hlsim_lock);
+    f = hlsim_fd_get(fd);
+    if ((f == NULL) || (f->kind != HLSIM_F_COMPUTE) || (f->ctx == NULL)) {
+        pthread_mutex_unlock(&hlsim_lock);
+        return -EBADF;
+    }
+    if (!hlsim_dev_operational(f->dev)) {
+        pthread_mutex_unlock(&hlsim_lock);
+        return -EIO;
+    }
+    ok = hlsim_translate(f->ctx, dst, size, &dv) &&
+         hlsim_translate(f->ctx, src, size, &sv);
+    if (!ok) {
+        hlsim_log("dev%d: MMU page fault: PDMA copy 0x%llx -> 0x%llx size "
+                  "%llu not mapped", f->dev, (unsigned long long)src,
+                  (unsigned long long)dst, (unsigned long long)size);
+    }
+    pthread_mutex_unlock(&hlsim_lock);
+    if (!ok) {
+        return -EFAULT;
+    }
+    hlsim_copy_segs(&dv, &sv);
+    __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_DMA_BYTES], size,
+                       __ATOMIC_RELAXED);
+    hlsim_throttle(t0, size);
+    return 0;
+}

@@ -2622,6 +2622,39 @@ static void t_export_probe_accel(void)
     close(fd);
 }
 
+/* A user-owned PDMA channel (hlsim_pdma_copy): through the context's
+ * MMU, both ways between host and DRAM mappings */
+static void t_pdma_copy(void)
+{
+    int (*pdma)(int, uint64_t, uint64_t, uint64_t) = API(hlsim_pdma_copy);
+    int      fd = open_dev(0), ctl = open_ctl(0);
+    uint8_t *a = calloc(1, 2 * MB), *b = calloc(1, 2 * MB);
+    uint64_t handle, dram, va_a, va_b, i;
+
+    CHECK(fd >= 0 && ctl >= 0 && a && b, "setup");
+    for (i = 0; i < 2 * MB; i++) {
+        a[i] = (uint8_t)(i * 31 + 7);
+    }
+    CHECK_OK(mem_alloc(fd, 64 * MB, &handle), "alloc");
+    CHECK_OK(map_dev(fd, handle, 0, 0, &dram), "map dram");
+    CHECK_OK(map_host(fd, a, 2 * MB, &va_a), "map a");
+    CHECK_OK(map_host(fd, b, 2 * MB, &va_b), "map b");
+    CHECK(pdma(fd, dram + 4096, va_a, 2 * MB) == 0, "host -> dram");
+    CHECK(pdma(fd, va_b, dram + 4096, 2 * MB) == 0, "dram -> host");
+    CHECK(!memcmp(a, b, 2 * MB), "data differs");
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_DMA_BYTES, 0) == 4 * MB,
+          "DMA bytes counted");
+    CHECK(pdma(fd, va_b, dram + 64 * MB, 64) == -EFAULT, "past the map");
+    CHECK(pdma(fd, 0x1000, va_a, 64) == -EFAULT, "unmapped dst");
+    CHECK(pdma(ctl, va_b, va_a, 64) == -EBADF, "control fd");
+    CHECK(pdma(1, va_b, va_a, 64) == -EBADF, "not emulated");
+    CHECK_OK(API(hlsim_fault_add)("pdma", 1, EIO), "fault");
+    CHECK(pdma(fd, va_b, va_a, 64) == -EIO, "injected");
+    CHECK_OK(API(hlsim_set_device_status)(0,
+             GAUDI_HL_DEVICE_STATUS_IN_RESET), "reset");
+    CHECK(pdma(fd, va_b, va_a, 64) == -EIO, "in reset");
+}
+
 /* ================= runner ================= */
 
 typedef struct {
@@ -2716,6 +2749,8 @@ static const test_t tests[] = {
       "HLSIM_NODES=legacy HLSIM_ASIC=gaudi1" },
     { "export_probe_accel", t_export_probe_accel, "" },
     { "export_probe_upstream", t_export_probe_accel, "HLSIM_FLAVOUR=upstream" },
+    { "pdma_copy", t_pdma_copy, "" },
+    { "pdma_copy_gaudi3", t_pdma_copy, "HLSIM_ASIC=gaudi3" },
 };
 
 static int run_one(const test_t *t, const char *base, int idx)

@@ -1,0 +1,430 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * Emulated libSynapse: initialisation, device acquisition and release,
+ * device info. A device is acquired by opening its compute node through
+ * the ordinary open()/ioctl() calls, so the habanalabs emulator (hlsim)
+ * sees it like any other user: one compute context per device, EBUSY for
+ * a second open anywhere.
+ */
+
+#include "synsim_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+
+synsim_global_t synsim;
+pthread_mutex_t synsim_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void synsim_log(const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "synsim: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+/* How SynapseAI reports a failed driver call */
+synStatus synsim_errno_status(int err)
+{
+    switch (err) {
+    case ENOMEM:
+        return synOutOfDeviceMemory;
+    case EBUSY:
+    case EAGAIN:
+    case EIO:
+    case ENODEV:
+        return synDeviceReset;
+    case EFAULT:
+    case EINVAL:
+        return synInvalidArgument;
+    default:
+        return synFail;
+    }
+}
+
+synsim_dev_t *synsim_dev_get(synDeviceId id)
+{
+    unsigned i;
+
+    if (id == (synDeviceId)-1) {
+        /* "the device of this process" (as upstream UCX asks) */
+        for (i = 0; i < SYNSIM_MAX_DEV; i++) {
+            if (synsim.dev[i].acquired) {
+                return &synsim.dev[i];
+            }
+        }
+        return NULL;
+    }
+
+    if ((id >= SYNSIM_MAX_DEV) || !synsim.dev[id].acquired) {
+        return NULL;
+    }
+    return &synsim.dev[id];
+}
+
+static int synsim_ioctl(const synsim_dev_t *d, unsigned long accel_req,
+                        unsigned long legacy_req, void *arg)
+{
+    int rc;
+
+    do {
+        rc = ioctl(d->fd, d->accel ? accel_req : legacy_req, arg);
+    } while ((rc < 0) && (errno == EINTR));
+    return (rc < 0) ? errno : 0;
+}
+
+int synsim_hl_mem(const synsim_dev_t *d, union hl_mem_args *args)
+{
+    return synsim_ioctl(d, GAUDI_HL_DRM_IOCTL_MEMORY,
+                        GAUDI_HL_LEGACY_IOCTL_MEMORY, args);
+}
+
+static int synsim_hw_ip(synsim_dev_t *d)
+{
+    struct hl_info_args args;
+
+    memset(&args, 0, sizeof(args));
+    memset(&d->hw_ip, 0, sizeof(d->hw_ip));
+    args.op             = HL_INFO_HW_IP_INFO;
+    args.return_pointer = (uintptr_t)&d->hw_ip;
+    args.return_size    = sizeof(d->hw_ip);
+    return synsim_ioctl(d, GAUDI_HL_DRM_IOCTL_INFO, GAUDI_HL_LEGACY_IOCTL_INFO,
+                        &args);
+}
+
+static synDeviceType synsim_type(uint32_t pci_id)
+{
+    switch (pci_id) {
+    case GAUDI_HL_PCI_ID_GAUDI1:
+    case GAUDI_HL_PCI_ID_GAUDI1_SEC:
+    case GAUDI_HL_PCI_ID_GAUDI1_HL2000M:
+    case GAUDI_HL_PCI_ID_GAUDI1_HL2000M_SEC:
+        return synDeviceGaudi;
+    case GAUDI_HL_PCI_ID_GAUDI2:
+    case GAUDI_HL_PCI_ID_GAUDI2_HL288:
+        return synDeviceGaudi2;
+    case GAUDI_HL_PCI_ID_GAUDI3:
+    case GAUDI_HL_PCI_ID_GAUDI3_HL338:
+        return synDeviceGaudi3;
+    default:
+        return synDeviceTypeInvalid;
+    }
+}
+
+/* Accel (DRM) compute nodes, else the legacy ones */
+static int synsim_accel_nodes(void)
+{
+    char path[64];
+
+    snprintf(path, sizeof(path), GAUDI_HL_ACCEL_NODE_FMT, 0);
+    return access(path, F_OK) == 0;
+}
+
+/* A sysfs attribute of node @n, "" if absent */
+static void synsim_sysfs(int accel, int n, const char *attr, char *buf,
+                         size_t len)
+{
+    char  path[128];
+    FILE *f;
+
+    snprintf(path, sizeof(path), accel ? GAUDI_HL_SYSFS_ACCEL_FMT
+             "/device/%s" : GAUDI_HL_SYSFS_LEGACY_FMT "/device/%s", n, attr);
+    buf[0] = '\0';
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return;
+    }
+    if (fgets(buf, len, f) == NULL) {
+        buf[0] = '\0';
+    }
+    fclose(f);
+    buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* Open node @n as device @n; synSuccess or why not */
+static synStatus synsim_open(int n, int accel)
+{
+    synsim_dev_t *d = &synsim.dev[n];
+    char          path[64];
+    int           fd, err;
+
+    if (d->acquired) {
+        return synDeviceAlreadyAcquired;
+    }
+    snprintf(path, sizeof(path), accel ? GAUDI_HL_ACCEL_NODE_FMT :
+             GAUDI_HL_LEGACY_NODE_FMT, n);
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        err = errno;
+        return (err == ENOENT) ? synNoDeviceFound :
+               (err == EBUSY) ? synDeviceAlreadyAcquired :
+               synsim_errno_status(err);
+    }
+
+    memset(d, 0, sizeof(*d));
+    d->fd    = fd;
+    d->minor = n;
+    d->accel = accel;
+    err      = synsim_hw_ip(d);
+    if (err) {
+        synsim_log("%s: HW_IP_INFO failed: %s", path, strerror(err));
+        close(fd);
+        return synsim_errno_status(err);
+    }
+
+    d->type   = synsim_type(d->hw_ip.u61.device_id);
+    d->gaudi1 = (d->type == synDeviceGaudi);
+    if (d->type == synDeviceTypeInvalid) {
+        synsim_log("%s: unknown PCI device id 0x%x", path,
+                   d->hw_ip.u61.device_id);
+        close(fd);
+        return synDeviceTypeMismatch;
+    }
+    synsim_sysfs(accel, n, "pci_addr", d->pci_bus, sizeof(d->pci_bus));
+    d->acquired = 1;
+    return synSuccess;
+}
+
+static synStatus synsim_check_init(void)
+{
+    if (!synsim.initialized) {
+        return synUninitialized;
+    }
+    if (synsim.pdma_copy == NULL) {
+        synsim_log("the habanalabs emulator (libhlsim.so) is not preloaded:"
+                   " no device");
+        return synNoDeviceFound;
+    }
+    return synSuccess;
+}
+
+synStatus synInitialize(void)
+{
+    const char *off = getenv("SYNSIM_INFO_FD_OFFSET");
+    synStatus   status;
+
+    pthread_mutex_lock(&synsim_lock);
+    if (synsim.initialized) {
+        status = synObjectAlreadyInitialized;
+        goto out;
+    }
+    synsim.fd_offset = 48;
+    if ((off != NULL) && (*off != '\0')) {
+        if (strcmp(off, "48") && strcmp(off, "40")) {
+            synsim_log("SYNSIM_INFO_FD_OFFSET=%s: only 48 (current "
+                       "headers) or 40 (older ones)", off);
+            status = synInvalidArgument;
+            goto out;
+        }
+        synsim.fd_offset = atoi(off);
+    }
+    /* the DMA engine: a user-owned PDMA channel of the emulated device */
+    synsim.pdma_copy   = (int (*)(int, uint64_t, uint64_t, uint64_t))
+                         dlsym(RTLD_DEFAULT, "hlsim_pdma_copy");
+    synsim.initialized = 1;
+    status             = synSuccess;
+out:
+    pthread_mutex_unlock(&synsim_lock);
+    return status;
+}
+
+synStatus synDestroy(void)
+{
+    unsigned i;
+
+    if (!synsim.initialized) {
+        return synUninitialized;
+    }
+    for (i = 0; i < SYNSIM_MAX_DEV; i++) {
+        if (synsim.dev[i].acquired) {
+            synDeviceRelease(i);
+        }
+    }
+    synsim.initialized = 0;
+    return synSuccess;
+}
+
+synStatus synDeviceGetCount(uint32_t *pCount)
+{
+    int      accel = synsim_accel_nodes();
+    char     path[64];
+    uint32_t n;
+
+    if (pCount == NULL) {
+        return synInvalidArgument;
+    }
+    if (!synsim.initialized) {
+        return synUninitialized;
+    }
+    for (n = 0; n < SYNSIM_MAX_DEV; n++) {
+        snprintf(path, sizeof(path), accel ? GAUDI_HL_ACCEL_NODE_FMT :
+                 GAUDI_HL_LEGACY_NODE_FMT, n);
+        if (access(path, F_OK)) {
+            break;
+        }
+    }
+    *pCount = n;
+    return synSuccess;
+}
+
+/* First device accepted by @match that opens */
+static synStatus synsim_acquire(synDeviceId *pDeviceId,
+                                int (*match)(int accel, int n,
+                                             const void *arg),
+                                const void *arg)
+{
+    int       accel = synsim_accel_nodes();
+    synStatus status, first = synNoDeviceFound;
+    int       n;
+
+    if (pDeviceId == NULL) {
+        return synInvalidArgument;
+    }
+    status = synsim_check_init();
+    if (status != synSuccess) {
+        return status;
+    }
+
+    pthread_mutex_lock(&synsim_lock);
+    for (n = 0, status = synNoDeviceFound; n < SYNSIM_MAX_DEV; n++) {
+        if (!match(accel, n, arg)) {
+            continue;
+        }
+        status = synsim_open(n, accel);
+        if (status == synSuccess) {
+            *pDeviceId = n;
+            break;
+        }
+        if (status == synNoDeviceFound) {
+            break;      /* no node n: the end of the devices */
+        }
+        if (first == synNoDeviceFound) {
+            first = status;     /* why the first candidate was refused */
+        }
+    }
+    pthread_mutex_unlock(&synsim_lock);
+    return (status == synSuccess) ? status : first;
+}
+
+static int synsim_match_bus(int accel, int n, const void *arg)
+{
+    const char *bus = (const char*)arg;
+    char        value[32];
+
+    if ((bus == NULL) || (*bus == '\0')) {
+        return 1;
+    }
+    synsim_sysfs(accel, n, "pci_addr", value, sizeof(value));
+    return !strcmp(value, bus);
+}
+
+static int synsim_match_module(int accel, int n, const void *arg)
+{
+    char value[32];
+
+    synsim_sysfs(accel, n, "module_id", value, sizeof(value));
+    return (value[0] != '\0') && (strtoul(value, NULL, 10) ==
+                                  *(const synModuleId*)arg);
+}
+
+synStatus synDeviceAcquire(synDeviceId *pDeviceId, const char *pciBus)
+{
+    return synsim_acquire(pDeviceId, synsim_match_bus, pciBus);
+}
+
+synStatus synDeviceAcquireByModuleId(synDeviceId *pDeviceId,
+                                     const synModuleId moduleId)
+{
+    return synsim_acquire(pDeviceId, synsim_match_module, &moduleId);
+}
+
+synStatus synDeviceRelease(const synDeviceId deviceId)
+{
+    synsim_dev_t *d;
+
+    pthread_mutex_lock(&synsim_lock);
+    d = synsim_dev_get(deviceId);
+    pthread_mutex_unlock(&synsim_lock);
+    if ((d == NULL) || (deviceId == (synDeviceId)-1)) {
+        return synInvalidArgument;
+    }
+
+    synsim_streams_release(deviceId);   /* waits for their copies */
+    pthread_mutex_lock(&synsim_lock);
+    synsim_mem_release(d);
+    close(d->fd);
+    d->acquired = 0;
+    d->fd       = -1;
+    pthread_mutex_unlock(&synsim_lock);
+    return synSuccess;
+}
+
+/* The older public layout: uint16_t tpcEnabledMask, so fd at 40 */
+static void synsim_info_old(const synDeviceInfo *info, void *buf)
+{
+    uint16_t mask = info->tpcEnabledMask;
+    uint8_t *p    = (uint8_t*)buf;
+    int32_t  type = info->deviceType;
+
+    memcpy(p + 0, &info->sramBaseAddress, 8);
+    memcpy(p + 8, &info->dramBaseAddress, 8);
+    memcpy(p + 16, &info->sramSize, 4);
+    memcpy(p + 24, &info->dramSize, 8);
+    memcpy(p + 32, &mask, 2);
+    memcpy(p + 34, &info->dramEnabled, 1);
+    memcpy(p + 36, &info->deviceId, 4);
+    memcpy(p + 40, &info->fd, 4);
+    memcpy(p + 44, &type, 4);
+}
+
+synStatus synDeviceGetInfo(const synDeviceId deviceId,
+                           synDeviceInfo *pDeviceInfo)
+{
+    synDeviceInfo info;
+    synsim_dev_t *d;
+
+    if (pDeviceInfo == NULL) {
+        return synInvalidArgument;
+    }
+    if (!synsim.initialized) {
+        return synUninitialized;
+    }
+
+    pthread_mutex_lock(&synsim_lock);
+    d = synsim_dev_get(deviceId);
+    if (d == NULL) {
+        pthread_mutex_unlock(&synsim_lock);
+        return synInvalidArgument;
+    }
+    memset(&info, 0, sizeof(info));
+    info.sramBaseAddress = d->hw_ip.u61.sram_base_address;
+    info.dramBaseAddress = d->hw_ip.u61.dram_base_address;
+    info.sramSize        = d->hw_ip.u61.sram_size;
+    info.dramSize        = d->hw_ip.u61.dram_size;
+    info.tpcEnabledMask  = d->hw_ip.u61.tpc_enabled_mask_ext ?
+                           d->hw_ip.u61.tpc_enabled_mask_ext :
+                           d->hw_ip.u61.tpc_enabled_mask;
+    info.dramEnabled     = d->hw_ip.u61.dram_enabled;
+    info.deviceId        = d->hw_ip.u61.device_id;
+    info.fd              = d->fd;
+    info.deviceType      = d->type;
+    pthread_mutex_unlock(&synsim_lock);
+
+    if (synsim.fd_offset == 40) {
+        synsim_info_old(&info, pDeviceInfo);
+    } else {
+        *pDeviceInfo = info;
+    }
+    return synSuccess;
+}
