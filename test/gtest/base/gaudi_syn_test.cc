@@ -1,0 +1,609 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * Tests of the SynapseAI loader and wrappers (src/uct/gaudi/base/
+ * gaudi_syn.c) against the emulated libSynapse (test/synsim) on the
+ * habanalabs emulator (test/hlsim). Every test that touches a device re-runs itself
+ * in a fresh process with its own emulated node (syn_child()), since
+ * both emulators read their environment once per process.
+ */
+
+extern "C" {
+#include <uct/gaudi/base/gaudi_base.h>
+#include <uct/gaudi/base/gaudi_hl.h>
+#include <uct/gaudi/base/gaudi_syn.h>
+#include <ucs/time/time.h>
+#include <ucs/config/global_opts.h>
+#include <ucs/debug/log_def.h>
+}
+
+#include "common/gaudi_gtest.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define SYN_CHILD_ENV "GAUDI_SYN_TEST_CHILD"
+
+namespace {
+
+typedef std::map<std::string, std::string> env_t;
+
+const char *syn_lib()
+{
+    const char *lib = getenv("SYNSIM_LIB");
+
+    return (lib != NULL) ? lib : GAUDI_SYN_TEST_LIB;
+}
+
+int rm_entry(const char *path, const struct stat *st, int flag,
+             struct FTW *ftw)
+{
+    return remove(path);
+}
+
+/*
+ * In the test process: run the current test again in a child process on
+ * a fresh emulated node with @a env, and check it passed; returns true.
+ * In that child: returns false, and the test body runs.
+ */
+bool syn_child(const env_t &env = env_t())
+{
+    const ::testing::TestInfo *info =
+            ::testing::UnitTest::GetInstance()->current_test_info();
+    std::vector<std::string> vars;
+    std::vector<char*> envp, argv;
+    char root[] = "/tmp/gaudi_syn.XXXXXX";
+    std::string filter, self = "/proc/self/exe", out, preload;
+    const char *cur = getenv("LD_PRELOAD");
+    int status;
+    pid_t pid;
+
+    if (getenv(SYN_CHILD_ENV) != NULL) {
+        EXPECT_NE(nullptr, dlsym(RTLD_DEFAULT, "hlsim_pdma_copy"))
+                << "the hlsim emulator is not preloaded";
+        return false;
+    }
+
+    if (mkdtemp(root) == NULL) {
+        ADD_FAILURE() << "mkdtemp: " << strerror(errno);
+        return true;
+    }
+
+    preload = gaudi_gtest::hlsim_preload(cur);
+    for (char **e = environ; *e != NULL; ++e) {
+        if (strncmp(*e, "HLSIM_", 6) && strncmp(*e, "SYNSIM_INFO", 11) &&
+            strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "UCX_GAUDI_", 10)) {
+            vars.push_back(*e);
+        }
+    }
+    vars.push_back("LD_PRELOAD=" + preload);
+    vars.push_back(std::string("HLSIM_ROOT=") + root + "/node");
+    vars.push_back(SYN_CHILD_ENV "=1");
+    for (auto &kv : env) {
+        vars.push_back(kv.first + "=" + kv.second);
+    }
+    for (auto &v : vars) {
+        envp.push_back(&v[0]);
+    }
+    envp.push_back(NULL);
+    filter = std::string("--gtest_filter=") + info->test_suite_name() + "." +
+             info->name();
+    argv.push_back(&self[0]);
+    argv.push_back(&filter[0]);
+    argv.push_back(NULL);
+
+    out = std::string(root) + "/output";
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid == 0) {
+        int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execve(self.c_str(), argv.data(), envp.data());
+        _exit(127);
+    }
+
+    EXPECT_EQ(pid, waitpid(pid, &status, 0));
+    std::ifstream f(out);
+    std::stringstream text;
+    text << f.rdbuf();
+    if (!WIFEXITED(status) || (WEXITSTATUS(status) != 0) ||
+        (text.str().find("[  PASSED  ] 1 test") == std::string::npos)) {
+        ADD_FAILURE() << "the test failed in its child process (status "
+                      << status << "), its output:\n" << text.str();
+    }
+    nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return true;
+}
+
+#define SYN_CHILD(...) \
+    if (syn_child(__VA_ARGS__)) { \
+        return; \
+    }
+
+/* UCX messages down to diag level, while alive */
+class log_capture {
+public:
+    log_capture()
+    {
+        m_level = ucs_global_opts.log_component.log_level;
+        ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_DIAG;
+        entries().clear();
+        ucs_log_push_handler(handler);
+    }
+
+    ~log_capture()
+    {
+        ucs_log_pop_handler();
+        ucs_global_opts.log_component.log_level = m_level;
+    }
+
+    /* the first message containing @a words, "" if none */
+    std::string find(const std::vector<std::string> &words) const
+    {
+        for (auto &e : entries()) {
+            bool all = true;
+            for (auto &w : words) {
+                all = all && (e.find(w) != std::string::npos);
+            }
+            if (all) {
+                return e;
+            }
+        }
+        return "";
+    }
+
+    std::string dump() const
+    {
+        std::string s;
+
+        for (auto &e : entries()) {
+            s += "\n  " + e;
+        }
+        return s.empty() ? "\n  (nothing logged)" : s;
+    }
+
+private:
+    static std::vector<std::string> &entries()
+    {
+        static std::vector<std::string> v;
+        return v;
+    }
+
+    static ucs_log_func_rc_t
+    handler(const char *file, unsigned line, const char *function,
+            ucs_log_level_t level, const ucs_log_component_config_t *conf,
+            const char *message, va_list ap)
+    {
+        char buf[1024];
+        va_list aq;
+
+        if (level > UCS_LOG_LEVEL_DIAG) {
+            return UCS_LOG_FUNC_RC_CONTINUE;
+        }
+        va_copy(aq, ap);
+        vsnprintf(buf, sizeof(buf), message, aq);
+        va_end(aq);
+        entries().push_back(buf);
+        return UCS_LOG_FUNC_RC_STOP;
+    }
+
+    ucs_log_level_t m_level;
+};
+
+void fill(std::vector<uint8_t> &v, unsigned seed)
+{
+    for (size_t i = 0; i < v.size(); ++i) {
+        v[i] = (uint8_t)(i * 13 + seed * 7 + (i >> 10));
+    }
+}
+
+/* Poll an event as a progress function would, up to 10 s */
+ucs_status_t wait_event(const uct_gaudi_syn_t *syn,
+                        uct_gaudi_syn_event_t event, unsigned *polls)
+{
+    ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(10);
+    ucs_status_t status;
+
+    *polls = 0;
+    do {
+        status = uct_gaudi_syn_event_query(syn, event);
+        ++*polls;
+    } while ((status == UCS_INPROGRESS) && (ucs_get_time() < deadline));
+    return status;
+}
+
+const char *DEV0_BUS = "0000:10:00.0";   /* hlsim: 0000:BB:00.0 */
+const char *DEV1_BUS = "0000:17:00.0";   /* BB = 0x10 + 7 * index */
+
+} // namespace
+
+
+/* ---- loading ---- */
+
+TEST(gaudi_syn_load, missing_library)
+{
+    log_capture log;
+    uct_gaudi_syn_t syn;
+
+    EXPECT_FALSE(uct_gaudi_syn_is_loaded("libSynapse-not-there.so"));
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
+              uct_gaudi_syn_load("libSynapse-not-there.so", &syn));
+    EXPECT_EQ(nullptr, syn.handle);
+    EXPECT_NE("", log.find({"cannot load SynapseAI",
+                            "libSynapse-not-there.so"})) << log.dump();
+}
+
+/* A library without the API: refused, naming the entry point missing */
+TEST(gaudi_syn_load, missing_symbol)
+{
+    log_capture log;
+    uct_gaudi_syn_t syn;
+
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, uct_gaudi_syn_load("libm.so.6", &syn));
+    EXPECT_EQ(nullptr, syn.handle);
+    EXPECT_NE("", log.find({"has no synInitialize",
+                            "not a usable SynapseAI library"}))
+            << log.dump();
+}
+
+/* Not loaded by the process: the module loads its own reference */
+TEST(gaudi_syn_load, own_reference)
+{
+    SYN_CHILD();
+    uct_gaudi_syn_t syn;
+
+    EXPECT_FALSE(uct_gaudi_syn_is_loaded(NULL));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_load(syn_lib(), &syn));
+    EXPECT_FALSE(syn.preloaded);
+    EXPECT_NE(nullptr, strstr(syn.path, "libSynapse.so")) << syn.path;
+    EXPECT_NE(nullptr, (void*)syn.ops.event_query);
+    EXPECT_NE(nullptr, (void*)syn.ops.memcpy_async_multiple);
+    /* local: it never preempts the application's symbols */
+    EXPECT_EQ(nullptr, dlsym(RTLD_DEFAULT, "synDeviceGetInfo"));
+    EXPECT_TRUE(uct_gaudi_syn_is_loaded(NULL));   /* found by its soname */
+    uct_gaudi_syn_unload(&syn);
+    EXPECT_FALSE(uct_gaudi_syn_is_loaded(NULL));
+}
+
+/* Loaded by the application: the module uses that copy */
+TEST(gaudi_syn_load, preloaded)
+{
+    SYN_CHILD();
+    void *app = dlopen(syn_lib(), RTLD_NOW | RTLD_GLOBAL);
+    uct_gaudi_syn_t syn;
+
+    ASSERT_NE(nullptr, app) << dlerror();
+    EXPECT_TRUE(uct_gaudi_syn_is_loaded(NULL));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_load(NULL, &syn));
+    EXPECT_TRUE(syn.preloaded);
+    EXPECT_EQ(dlsym(app, "synMemCopyAsync"), (void*)syn.ops.memcpy_async);
+    uct_gaudi_syn_unload(&syn);
+    EXPECT_TRUE(uct_gaudi_syn_is_loaded(NULL));   /* the app's stays */
+    dlclose(app);
+}
+
+TEST(gaudi_syn_load, status_table)
+{
+    std::map<std::string, int> names;
+
+    for (int s = 0; s <= UCT_GAUDI_SYN_STATUS_LAST; ++s) {
+        std::string name = uct_gaudi_syn_status_name(s);
+        EXPECT_EQ(0u, name.find("syn")) << s;
+        EXPECT_EQ(0u, names.count(name)) << name << " twice";
+        names[name] = s;
+        EXPECT_STRNE("", uct_gaudi_syn_status_str(s));
+        EXPECT_EQ(s == 0, uct_gaudi_syn_status(s) == UCS_OK) << name;
+    }
+    EXPECT_EQ(0, names["synSuccess"]);
+    EXPECT_EQ(34, names["synMappingNotFound"]);
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              uct_gaudi_syn_status(UCT_GAUDI_SYN_MAPPING_NOT_FOUND));
+    EXPECT_EQ(UCS_ERR_NO_MEMORY,
+              uct_gaudi_syn_status(UCT_GAUDI_SYN_OUT_OF_DEVICE_MEMORY));
+    EXPECT_EQ(UCS_ERR_BUSY,
+              uct_gaudi_syn_status(UCT_GAUDI_SYN_DEVICE_ALREADY_ACQUIRED));
+    EXPECT_EQ(UCS_ERR_NO_DEVICE,
+              uct_gaudi_syn_status(UCT_GAUDI_SYN_NO_DEVICE_FOUND));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_gaudi_syn_status(UCT_GAUDI_SYN_INVALID_EVENT_HANDLE));
+    EXPECT_EQ(UCS_ERR_TIMED_OUT, uct_gaudi_syn_status(UCT_GAUDI_SYN_TIMEOUT));
+    EXPECT_EQ(UCS_ERR_IO_ERROR,
+              uct_gaudi_syn_status(UCT_GAUDI_SYN_DEVICE_RESET));
+    EXPECT_EQ(UCS_ERR_IO_ERROR, uct_gaudi_syn_status(44));
+    EXPECT_EQ(UCS_ERR_IO_ERROR, uct_gaudi_syn_status(-1));
+    EXPECT_STREQ("synStatus?", uct_gaudi_syn_status_name(1000));
+}
+
+
+/* ---- a device through the wrappers ---- */
+
+class gaudi_syn : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        m_loaded = false;
+        m_dev    = (uct_gaudi_syn_device_t)-1;
+    }
+
+    void TearDown() override
+    {
+        if (m_dev != (uct_gaudi_syn_device_t)-1) {
+            EXPECT_EQ(UCS_OK, uct_gaudi_syn_release(&m_syn, m_dev));
+        }
+        if (m_loaded) {
+            uct_gaudi_syn_unload(&m_syn);
+        }
+    }
+
+    void acquire(const char *bus)
+    {
+        ASSERT_EQ(UCS_OK, uct_gaudi_syn_load(syn_lib(), &m_syn));
+        m_loaded = true;
+        ASSERT_EQ(UCS_OK, uct_gaudi_syn_acquire(&m_syn, bus, &m_dev));
+    }
+
+    /* H2D, D2D, D2H of @a size bytes, completion by events */
+    void roundtrip(size_t size, int want_type);
+
+    uct_gaudi_syn_t        m_syn;
+    bool                   m_loaded;
+    uct_gaudi_syn_device_t m_dev;
+};
+
+void gaudi_syn::roundtrip(size_t size, int want_type)
+{
+    std::vector<uint8_t> src(size), dst(size, 0);
+    uct_gaudi_syn_stream_t stream;
+    uct_gaudi_syn_event_t event;
+    uint64_t a, b;
+    unsigned polls;
+    int fd, type;
+    char link[64], target[256] = "";
+
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_device_fd(&m_syn, m_dev, &fd, &type));
+    EXPECT_EQ(want_type, type);
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    EXPECT_GT(readlink(link, target, sizeof(target) - 1), 0);
+    EXPECT_NE(nullptr, strstr(target, "accel")) << target;
+
+    fill(src, 1);
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_host_map(&m_syn, m_dev, src.data(),
+                                             size));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_host_map(&m_syn, m_dev, dst.data(),
+                                             size));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_device_malloc(&m_syn, m_dev, size, &a));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_device_malloc(&m_syn, m_dev, size, &b));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_stream_create(&m_syn, m_dev, &stream));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_event_create(&m_syn, m_dev, &event));
+
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_memcpy_async(&m_syn, stream, a,
+                                                 (uintptr_t)src.data(), size,
+                                                 UCT_GAUDI_SYN_HOST_TO_DRAM));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_memcpy_async(&m_syn, stream, b, a, size,
+                                                 UCT_GAUDI_SYN_DRAM_TO_DRAM));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_memcpy_async(&m_syn, stream,
+                                                 (uintptr_t)dst.data(), b,
+                                                 size,
+                                                 UCT_GAUDI_SYN_DRAM_TO_HOST));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_event_record(&m_syn, event, stream));
+    EXPECT_EQ(UCS_OK, wait_event(&m_syn, event, &polls));
+    EXPECT_TRUE(src == dst) << "data differs after H2D, D2D, D2H";
+
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_event_destroy(&m_syn, event));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_stream_destroy(&m_syn, stream));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_device_free(&m_syn, m_dev, a));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_device_free(&m_syn, m_dev, b));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_host_unmap(&m_syn, m_dev, src.data()));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_host_unmap(&m_syn, m_dev, dst.data()));
+}
+
+TEST_F(gaudi_syn, copy_gaudi2)
+{
+    SYN_CHILD();
+    acquire(DEV0_BUS);
+    roundtrip(5 * 1024 * 1024 + 3, UCT_GAUDI_SYN_DEVICE_GAUDI2);
+}
+
+TEST_F(gaudi_syn, copy_gaudi3)
+{
+    SYN_CHILD({{"HLSIM_ASIC_1", "gaudi3"}});
+    acquire(DEV1_BUS);
+    roundtrip(5 * 1024 * 1024 + 3, UCT_GAUDI_SYN_DEVICE_GAUDI3);
+}
+
+TEST_F(gaudi_syn, copy_gaudi1)
+{
+    SYN_CHILD({{"HLSIM_ASIC", "gaudi1"}});
+    acquire(NULL);
+    roundtrip(1024 * 1024, UCT_GAUDI_SYN_DEVICE_GAUDI);
+}
+
+/* The fd of older headers' synDeviceInfo (offset 40) is found too */
+TEST_F(gaudi_syn, device_fd_old_layout)
+{
+    SYN_CHILD({{"SYNSIM_INFO_FD_OFFSET", "40"}});
+    acquire(NULL);
+    roundtrip(4096, UCT_GAUDI_SYN_DEVICE_GAUDI2);
+}
+
+/* Under a slow DMA model the event is seen in progress, then done */
+TEST_F(gaudi_syn, event_in_progress)
+{
+    SYN_CHILD({{"HLSIM_DMA_GBPS", "0.1"}});
+    const size_t size = 16 * 1024 * 1024;
+    std::vector<uint8_t> src(size), dst(size, 0);
+    uct_gaudi_syn_stream_t stream;
+    uct_gaudi_syn_event_t event;
+    unsigned polls;
+    uint64_t d;
+
+    acquire(NULL);
+    fill(src, 2);
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_host_map(&m_syn, m_dev, src.data(),
+                                             size));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_host_map(&m_syn, m_dev, dst.data(),
+                                             size));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_device_malloc(&m_syn, m_dev, size, &d));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_stream_create(&m_syn, m_dev, &stream));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_event_create(&m_syn, m_dev, &event));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_event_query(&m_syn, event));
+
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_memcpy_async(&m_syn, stream, d,
+                                                 (uintptr_t)src.data(), size,
+                                                 UCT_GAUDI_SYN_HOST_TO_DRAM));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_memcpy_async(&m_syn, stream,
+                                                 (uintptr_t)dst.data(), d,
+                                                 size,
+                                                 UCT_GAUDI_SYN_DRAM_TO_HOST));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_event_record(&m_syn, event, stream));
+    EXPECT_EQ(UCS_INPROGRESS, uct_gaudi_syn_event_query(&m_syn, event));
+    EXPECT_EQ(UCS_OK, wait_event(&m_syn, event, &polls));
+    EXPECT_GT(polls, 1u);
+    EXPECT_TRUE(src == dst);
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_stream_sync(&m_syn, stream));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_stream_destroy(&m_syn, stream));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_event_destroy(&m_syn, event));
+}
+
+/* What SynapseAI rejects comes back as a UCS status, logged by name */
+TEST_F(gaudi_syn, errors_mapped)
+{
+    SYN_CHILD();
+    std::vector<uint8_t> host(4096);
+    uct_gaudi_syn_stream_t stream, foreign_s;
+    uct_gaudi_syn_event_t event, foreign_e;
+    uct_gaudi_syn_device_t other;
+    unsigned polls;
+    uint64_t d;
+
+    acquire(DEV0_BUS);
+    foreign_s = (uct_gaudi_syn_stream_t)&host;
+    foreign_e = (uct_gaudi_syn_event_t)&host;
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_device_malloc(&m_syn, m_dev, 4096, &d));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_stream_create(&m_syn, m_dev, &stream));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_event_create(&m_syn, m_dev, &event));
+
+    {
+        log_capture log;
+        EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+                  uct_gaudi_syn_memcpy_async(&m_syn, stream, d,
+                                             (uintptr_t)host.data(), 4096,
+                                             UCT_GAUDI_SYN_HOST_TO_DRAM));
+        EXPECT_NE("", log.find({"synMemCopyAsync", "synMappingNotFound"}))
+                << log.dump();
+    }
+    {
+        log_capture log;
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  uct_gaudi_syn_memcpy_async(&m_syn, stream, d, d, 64,
+                                             (uct_gaudi_syn_dir_t)7));
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  uct_gaudi_syn_memcpy_async(&m_syn, foreign_s, d, d + 64, 64,
+                                             UCT_GAUDI_SYN_DRAM_TO_DRAM));
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  uct_gaudi_syn_event_query(&m_syn, foreign_e));
+        EXPECT_NE("", log.find({"synEventQuery", "synInvalidEventHandle"}))
+                << log.dump();
+        EXPECT_EQ(UCS_ERR_NO_MEMORY,
+                  uct_gaudi_syn_device_malloc(&m_syn, m_dev, 1ULL << 42, &d));
+        EXPECT_EQ(UCS_ERR_BUSY,
+                  uct_gaudi_syn_acquire(&m_syn, DEV0_BUS, &other));
+        EXPECT_NE("", log.find({"cannot acquire device", DEV0_BUS,
+                                "synDeviceAlreadyAcquired"})) << log.dump();
+    }
+
+    /* the DMA engine fails the copy (the device went down): the event
+     * reports it */
+    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("pdma", 1, EIO));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_memcpy_async(&m_syn, stream, d + 64, d,
+                                                 64,
+                                                 UCT_GAUDI_SYN_DRAM_TO_DRAM));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_event_record(&m_syn, event, stream));
+    {
+        log_capture log;
+        EXPECT_EQ(UCS_ERR_IO_ERROR, wait_event(&m_syn, event, &polls));
+        EXPECT_NE("", log.find({"synEventQuery", "synDeviceReset"}))
+                << log.dump();
+    }
+}
+
+/*
+ * The process's situation with PyTorch: the application loaded SynapseAI
+ * and acquired the device; the module's device context borrows the fd
+ * (its own open would be refused), the memory the module maps on it and
+ * SynapseAI's live in one device context, and copies cross between them
+ */
+TEST_F(gaudi_syn, module_borrows_device)
+{
+    SYN_CHILD();
+    const size_t size = 1024 * 1024;
+    void *app = dlopen(syn_lib(), RTLD_NOW | RTLD_GLOBAL);
+    std::vector<uint8_t> src(size), dst(size, 0);
+    uct_gaudi_syn_stream_t stream;
+    uct_gaudi_ctx_t *ctx;
+    uint64_t handle, va, d;
+    int fd, type;
+
+    ASSERT_NE(nullptr, app) << dlerror();
+    acquire(NULL);
+    EXPECT_TRUE(m_syn.preloaded);
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_device_fd(&m_syn, m_dev, &fd, &type));
+
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_STREQ("SynapseAI", ctx->source);
+    EXPECT_EQ(fd, ctx->hl.fd);
+
+    ASSERT_EQ(UCS_OK, uct_gaudi_hl_mem_alloc(&ctx->hl, 64 * 1024 * 1024, 0,
+                                             &handle));
+    ASSERT_EQ(UCS_OK, uct_gaudi_hl_mem_map_device(&ctx->hl, handle, 0, &va));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_device_malloc(&m_syn, m_dev, size, &d));
+    EXPECT_TRUE((d + size <= va) || (d >= va + 64 * 1024 * 1024))
+            << "SynapseAI handed out the module's device memory";
+
+    fill(src, 3);
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_host_map(&m_syn, m_dev, src.data(),
+                                             size));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_host_map(&m_syn, m_dev, dst.data(),
+                                             size));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_stream_create(&m_syn, m_dev, &stream));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_memcpy_async(&m_syn, stream, va + 4096,
+                                                 (uintptr_t)src.data(), size,
+                                                 UCT_GAUDI_SYN_HOST_TO_DRAM));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_memcpy_async(&m_syn, stream, d,
+                                                 va + 4096, size,
+                                                 UCT_GAUDI_SYN_DRAM_TO_DRAM));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_memcpy_async(&m_syn, stream,
+                                                 (uintptr_t)dst.data(), d,
+                                                 size,
+                                                 UCT_GAUDI_SYN_DRAM_TO_HOST));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_stream_sync(&m_syn, stream));
+    EXPECT_TRUE(src == dst) << "copy through the module's memory differs";
+
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_stream_destroy(&m_syn, stream));
+    EXPECT_EQ(UCS_OK, uct_gaudi_hl_mem_unmap(&ctx->hl, va));
+    EXPECT_EQ(UCS_OK, uct_gaudi_hl_mem_free(&ctx->hl, handle));
+    uct_gaudi_ctx_put(ctx);
+    /* the module closed nothing: SynapseAI's fd is still open */
+    EXPECT_GE(fcntl(fd, F_GETFD), 0);
+}
