@@ -312,8 +312,12 @@ ucs_status_t uct_gaudi_syn_release(const uct_gaudi_syn_t *syn,
                               device);
 }
 
-/* The fd at @fd_off if the type at @type_off is a Gaudi's and the fd is
- * an open character device; else -1 */
+/*
+ * The fd at @fd_off if the word at @type_off is a synDeviceType and the fd
+ * an open character device; else -1. In the current layout the older
+ * layout's type offset holds the PCI device id, so at most one layout
+ * passes.
+ */
 static int uct_gaudi_syn_info_fd(const uint8_t *buf, size_t fd_off,
                                  size_t type_off, int *type_p)
 {
@@ -323,9 +327,7 @@ static int uct_gaudi_syn_info_fd(const uint8_t *buf, size_t fd_off,
 
     memcpy(&type, buf + type_off, sizeof(type));
     memcpy(&fd, buf + fd_off, sizeof(fd));
-    if (((type != UCT_GAUDI_SYN_DEVICE_GAUDI) &&
-         (type != UCT_GAUDI_SYN_DEVICE_GAUDI2) &&
-         (type != UCT_GAUDI_SYN_DEVICE_GAUDI3)) || (fd < 0) ||
+    if ((type < 0) || (type >= UCT_GAUDI_SYN_DEVICE_TYPE_LIMIT) || (fd < 0) ||
         (fcntl(fd, F_GETFD) < 0) || (fstat(fd, &st) != 0) ||
         !S_ISCHR(st.st_mode)) {
         return -1;

@@ -81,9 +81,10 @@ ucs_status_t uct_gaudi_syn_release(const uct_gaudi_syn_t *syn,
                                    uct_gaudi_syn_device_t device);
 
 /*
- * The compute node fd and device type SynapseAI holds for @a device,
- * whichever synDeviceInfo layout the library was built with: the fd is
- * taken from where it is an open character device
+ * The compute node fd and synDeviceType value SynapseAI holds for
+ * @a device, whichever synDeviceInfo layout the library was built with:
+ * the fd is taken from the layout whose type field holds a device type
+ * and whose fd is an open character device
  */
 ucs_status_t uct_gaudi_syn_device_fd(const uct_gaudi_syn_t *syn,
                                      uct_gaudi_syn_device_t device,

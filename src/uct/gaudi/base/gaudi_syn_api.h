@@ -45,11 +45,16 @@ typedef enum {
     UCT_GAUDI_SYN_DRAM_TO_DRAM = 2
 } uct_gaudi_syn_dir_t;
 
-/* synDeviceType (SynapseAI 1.x values) */
+/*
+ * synDeviceType (SynapseAI 1.x values; the older SynapseAI_Core headers
+ * numbered Gaudi 0 and Gaudi2 1). Every value of either is below the
+ * limit, which a PCI device id (synDeviceInfo.deviceId) is not.
+ */
 enum {
-    UCT_GAUDI_SYN_DEVICE_GAUDI  = 2,
-    UCT_GAUDI_SYN_DEVICE_GAUDI2 = 4,
-    UCT_GAUDI_SYN_DEVICE_GAUDI3 = 5
+    UCT_GAUDI_SYN_DEVICE_GAUDI      = 2,
+    UCT_GAUDI_SYN_DEVICE_GAUDI2     = 4,
+    UCT_GAUDI_SYN_DEVICE_GAUDI3     = 5,
+    UCT_GAUDI_SYN_DEVICE_TYPE_LIMIT = 16
 };
 
 /* synDeviceId; -1 asks for the device the process acquired */
