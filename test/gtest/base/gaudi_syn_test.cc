@@ -286,6 +286,27 @@ TEST(gaudi_syn_load, own_reference)
     EXPECT_FALSE(uct_gaudi_syn_is_loaded(NULL));
 }
 
+/* By its default name, found like any library (LD_LIBRARY_PATH here) */
+TEST(gaudi_syn_load, default_name)
+{
+    std::string dir(syn_lib());
+    const char *ldpath = getenv("LD_LIBRARY_PATH");
+
+    dir = dir.substr(0, dir.rfind('/'));
+    SYN_CHILD({{"LD_LIBRARY_PATH",
+                dir + ((ldpath != NULL) ? std::string(":") + ldpath : "")}});
+    uct_gaudi_syn_t syn;
+
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_load(NULL, &syn));
+    EXPECT_FALSE(syn.preloaded);
+    char *want = realpath(syn_lib(), NULL), *got = realpath(syn.path, NULL);
+    ASSERT_NE(nullptr, want);
+    EXPECT_STREQ(want, got) << syn.path;
+    free(want);
+    free(got);
+    uct_gaudi_syn_unload(&syn);
+}
+
 /* Loaded by the application: the module uses that copy */
 TEST(gaudi_syn_load, preloaded)
 {
