@@ -533,6 +533,36 @@ static void t_streams_independent(void)
     OK(synEventQuery(e1));
 }
 
+static void t_device_sync(void)
+{
+    synDeviceId     id = acquire(NULL);
+    uint8_t        *h = mapped(id, 8 * MB);
+    synStreamHandle s1, s2;
+    synEventHandle  e1, e2;
+    uint64_t        d;
+
+    OK(synDeviceMalloc(id, 16 * MB, 0, 0, &d));
+    OK(synStreamCreateGeneric(&s1, id, 0));
+    OK(synStreamCreateGeneric(&s2, id, 0));
+    OK(synEventCreate(&e1, id, 0));
+    OK(synEventCreate(&e2, id, 0));
+    OK(synMemCopyAsync(s1, (uintptr_t)h, 8 * MB, d, HOST_TO_DRAM));
+    OK(synMemCopyAsync(s2, (uintptr_t)h, 8 * MB, d + 8 * MB, HOST_TO_DRAM));
+    OK(synEventRecord(e1, s1));
+    OK(synEventRecord(e2, s2));
+    CHECK_SYN(synEventQuery(e1), synBusy);
+    OK(synDeviceSynchronize(id));
+    OK(synEventQuery(e1));
+    OK(synEventQuery(e2));
+    CHECK_SYN(synDeviceSynchronize(id + 1), synInvalidArgument);
+}
+
+/* Legacy device nodes (/dev/hlN, the misc-era ioctl codes) */
+static void t_copy_legacy(void)
+{
+    roundtrip(NULL, synDeviceGaudi2, MB + 1);
+}
+
 static void t_events(void)
 {
     synDeviceId     id = acquire(NULL);
@@ -704,6 +734,8 @@ static const test_t tests[] = {
     { "order_gaudi3", t_order, "HLSIM_DMA_GBPS=0.1 HLSIM_ASIC=gaudi3" },
     { "streams_independent", t_streams_independent, "HLSIM_DMA_GBPS=0.1" },
     { "events", t_events, "HLSIM_DMA_GBPS=0.1" },
+    { "device_sync", t_device_sync, "HLSIM_DMA_GBPS=0.1" },
+    { "copy_legacy", t_copy_legacy, "HLSIM_NODES=legacy" },
     { "copy_error", t_copy_error, "" },
     { "device_reset", t_device_reset, "" },
     { "coexist", t_coexist, "" },
@@ -733,6 +765,7 @@ static int run_one(const test_t *t, const char *base, int idx)
         unsetenv("HLSIM_FAULTS");
         unsetenv("HLSIM_MODULE_IDS");
         unsetenv("HLSIM_DMA_GBPS");
+        unsetenv("HLSIM_NODES");
         unsetenv("SYNSIM_INFO_FD_OFFSET");
         snprintf(env, sizeof(env), "%s", t->env);
         for (tok = strtok_r(env, " ", &save); tok;
