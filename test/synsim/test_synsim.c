@@ -206,6 +206,27 @@ static void t_acquire(void)
     close(fd);
 }
 
+/*
+ * Gaudi2/3 reset after their user closes the device: meanwhile acquiring
+ * fails (the open gets EAGAIN), and applications retry, as PyTorch's and
+ * PaddlePaddle's HPU backends do (waitForIdleDevice)
+ */
+static void t_acquire_after_release(void)
+{
+    synDeviceId id = acquire(DEV0_BUS), again = 99;
+    int         tries;
+
+    OK(synDeviceRelease(id));
+    CHECK_SYN(synDeviceAcquire(&again, DEV0_BUS), synDeviceReset);
+    for (tries = 0; tries < 100; tries++) {
+        if (synDeviceAcquire(&again, DEV0_BUS) == synSuccess) {
+            break;
+        }
+        usleep(100000);
+    }
+    CHECK(again == id, "not re-acquired after %d tries", tries);
+}
+
 static void t_acquire_select(void)
 {
     synDeviceId id = 99;
@@ -715,8 +736,11 @@ typedef struct {
 
 static const test_t tests[] = {
     { "init", t_init, "" },
-    { "acquire", t_acquire, "" },
-    { "acquire_select", t_acquire_select, "HLSIM_MODULE_IDS=5,3" },
+    { "acquire", t_acquire, "HLSIM_RELEASE_RESET_MS=0" },
+    { "acquire_after_release", t_acquire_after_release,
+      "HLSIM_RELEASE_RESET_MS=1000" },
+    { "acquire_select", t_acquire_select,
+      "HLSIM_MODULE_IDS=5,3 HLSIM_RELEASE_RESET_MS=0" },
     { "acquire_busy", t_acquire_busy, "" },
     { "info48", t_info48, "" },
     { "info40", t_info40, "SYNSIM_INFO_FD_OFFSET=40" },
@@ -766,6 +790,7 @@ static int run_one(const test_t *t, const char *base, int idx)
         unsetenv("HLSIM_MODULE_IDS");
         unsetenv("HLSIM_DMA_GBPS");
         unsetenv("HLSIM_NODES");
+        unsetenv("HLSIM_RELEASE_RESET_MS");
         unsetenv("SYNSIM_INFO_FD_OFFSET");
         snprintf(env, sizeof(env), "%s", t->env);
         for (tok = strtok_r(env, " ", &save); tok;
