@@ -377,7 +377,12 @@ class peer {
 public:
     pid_t pid = -1;
 
-    bool start()
+    ~peer()
+    {
+        stop();
+    }
+
+    bool start(const char *device = "1")
     {
         return spawn() && (read_line() == "ready");
     }
@@ -410,7 +415,7 @@ public:
             dup2(out[1], 1);
             close(in[1]);
             close(out[0]);
-            setenv("UCX_GAUDI_DEVICE", "1", 1);
+            setenv("UCX_GAUDI_DEVICE", device, 1);
             setenv("UCX_LOG_FILE", "stderr", 1); /* stdout is the pipe */
             execl("/proc/self/exe", "gaudi_ipc_test", "--exporter",
                   (char*)NULL);
@@ -544,10 +549,16 @@ public:
 
     remote_buf ralloc(size_t len)
     {
+        return ralloc_from(m_peer, len);
+    }
+
+    /* A buffer of @a owner, its key unpacked here */
+    remote_buf ralloc_from(peer &owner, size_t len)
+    {
         remote_buf rb;
         char rkey[512];
         unsigned long long addr;
-        std::string r = m_peer.cmd("alloc %zx", len);
+        std::string r = owner.cmd("alloc %zx", len);
         EXPECT_EQ(2, sscanf(r.c_str(), "ok %llx %511s", &addr, rkey)) << r;
         std::vector<uint8_t> packed = unhex(rkey);
         EXPECT_EQ(sizeof(uct_gaudi_ipc_rkey_t), packed.size());
@@ -835,6 +846,142 @@ TEST_F(gaudi_ipc, out_of_range)
               xfer(false, host.data(), key->length + 1, rb.addr, rb));
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               xfer(false, host.data(), 1, rb.addr - 1, rb));
+}
+
+/*
+ * Trust boundary: a peer's key grants exactly the buffer it exported.
+ * Forged keys (what a hostile peer can send) are refused before any DMA,
+ * and nothing lands in or comes from memory outside the export.
+ */
+static uct_gaudi_ipc_rkey_t packed_key(const remote_buf &rb)
+{
+    return *(const uct_gaudi_ipc_rkey_t*)rb.rkey.rkey;
+}
+
+TEST_F(gaudi_ipc, forged_rkey_unpack)
+{
+    remote_buf rb                = ralloc(16384);
+    const uct_gaudi_ipc_rkey_t k = packed_key(rb);
+    std::vector<uct_gaudi_ipc_rkey_t> forged(5, k);
+    uct_rkey_bundle_t bundle;
+
+    forged[0].length += 1ul << 20;             /* past the import */
+    forged[1].offset  = k.import_len;          /* base past the import */
+    forged[2].offset  = ~0ull - 100;           /* offset + length wraps */
+    forged[3].length  = 0;
+    forged[4].base    = ~0ull - 10;            /* base + length wraps */
+    for (size_t i = 0; i < forged.size(); ++i) {
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  uct_rkey_unpack(m_uct.ipc_comp, &forged[i], &bundle))
+                << "forged key " << i;
+    }
+}
+
+TEST_F(gaudi_ipc, forged_rkey_cached_geometry)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    connect();
+    const size_t len = 16384;
+    remote_buf rb    = ralloc(len);
+    ASSERT_EQ("ok", rfill(rb.addr, len, 51));
+    std::vector<uint8_t> host(len, 0), exp(len);
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), len, rb.addr, rb));
+    pattern(exp, 51);
+    ASSERT_EQ(exp, host);
+
+    /* the same identity with a larger geometry: self-consistent, so it
+     * unpacks, but it contradicts what was imported */
+    const uct_gaudi_ipc_rkey_t k = packed_key(rb);
+    std::vector<uct_gaudi_ipc_rkey_t> forged(3, k);
+    forged[0].length     = k.import_len * 64;
+    forged[0].import_len = k.offset + forged[0].length;
+    forged[1].offset     = k.offset + 4096;
+    forged[1].import_len = k.import_len + 4096;
+    forged[2].base       = k.base - 65536;
+    forged[2].length     = k.length + 65536;
+    forged[2].import_len = k.import_len + 65536;
+    for (size_t i = 0; i < forged.size(); ++i) {
+        remote_buf fb;
+        ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_uct.ipc_comp, &forged[i],
+                                          &fb.rkey)) << "forged key " << i;
+        m_rbufs.push_back(fb);
+        uint64_t outside = (i == 2) ? k.base - 4096 :
+                           k.base + k.import_len;
+        std::vector<uint8_t> back(4096, 0x5a), mine(4096, 0xa5);
+
+        /* outside the export, inside the forged range */
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  xfer(false, back.data(), 4096, outside, fb))
+                << "get outside, forged key " << i;
+        EXPECT_EQ(std::vector<uint8_t>(4096, 0x5a), back)
+                << "a refused get wrote our buffer, forged key " << i;
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  xfer(true, mine.data(), 4096, outside, fb))
+                << "put outside, forged key " << i;
+        /* a key that contradicts the import is refused as a whole */
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  xfer(false, back.data(), 4096, k.base, fb))
+                << "get inside, forged key " << i;
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  uct_ep_get_short(m_ep, back.data(), 64, outside,
+                                   fb.rkey.rkey))
+                << "get_short outside, forged key " << i;
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  uct_ep_put_short(m_ep, mine.data(), 64, outside,
+                                   fb.rkey.rkey))
+                << "put_short outside, forged key " << i;
+        EXPECT_EQ(std::vector<uint8_t>(4096, 0x5a), back);
+    }
+    EXPECT_GE(cache()->stats.refused, 3u);
+
+    /* the genuine key still works and the buffer is untouched */
+    std::fill(host.begin(), host.end(), 0);
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), len, rb.addr, rb));
+    EXPECT_EQ(exp, host);
+    EXPECT_EQ(-1, rcheck(rb.addr, len, 51));
+}
+
+/* A key is honoured only on the endpoint to the process that packed it */
+TEST_F(gaudi_ipc, rkey_of_another_peer)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    connect();
+    peer other;
+    if (!other.start("2")) {
+        GTEST_SKIP() << "no third device for a second exporter";
+    }
+    remote_buf theirs = ralloc_from(other, 8192);
+    ASSERT_EQ("ok", other.cmd("fill %llx %x %x",
+                              (unsigned long long)theirs.addr, 8192, 61));
+    std::vector<uint8_t> host(8192, 0x5a), mine(8192, 0xa5);
+
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              xfer(false, host.data(), 8192, theirs.addr, theirs));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              xfer(true, mine.data(), 8192, theirs.addr, theirs));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_get_short(m_ep, host.data(), 64, theirs.addr,
+                               theirs.rkey.rkey));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_get_bcopy(m_ep, [](void*, const void*, size_t) {
+                  ADD_FAILURE() << "unpacked data of a refused get";
+              }, host.data(), 64, theirs.addr, theirs.rkey.rkey, NULL));
+    EXPECT_EQ(std::vector<uint8_t>(8192, 0x5a), host);
+    EXPECT_EQ(0u, cache()->count) << "nothing imported";
+    uct_rkey_release(m_uct.ipc_comp, &theirs.rkey);
+    m_rbufs.pop_back();
+    EXPECT_EQ(-1, (long)[&]() {
+        long off = -3;
+        sscanf(other.cmd("check %llx %x %x",
+                         (unsigned long long)theirs.addr, 8192, 61).c_str(),
+               "ok %ld", &off);
+        return off;
+    }()) << "the other peer's buffer is untouched";
+    other.stop();
 }
 
 TEST_F(gaudi_ipc, cache_hits)

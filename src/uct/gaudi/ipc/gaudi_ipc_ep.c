@@ -19,6 +19,33 @@ uct_gaudi_ipc_ep_iface(uct_ep_h tl_ep)
     return ucs_derived_of(tl_ep->iface, uct_gaudi_ipc_iface_t);
 }
 
+
+/* Endpoint: the peer of the iface address (is_reachable checked it) */
+
+static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_ep_t, const uct_ep_params_t *params)
+{
+    const uct_gaudi_ipc_device_addr_t *dev;
+    const uct_gaudi_ipc_iface_addr_t *addr;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_gaudi_ep_t, params);
+
+    dev             = (const uct_gaudi_ipc_device_addr_t*)params->dev_addr;
+    addr            = (const uct_gaudi_ipc_iface_addr_t*)params->iface_addr;
+    self->system_id = dev->system_id;
+    self->pidns     = addr->pidns;
+    self->pid       = addr->pid;
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_gaudi_ipc_ep_t)
+{
+}
+
+UCS_CLASS_DEFINE(uct_gaudi_ipc_ep_t, uct_gaudi_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(uct_gaudi_ipc_ep_t, uct_ep_t,
+                          const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(uct_gaudi_ipc_ep_t, uct_ep_t);
+
 /* The copy ran, but did its peer outlive it? If not, the data went
  * nowhere (put) or may be torn (get) */
 static ucs_status_t
@@ -57,12 +84,24 @@ ucs_status_t uct_gaudi_ipc_ep_zcopy_done(uct_gaudi_iface_desc_t *super,
     return status;
 }
 
-/* [remote_addr, +length) must lie inside the registration of the key */
+/* The key was packed by the peer of @a ep, and [remote_addr, +length) lies
+ * inside its registration */
 static ucs_status_t
-uct_gaudi_ipc_ep_check_key(const uct_gaudi_ipc_rkey_t *key,
+uct_gaudi_ipc_ep_check_key(uct_ep_h tl_ep, const uct_gaudi_ipc_rkey_t *key,
                            uint64_t remote_addr, size_t length,
                            const char *name)
 {
+    uct_gaudi_ipc_ep_t *ep = ucs_derived_of(tl_ep, uct_gaudi_ipc_ep_t);
+
+    if (ucs_unlikely((key->pid != ep->pid) || (key->pidns != ep->pidns) ||
+                     (key->system_id != ep->system_id))) {
+        ucs_error("gaudi_ipc: %s with an rkey of pid %d (pid namespace %"
+                  PRIu64 ") on the endpoint to pid %d (pid namespace %"
+                  PRIu64 "): refused", name, key->pid, key->pidns, ep->pid,
+                  ep->pidns);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
     if ((remote_addr >= key->base) &&
         (length <= key->base + key->length - remote_addr)) {
         return UCS_OK;
@@ -84,26 +123,43 @@ uct_gaudi_ipc_ep_import(uct_gaudi_ipc_iface_t *iface,
     uct_gaudi_ipc_region_t *region;
     ucs_status_t status;
 
+    uint64_t offset;
+
     status = uct_gaudi_ipc_cache_get(&iface->cache, key, &region);
     if (status != UCS_OK) {
         return status;
     }
 
+    /* bound by what was imported, whatever the key says: the bytes past
+     * the import are other mappings of our device */
+    offset = region->offset + (remote_addr - region->base);
+    if (ucs_unlikely((remote_addr < region->base) ||
+                     (offset > region->import_len) ||
+                     (length > region->import_len - offset))) {
+        ucs_error("gaudi_ipc: %s of [0x%" PRIx64 ", +%zu) outside the "
+                  "import of pid %d buffer 0x%" PRIx64 " (%" PRIu64
+                  " bytes at offset %" PRIu64 "): refused", name,
+                  remote_addr, length, region->peer->pid, region->base,
+                  region->import_len, region->offset);
+        uct_gaudi_ipc_cache_put(&iface->cache, region);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
     /* the imported VA is in the host (PMMU) range: PDMA addresses it like
      * host memory (facts 4.3) */
     *region_p = region;
-    *remote_p = region->va + region->offset + (remote_addr - region->base);
+    *remote_p = region->va + offset;
     return UCS_OK;
 }
 
 /* Checks of every operation, in the one order: the transport can copy,
  * the range is the key's, then the base class's queue and fence */
 static ucs_status_t
-uct_gaudi_ipc_ep_op_start(uct_gaudi_ipc_iface_t *iface,
-                          const uct_gaudi_ipc_rkey_t *key,
+uct_gaudi_ipc_ep_op_start(uct_ep_h tl_ep, const uct_gaudi_ipc_rkey_t *key,
                           uint64_t remote_addr, size_t length, int async,
                           const char *name)
 {
+    uct_gaudi_ipc_iface_t *iface = uct_gaudi_ipc_ep_iface(tl_ep);
     ucs_status_t status;
 
     if (ucs_unlikely(iface->super.dma == NULL)) {
@@ -111,7 +167,8 @@ uct_gaudi_ipc_ep_op_start(uct_gaudi_ipc_iface_t *iface,
         return UCS_ERR_UNSUPPORTED;
     }
 
-    status = uct_gaudi_ipc_ep_check_key(key, remote_addr, length, name);
+    status = uct_gaudi_ipc_ep_check_key(tl_ep, key, remote_addr, length,
+                                        name);
     if (status != UCS_OK) {
         return status;
     }
@@ -149,7 +206,7 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
         return UCS_ERR_UNSUPPORTED; /* strided: not offered (max_iov 1) */
     }
 
-    status = uct_gaudi_ipc_ep_op_start(iface, key, remote_addr, length, 1,
+    status = uct_gaudi_ipc_ep_op_start(tl_ep, key, remote_addr, length, 1,
                                        name);
     if (status != UCS_OK) {
         return status;
@@ -287,7 +344,7 @@ uct_gaudi_ipc_ep_short(uct_ep_h tl_ep, void *buffer, unsigned length,
         return UCS_OK;
     }
 
-    status = uct_gaudi_ipc_ep_op_start(iface,
+    status = uct_gaudi_ipc_ep_op_start(tl_ep,
                                        (const uct_gaudi_ipc_rkey_t*)rkey,
                                        remote_addr, length, 0, name);
     if (status != UCS_OK) {
@@ -354,7 +411,8 @@ ssize_t uct_gaudi_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
         return 0;
     }
 
-    status = uct_gaudi_ipc_ep_check_key((const uct_gaudi_ipc_rkey_t*)rkey,
+    status = uct_gaudi_ipc_ep_check_key(tl_ep,
+                                        (const uct_gaudi_ipc_rkey_t*)rkey,
                                         remote_addr, length, "put_bcopy");
     if (status == UCS_OK) {
         status = uct_gaudi_ipc_ep_sync_xfer(iface, NULL, remote_addr, rkey,
@@ -384,7 +442,7 @@ ucs_status_t uct_gaudi_ipc_ep_get_bcopy(uct_ep_h tl_ep,
         return UCS_OK;
     }
 
-    status = uct_gaudi_ipc_ep_op_start(iface,
+    status = uct_gaudi_ipc_ep_op_start(tl_ep,
                                        (const uct_gaudi_ipc_rkey_t*)rkey,
                                        remote_addr, length, 0, "get_bcopy");
     if (status != UCS_OK) {

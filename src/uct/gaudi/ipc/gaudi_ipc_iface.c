@@ -183,6 +183,10 @@ static uct_iface_ops_t uct_gaudi_ipc_iface_ops = {
     .ep_put_zcopy             = uct_gaudi_ipc_ep_put_zcopy,
     .ep_get_zcopy             = uct_gaudi_ipc_ep_get_zcopy,
     UCT_GAUDI_IFACE_BASE_OPS,
+    /* our endpoint class (knows its peer) in place of the base one */
+    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_gaudi_ipc_ep_t),
+    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(
+                                    uct_gaudi_ipc_ep_t),
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(
                                     uct_gaudi_ipc_iface_t),
     .iface_query              = uct_gaudi_ipc_iface_query,

@@ -98,6 +98,12 @@ uint64_t uct_gaudi_ipc_pidns(void);
  */
 int uct_gaudi_ipc_export_dup(const uct_gaudi_ipc_buf_id_t *id, int fd);
 
+/*
+ * Whether a packed key is self-consistent: its buffer lies inside the
+ * bytes it asks to import. UCS_ERR_INVALID_PARAM (logged) if not.
+ */
+ucs_status_t uct_gaudi_ipc_rkey_check(const uct_gaudi_ipc_rkey_t *key);
+
 /* Live exports of this process (tests, leak checks) */
 unsigned uct_gaudi_ipc_export_count(void);
 
