@@ -19,6 +19,7 @@ extern "C" {
 #include <uct/gaudi/api/uct_gaudi.h>
 #include <uct/api/uct.h>
 #include <ucs/async/async.h>
+#include <ucs/time/time.h>
 #include "../../hlsim/hlsim.h"
 }
 
@@ -32,6 +33,8 @@ extern "C" {
 #include <string.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -689,7 +692,7 @@ TEST_F(gaudi_ipc, rkey_layout)
 
     uct_md_query(m_uct.ipc_md, &attr);
     EXPECT_EQ(sizeof(uct_gaudi_ipc_rkey_t), attr.rkey_packed_size);
-    EXPECT_EQ(88u, sizeof(uct_gaudi_ipc_rkey_t));
+    EXPECT_EQ(96u, sizeof(uct_gaudi_ipc_rkey_t));
     EXPECT_TRUE(attr.cap.reg_mem_types & UCS_BIT(uct_gaudi_memory_type()));
     EXPECT_EQ(UCT_GAUDI_IPC_RKEY_VERSION, key->version);
     EXPECT_EQ(m_peer.pid, key->pid);
@@ -1133,9 +1136,12 @@ static void drop_cap_sys_ptrace()
     syscall(SYS_capset, &hdr, data);
 }
 
-/* A real refusal: a non-dumpable exporter and an importer of the same
- * user without CAP_SYS_PTRACE -> pidfd_getfd EPERM -> the socket serves */
-TEST_F(gaudi_ipc, pidfd_eperm_falls_back_to_socket)
+/*
+ * The fd hand-over keeps the kernel's permission model: pidfd_getfd's
+ * refusal (ptrace access mode) is final, the socket applies the same rule,
+ * a refusal says "permission denied" (UCS_ERR_REJECTED).
+ */
+TEST_F(gaudi_ipc, pidfd_eperm_refused)
 {
     if (no_export()) {
         GTEST_SKIP() << "no DMA-BUF export (Linux 6.1, Gaudi2): no fd to get";
@@ -1144,6 +1150,7 @@ TEST_F(gaudi_ipc, pidfd_eperm_falls_back_to_socket)
     ASSERT_EQ("ok", m_peer.cmd("nodump"));
     const uct_gaudi_ipc_rkey_t *key = (const uct_gaudi_ipc_rkey_t*)rb.rkey.rkey;
 
+    /* same user, no CAP_SYS_PTRACE, non-dumpable exporter: refused */
     int rc = in_child([key]() {
         int pidfd, fd = -1;
         drop_cap_sys_ptrace();
@@ -1154,28 +1161,167 @@ TEST_F(gaudi_ipc, pidfd_eperm_falls_back_to_socket)
                                    &fd) == UCS_OK) {
             return 11; /* not refused here: cannot test */
         }
-        if (uct_gaudi_ipc_fd_fetch(pidfd, key, UCT_GAUDI_IPC_FD_AUTO, 1.0,
-                                   &fd) != UCS_OK) {
-            return 12;
+        for (auto m : {UCT_GAUDI_IPC_FD_AUTO, UCT_GAUDI_IPC_FD_SOCKET}) {
+            ucs_status_t st = uct_gaudi_ipc_fd_fetch(pidfd, key, m, 1.0, &fd);
+            if (st == UCS_OK) {
+                return 12 + m * 2; /* the kernel's refusal bypassed */
+            } else if (st != UCS_ERR_REJECTED) {
+                return 13 + m * 2;
+            }
         }
-        return uct_gaudi_ipc_fd_check(fd, &key->id) ? 0 : 13;
+        return 0;
     });
     if (rc == 11) {
         GTEST_SKIP() << "pidfd_getfd was not refused here";
     }
-    EXPECT_EQ(0, rc) << "10: pidfd_open, 12: fallback failed, 13: identity";
+    EXPECT_EQ(0, rc) << "10: pidfd_open, 12/16: fd handed over (auto/socket),"
+                        " 13/17: not 'permission denied'";
 
-    /* the server refuses another user (the same rule as ptrace) */
+    /* with CAP_SYS_PTRACE both ways serve the same file */
+    rc = in_child([key]() {
+        int pidfd, fd = -1;
+        if (uct_gaudi_ipc_pidfd_open(key->pid, &pidfd) != UCS_OK) {
+            return 10;
+        }
+        for (auto m : {UCT_GAUDI_IPC_FD_PIDFD, UCT_GAUDI_IPC_FD_SOCKET}) {
+            if ((uct_gaudi_ipc_fd_fetch(pidfd, key, m, 1.0, &fd) != UCS_OK) ||
+                !uct_gaudi_ipc_fd_check(fd, &key->id)) {
+                return 11 + m;
+            }
+            close(fd);
+        }
+        return 0;
+    });
+    EXPECT_EQ(0, rc) << "CAP_SYS_PTRACE: 12 pidfd, 13 socket failed";
+
+    /* another user: refused both ways, as permission denied */
     rc = in_child([key]() {
         int pidfd, fd = -1;
         if ((uct_gaudi_ipc_pidfd_open(key->pid, &pidfd) != UCS_OK) ||
             (setuid(65534) < 0)) {
             return 10;
         }
-        return (uct_gaudi_ipc_fd_fetch(pidfd, key, UCT_GAUDI_IPC_FD_AUTO,
-                                       1.0, &fd) == UCS_OK) ? 11 : 0;
+        for (auto m : {UCT_GAUDI_IPC_FD_AUTO, UCT_GAUDI_IPC_FD_SOCKET}) {
+            ucs_status_t st = uct_gaudi_ipc_fd_fetch(pidfd, key, m, 1.0, &fd);
+            if (st == UCS_OK) {
+                return 11 + m * 2;
+            } else if (st != UCS_ERR_REJECTED) {
+                return 12 + m * 2;
+            }
+        }
+        return 0;
     });
-    EXPECT_EQ(0, rc) << "another user got the fd";
+    EXPECT_EQ(0, rc) << "another user: 11/15 got the fd, 12/16 not "
+                        "'permission denied'";
+}
+
+/* A user's connections to the exporter's socket (another user who got a
+ * key) must not stall its async thread: legitimate importers are served
+ * within their timeout */
+TEST_F(gaudi_ipc, fd_server_not_blocked_by_other_user)
+{
+    remote_buf rb = ralloc(4096);
+    const uct_gaudi_ipc_rkey_t *key = (const uct_gaudi_ipc_rkey_t*)rb.rkey.rkey;
+    int ready[2];
+    ASSERT_EQ(0, pipe(ready));
+
+    pid_t attacker = fork();
+    if (attacker == 0) {
+        struct sockaddr_un sa;
+        socklen_t len;
+        if (setuid(65534) < 0) {
+            _exit(1);
+        }
+        uct_gaudi_ipc_fd_sockaddr(key, &sa, &len);
+        for (int i = 0; i < 40; ++i) {
+            int sock = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+            ::connect(sock, (struct sockaddr*)&sa, len); /* say nothing */
+        }
+        (void)!write(ready[1], "r", 1);
+        sleep(10);
+        _exit(0);
+    }
+    char c;
+    ASSERT_EQ(1, read(ready[0], &c, 1));
+
+    int pidfd, fd = -1;
+    ASSERT_EQ(UCS_OK, uct_gaudi_ipc_pidfd_open(key->pid, &pidfd));
+    double t0 = ucs_get_accurate_time();
+    EXPECT_EQ(UCS_OK, uct_gaudi_ipc_fd_fetch(pidfd, key,
+                                             UCT_GAUDI_IPC_FD_SOCKET, 1.0,
+                                             &fd));
+    EXPECT_LT(ucs_get_accurate_time() - t0, 1.0);
+    EXPECT_TRUE((fd >= 0) && uct_gaudi_ipc_fd_check(fd, &key->id));
+    if (fd >= 0) {
+        close(fd);
+    }
+    close(pidfd);
+    kill(attacker, SIGKILL);
+    waitpid(attacker, NULL, 0);
+    close(ready[0]);
+    close(ready[1]);
+}
+
+/* Another user binds the names an exporter would have used if they were
+ * derived from its pid alone: the exporter still starts and serves */
+TEST_F(gaudi_ipc, fd_server_name_squat)
+{
+    int ready[2];
+    ASSERT_EQ(0, pipe(ready));
+    FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "r");
+    ASSERT_TRUE(f != NULL);
+    int last = 0;
+    ASSERT_EQ(1, fscanf(f, "%d", &last));
+    fclose(f);
+
+    pid_t squatter = fork();
+    if (squatter == 0) {
+        uint64_t pidns = uct_gaudi_ipc_pidns();
+        if (setuid(65534) < 0) {
+            _exit(1);
+        }
+        for (int pid = last + 1; pid < last + 400; ++pid) {
+            struct sockaddr_un sa = {};
+            sa.sun_family = AF_UNIX;
+            int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
+                             "ucx-gaudi-ipc.%llu.%d",
+                             (unsigned long long)pidns, pid);
+            int sock = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+            bind(sock, (struct sockaddr*)&sa,
+                 offsetof(struct sockaddr_un, sun_path) + 1 + n);
+            listen(sock, 1);
+        }
+        (void)!write(ready[1], "r", 1);
+        sleep(20);
+        _exit(0);
+    }
+    char c;
+    ASSERT_EQ(1, read(ready[0], &c, 1));
+
+    peer other;
+    bool started = other.start("2");
+    kill(squatter, SIGKILL);
+    waitpid(squatter, NULL, 0);
+    close(ready[0]);
+    close(ready[1]);
+    ASSERT_TRUE(started) << "the exporter did not start";
+    ASSERT_LT(other.pid, last + 400) << "pids moved too fast to test";
+
+    remote_buf rb = ralloc_from(other, 4096);
+    const uct_gaudi_ipc_rkey_t *key = (const uct_gaudi_ipc_rkey_t*)rb.rkey.rkey;
+    int pidfd, fd = -1;
+    ASSERT_EQ(UCS_OK, uct_gaudi_ipc_pidfd_open(key->pid, &pidfd));
+    EXPECT_EQ(UCS_OK, uct_gaudi_ipc_fd_fetch(pidfd, key,
+                                             UCT_GAUDI_IPC_FD_SOCKET, 1.0,
+                                             &fd));
+    EXPECT_TRUE((fd >= 0) && uct_gaudi_ipc_fd_check(fd, &key->id));
+    if (fd >= 0) {
+        close(fd);
+    }
+    close(pidfd);
+    uct_rkey_release(m_uct.ipc_comp, &rb.rkey);
+    m_rbufs.pop_back();
+    other.stop();
 }
 
 TEST_F(gaudi_ipc, peer_killed_mid_transfer)

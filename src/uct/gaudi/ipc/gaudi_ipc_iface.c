@@ -44,8 +44,8 @@ static ucs_config_field_t uct_gaudi_ipc_iface_config_table[] = {
 
     {"FD_METHOD", "auto",
      "How a peer's dma-buf fd is obtained:\n"
-     " auto   - pidfd_getfd(2), the peer's unix socket (SCM_RIGHTS) when\n"
-     "          ptrace rules refuse it\n"
+     " auto   - pidfd_getfd(2); the peer's unix socket (SCM_RIGHTS) only\n"
+     "          where pidfd_getfd does not exist (a refusal is final)\n"
      " pidfd  - pidfd_getfd(2) only\n"
      " socket - the peer's unix socket only",
      ucs_offsetof(uct_gaudi_ipc_iface_config_t, fd_method),

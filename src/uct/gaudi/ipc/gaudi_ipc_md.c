@@ -264,6 +264,7 @@ uct_gaudi_ipc_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
     key.length     = exp->length;
     key.offset     = exp->offset;
     key.import_len = exp->import_len;
+    key.server     = uct_gaudi_ipc_fd_server_name();
     memcpy(rkey_buffer, &key, sizeof(key));
     return UCS_OK;
 }

@@ -68,10 +68,10 @@ typedef struct uct_gaudi_ipc_export {
 
 
 /*
- * Packed rkey (mkey_pack / rkey_unpack), little-endian, version 1, 88 B.
+ * Packed rkey (mkey_pack / rkey_unpack), little-endian, version 2, 96 B.
  * The unpacked rkey (uct_rkey_t) points to a copy of it.
  */
-#define UCT_GAUDI_IPC_RKEY_VERSION 1
+#define UCT_GAUDI_IPC_RKEY_VERSION 2
 
 typedef struct UCS_S_PACKED uct_gaudi_ipc_rkey {
     uint8_t                version;    /* UCT_GAUDI_IPC_RKEY_VERSION */
@@ -86,6 +86,8 @@ typedef struct UCS_S_PACKED uct_gaudi_ipc_rkey {
     uint64_t               length;     /* bytes of the allocation */
     uint64_t               offset;     /* of base in the dma-buf */
     uint64_t               import_len; /* bytes to map with op 99 */
+    uint64_t               server;     /* random part of the exporter's
+                                          fd server name (gaudi_ipc_fd.h) */
 } uct_gaudi_ipc_rkey_t;
 
 
