@@ -220,7 +220,8 @@ static void uct_gaudi_node_name(const char *fmt, int minor, char *buf,
     ucs_strncpy_zero(buf, strrchr(path, '/') + 1, max);
 }
 
-/* Probe control node @a minor; 1 if it is a Gaudi device */
+/* Probe control node @a minor; 1 if it is a Gaudi device, -1 if the node
+ * exists but cannot be probed */
 static int uct_gaudi_discover_minor(int minor, uct_gaudi_dev_info_t *dev)
 {
     uct_gaudi_hl_t hl;
@@ -239,7 +240,7 @@ static int uct_gaudi_discover_minor(int minor, uct_gaudi_dev_info_t *dev)
     } else if (status != UCS_OK) {
         ucs_warn("gaudi %s: skipped by discovery: %s", hl.name,
                  strerror(errno));
-        return 0;
+        return -1;
     }
 
     memset(dev, 0, sizeof(*dev));
@@ -305,6 +306,7 @@ static void uct_gaudi_assign_indices(uct_gaudi_devices_t *devs)
             }
             for (i = 0; i < devs->count; ++i) {
                 devs->dev[i].index = mapping->index[i];
+                devs->mapped[devs->dev[i].minor] = (mapping->index[i] >= 0);
             }
             ucs_debug("gaudi: " UCT_GAUDI_MAPPING_ENV ": %u of %u entries "
                       "applied", mapping->num_applied, mapping->num_entries);
@@ -351,13 +353,15 @@ static void uct_gaudi_discover(uct_gaudi_devices_t *devs)
 {
     uct_gaudi_dev_info_t *dev;
     unsigned i;
-    int minor;
+    int minor, found;
 
     devs->count = 0;
     for (minor = 0; minor < GAUDI_HL_MAX_MINOR; ++minor) {
-        if (uct_gaudi_discover_minor(minor, &devs->dev[devs->count])) {
+        found = uct_gaudi_discover_minor(minor, &devs->dev[devs->count]);
+        if (found > 0) {
             ++devs->count;
         }
+        devs->skipped[minor] = (found < 0);
     }
 
     uct_gaudi_assign_indices(devs);
