@@ -143,7 +143,9 @@ struct uct_side {
     }
 
     uct_iface_h open_iface(uct_md_h md, const char *tl,
-                           const std::map<std::string, std::string> &cfg)
+                           const std::map<std::string, std::string> &cfg,
+                           uct_error_handler_t err_cb = NULL,
+                           void *err_arg = NULL)
     {
         uct_iface_config_t *config;
         uct_iface_params_t params;
@@ -162,6 +164,14 @@ struct uct_side {
         params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
         params.mode.device.tl_name  = tl;
         params.mode.device.dev_name = "gaudi_0";
+        if (err_cb != NULL) {
+            params.field_mask     |= UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                                     UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                                     UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+            params.err_handler       = err_cb;
+            params.err_handler_arg   = err_arg;
+            params.err_handler_flags = 0;
+        }
         if (uct_iface_open(md, worker, &params, config, &iface) != UCS_OK) {
             iface = NULL;
         }
@@ -1397,6 +1407,89 @@ TEST_F(gaudi_ipc, exporter_restart)
     pattern(exp, 4);
     EXPECT_EQ(0, memcmp(exp.data(), host.data(), len)) << "new exporter data";
     rfree(rb2);
+}
+
+/*
+ * Peer failure as UCP's error handling uses it: both transports offer
+ * ERRHANDLE_PEER_FAILURE and ep_check; an exited peer is reported once
+ * through the iface's error handler (ep_check, or the first operation
+ * that finds it gone), with CONNECTION_RESET.
+ */
+typedef std::vector<std::pair<uct_ep_h, ucs_status_t>> ep_errors_t;
+
+static ucs_status_t record_ep_error(void *arg, uct_ep_h ep,
+                                    ucs_status_t status)
+{
+    ((ep_errors_t*)arg)->push_back({ep, status});
+    return UCS_OK;
+}
+
+class gaudi_ipc_errhandle : public gaudi_ipc {
+public:
+    ep_errors_t m_errors;
+
+    void SetUp() override
+    {
+        gaudi_ipc::SetUp();
+        m_uct.close_ipc_iface();
+        m_uct.ipc_if = m_uct.open_iface(m_uct.ipc_md, "gaudi_ipc",
+                                        ipc_config(), record_ep_error,
+                                        &m_errors);
+        ASSERT_TRUE(m_uct.ipc_if != NULL);
+    }
+
+    void progress(int n = 1000)
+    {
+        for (int i = 0; (i < n) && m_errors.empty(); ++i) {
+            uct_worker_progress(m_uct.worker);
+        }
+    }
+};
+
+TEST_F(gaudi_ipc_errhandle, ep_check_reports_exited_peer)
+{
+    const uint64_t need = UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
+                          UCT_IFACE_FLAG_EP_CHECK;
+    uct_iface_attr_t attr;
+    ASSERT_EQ(UCS_OK, uct_iface_query(m_uct.ipc_if, &attr));
+    EXPECT_EQ(need, attr.cap.flags & need) << "gaudi_ipc";
+    ASSERT_EQ(UCS_OK, uct_iface_query(m_uct.copy_if, &attr));
+    EXPECT_EQ(need, attr.cap.flags & need) << "gaudi_cpy";
+    EXPECT_EQ(UCS_OK, uct_ep_check(m_uct.copy_ep, 0, NULL));
+
+    connect();
+    EXPECT_EQ(UCS_OK, uct_ep_check(m_ep, 0, NULL));
+    progress();
+    EXPECT_TRUE(m_errors.empty()) << "a live peer reported as failed";
+
+    m_peer.kill_now();
+    EXPECT_EQ(UCS_OK, uct_ep_check(m_ep, 0, NULL));
+    progress();
+    ASSERT_EQ(1u, m_errors.size());
+    EXPECT_EQ(m_ep, m_errors[0].first);
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, m_errors[0].second);
+}
+
+TEST_F(gaudi_ipc_errhandle, operation_reports_exited_peer)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    connect();
+    remote_buf rb = ralloc(8192);
+    std::vector<uint8_t> host(8192);
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), 8192, rb.addr, rb));
+    m_peer.kill_now();
+
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET,
+              uct_ep_get_short(m_ep, host.data(), 64, rb.addr,
+                               rb.rkey.rkey));
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET,
+              xfer(true, host.data(), 8192, rb.addr, rb));
+    progress();
+    ASSERT_EQ(1u, m_errors.size()) << "reported once";
+    EXPECT_EQ(m_ep, m_errors[0].first);
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, m_errors[0].second);
 }
 
 TEST_F(gaudi_ipc, no_leaks)

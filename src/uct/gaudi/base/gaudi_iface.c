@@ -151,7 +151,10 @@ void uct_gaudi_iface_query(uct_gaudi_iface_t *iface, size_t max_iov,
                                       UCT_IFACE_FLAG_GET_BCOPY |
                                       UCT_IFACE_FLAG_PUT_ZCOPY |
                                       UCT_IFACE_FLAG_GET_ZCOPY |
-                                      UCT_IFACE_FLAG_PENDING;
+                                      UCT_IFACE_FLAG_PENDING |
+                                      /* ep_check: the transport's */
+                                      UCT_IFACE_FLAG_EP_CHECK |
+                                      UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
     iface_attr->cap.event_flags     = 0;
     iface_attr->bandwidth.dedicated = 0;
     iface_attr->priority            = 0;

@@ -34,6 +34,13 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_ep_t, const uct_ep_params_t *params)
     self->system_id = dev->system_id;
     self->pidns     = addr->pidns;
     self->pid       = addr->pid;
+    self->failed    = 0;
+
+    /* the peer's start time tells its exit from a reuse of its pid */
+    if (uct_ep_keepalive_init(&self->keepalive, self->pid) != UCS_OK) {
+        ucs_error("gaudi_ipc: peer pid %d is not running", self->pid);
+        return UCS_ERR_CONNECTION_RESET;
+    }
     return UCS_OK;
 }
 
@@ -42,6 +49,28 @@ static UCS_CLASS_CLEANUP_FUNC(uct_gaudi_ipc_ep_t)
 }
 
 UCS_CLASS_DEFINE(uct_gaudi_ipc_ep_t, uct_gaudi_ep_t);
+
+/* An operation found the peer gone: report the ep's error once, now
+ * rather than at the next keepalive round */
+static void uct_gaudi_ipc_ep_peer_gone(uct_ep_h tl_ep, ucs_status_t status)
+{
+    uct_gaudi_ipc_ep_t *ep = ucs_derived_of(tl_ep, uct_gaudi_ipc_ep_t);
+
+    if ((status == UCS_ERR_CONNECTION_RESET) && !ep->failed) {
+        ep->failed = 1;
+        uct_ep_keepalive_check(tl_ep, &ep->keepalive, ep->pid, 0, NULL);
+    }
+}
+
+ucs_status_t uct_gaudi_ipc_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                    uct_completion_t *comp)
+{
+    uct_gaudi_ipc_ep_t *ep = ucs_derived_of(tl_ep, uct_gaudi_ipc_ep_t);
+
+    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    uct_ep_keepalive_check(tl_ep, &ep->keepalive, ep->pid, flags, comp);
+    return UCS_OK;
+}
 UCS_CLASS_DEFINE_NEW_FUNC(uct_gaudi_ipc_ep_t, uct_ep_t,
                           const uct_ep_params_t*);
 UCS_CLASS_DEFINE_DELETE_FUNC(uct_gaudi_ipc_ep_t, uct_ep_t);
@@ -215,6 +244,7 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     status = uct_gaudi_ipc_ep_import(iface, key, remote_addr, length, name,
                                      &region, &remote);
     if (status != UCS_OK) {
+        uct_gaudi_ipc_ep_peer_gone(tl_ep, status);
         return status;
     }
 
@@ -296,10 +326,11 @@ ucs_status_t uct_gaudi_ipc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
  * [remote_addr, +length)
  */
 static ucs_status_t
-uct_gaudi_ipc_ep_sync_xfer(uct_gaudi_ipc_iface_t *iface, void *local,
+uct_gaudi_ipc_ep_sync_xfer(uct_ep_h tl_ep, void *local,
                            uint64_t remote_addr, uct_rkey_t rkey,
                            size_t length, int is_put, const char *name)
 {
+    uct_gaudi_ipc_iface_t *iface    = uct_gaudi_ipc_ep_iface(tl_ep);
     const uct_gaudi_ipc_rkey_t *key = (const uct_gaudi_ipc_rkey_t*)rkey;
     uct_gaudi_dma_end_t local_end, remote_end;
     uct_gaudi_ipc_region_t *region;
@@ -308,6 +339,7 @@ uct_gaudi_ipc_ep_sync_xfer(uct_gaudi_ipc_iface_t *iface, void *local,
     status = uct_gaudi_ipc_ep_import(iface, key, remote_addr, length, name,
                                      &region, &remote_end.dma_addr);
     if (status != UCS_OK) {
+        uct_gaudi_ipc_ep_peer_gone(tl_ep, status);
         return status;
     }
 
@@ -328,6 +360,7 @@ uct_gaudi_ipc_ep_sync_xfer(uct_gaudi_ipc_iface_t *iface, void *local,
 
     status = uct_gaudi_ipc_ep_check_peer(iface, region, length, name, status);
     uct_gaudi_ipc_cache_put(&iface->cache, region);
+    uct_gaudi_ipc_ep_peer_gone(tl_ep, status);
     return status;
 }
 
@@ -337,7 +370,6 @@ uct_gaudi_ipc_ep_short(uct_ep_h tl_ep, void *buffer, unsigned length,
                        uint64_t remote_addr, uct_rkey_t rkey, int is_put,
                        const char *name)
 {
-    uct_gaudi_ipc_iface_t *iface = uct_gaudi_ipc_ep_iface(tl_ep);
     ucs_status_t status;
 
     if (length == 0) {
@@ -351,7 +383,7 @@ uct_gaudi_ipc_ep_short(uct_ep_h tl_ep, void *buffer, unsigned length,
         return status;
     }
 
-    return uct_gaudi_ipc_ep_sync_xfer(iface, buffer, remote_addr, rkey,
+    return uct_gaudi_ipc_ep_sync_xfer(tl_ep, buffer, remote_addr, rkey,
                                       length, is_put, name);
 }
 
@@ -415,7 +447,7 @@ ssize_t uct_gaudi_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
                                         (const uct_gaudi_ipc_rkey_t*)rkey,
                                         remote_addr, length, "put_bcopy");
     if (status == UCS_OK) {
-        status = uct_gaudi_ipc_ep_sync_xfer(iface, NULL, remote_addr, rkey,
+        status = uct_gaudi_ipc_ep_sync_xfer(tl_ep, NULL, remote_addr, rkey,
                                             length, 1, "put_bcopy");
     }
     if (status != UCS_OK) {
@@ -456,7 +488,7 @@ ucs_status_t uct_gaudi_ipc_ep_get_bcopy(uct_ep_h tl_ep,
         return UCS_ERR_EXCEEDS_LIMIT;
     }
 
-    status = uct_gaudi_ipc_ep_sync_xfer(iface, NULL, remote_addr, rkey,
+    status = uct_gaudi_ipc_ep_sync_xfer(tl_ep, NULL, remote_addr, rkey,
                                         length, 0, "get_bcopy");
     if (status != UCS_OK) {
         return status;

@@ -187,6 +187,7 @@ static uct_iface_ops_t uct_gaudi_ipc_iface_ops = {
     .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_gaudi_ipc_ep_t),
     .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(
                                     uct_gaudi_ipc_ep_t),
+    .ep_check                 = uct_gaudi_ipc_ep_check,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(
                                     uct_gaudi_ipc_iface_t),
     .iface_query              = uct_gaudi_ipc_iface_query,
