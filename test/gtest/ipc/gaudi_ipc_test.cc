@@ -682,6 +682,13 @@ TEST_F(gaudi_ipc, reachability)
     EXPECT_FALSE(uct_iface_is_reachable(m_uct.ipc_if,
                                         (uct_device_addr_t*)other_dev.data(),
                                         (uct_iface_addr_t*)ifa.data()));
+    /* a peer whose device cannot import: unreachable from both sides */
+    std::vector<uint8_t> no_import = ifa;
+    ASSERT_EQ(sizeof(uct_gaudi_ipc_iface_addr_t), no_import.size());
+    ((uct_gaudi_ipc_iface_addr_t*)no_import.data())->import_ok = 0;
+    EXPECT_FALSE(uct_iface_is_reachable(m_uct.ipc_if,
+                                        (uct_device_addr_t*)dev.data(),
+                                        (uct_iface_addr_t*)no_import.data()));
     /* another pid namespace */
     std::vector<uint8_t> other_ns = ifa;
     other_ns[0] ^= 1;

@@ -309,8 +309,17 @@ ucs_status_t uct_gaudi_ipc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                         uct_rkey_t rkey,
                                         uct_completion_t *comp)
 {
-    return uct_gaudi_ipc_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey,
-                                  comp, 0);
+    ucs_status_t status;
+
+    status = uct_gaudi_ipc_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey,
+                                    comp, 0);
+    if (ucs_unlikely(UCS_STATUS_IS_ERR(status))) {
+        /* UCX 1.13's get protocols cannot take a synchronous failure
+         * (ucp/rma/get_offload.c: their abort asserts) */
+        status = uct_gaudi_iface_fail_later(
+                &uct_gaudi_ipc_ep_iface(tl_ep)->super, comp, status);
+    }
+    return status;
 }
 
 
@@ -478,7 +487,7 @@ ucs_status_t uct_gaudi_ipc_ep_get_bcopy(uct_ep_h tl_ep,
                                        (const uct_gaudi_ipc_rkey_t*)rkey,
                                        remote_addr, length, 0, "get_bcopy");
     if (status != UCS_OK) {
-        return status;
+        return uct_gaudi_iface_fail_later(&iface->super, comp, status);
     }
 
     bounce = uct_gaudi_dma_bounce(iface->super.dma, &size);
@@ -491,7 +500,8 @@ ucs_status_t uct_gaudi_ipc_ep_get_bcopy(uct_ep_h tl_ep,
     status = uct_gaudi_ipc_ep_sync_xfer(tl_ep, NULL, remote_addr, rkey,
                                         length, 0, "get_bcopy");
     if (status != UCS_OK) {
-        return status;
+        /* UCX 1.13's get protocols cannot take a synchronous failure */
+        return uct_gaudi_iface_fail_later(&iface->super, comp, status);
     }
 
     unpack_cb(arg, bounce, length);

@@ -107,8 +107,9 @@ uct_gaudi_ipc_iface_get_address(uct_iface_h tl_iface,
     uct_gaudi_ipc_iface_addr_t *addr = (uct_gaudi_ipc_iface_addr_t*)
                                        iface_addr;
 
-    addr->pidns = iface->pidns;
-    addr->pid   = getpid();
+    addr->pidns     = iface->pidns;
+    addr->pid       = getpid();
+    addr->import_ok = iface->import_ok;
     return UCS_OK;
 }
 
@@ -132,6 +133,12 @@ static int uct_gaudi_ipc_iface_is_reachable(const uct_iface_h tl_iface,
     if (!iface->import_ok) {
         ucs_debug("gaudi_ipc: pid %d unreachable: %s", addr->pid,
                   iface->reason);
+        return 0;
+    }
+
+    if (!addr->import_ok) {
+        ucs_debug("gaudi_ipc: pid %d unreachable: its device cannot import",
+                  addr->pid);
         return 0;
     }
 
