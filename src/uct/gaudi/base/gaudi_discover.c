@@ -166,7 +166,7 @@ static void uct_gaudi_discover_dram_bar(uct_gaudi_dev_info_t *dev)
     fclose(f);
 }
 
-/* 0 if the control node's device is not the compute node's (see below) */
+/* -1 if the control node's device is not the compute node's (see below) */
 static int uct_gaudi_discover_sysfs(uct_gaudi_dev_info_t *dev)
 {
     char module_id[16];
@@ -204,7 +204,7 @@ static int uct_gaudi_discover_sysfs(uct_gaudi_dev_info_t *dev)
                  "the device is module %s (the driver looks control nodes up "
                  "in probe order, not by accel index)", dev->node_name,
                  dev->module_id, module_id);
-        return 0;
+        return -1;
     }
 
     return 1;
@@ -221,7 +221,7 @@ static void uct_gaudi_node_name(const char *fmt, int minor, char *buf,
 }
 
 /* Probe control node @a minor; 1 if it is a Gaudi device, -1 if the node
- * exists but cannot be probed */
+ * exists but discovery skipped it (logged), 0 if there is none */
 static int uct_gaudi_discover_minor(int minor, uct_gaudi_dev_info_t *dev)
 {
     uct_gaudi_hl_t hl;
@@ -234,7 +234,7 @@ static int uct_gaudi_discover_minor(int minor, uct_gaudi_dev_info_t *dev)
         ucs_warn("gaudi %s: skipped: its control node has no device (the "
                  "driver looks control nodes up in probe order, not by accel "
                  "index)", hl.name);
-        return 0;
+        return -1;
     } else if (status == UCS_ERR_NO_DEVICE) {
         return 0;
     } else if (status != UCS_OK) {
