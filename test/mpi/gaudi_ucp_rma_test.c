@@ -6,9 +6,14 @@
  * barriers). Rank 0 initiates; rank 1 owns the remote buffers and checks
  * what a put left there after a D2H copy.
  *
- * usage: gaudi_ucp_rma_test [COMBOS]
+ * usage: gaudi_ucp_rma_test [COMBOS [--faults]]
  *   COMBOS: comma list of <local><remote> pairs, g = Gaudi, h = host
  *           (default "gg,hg,gh"); prints "N passed, M failed" (rank 0).
+ *   --faults: the emulator injects device faults (HLSIM_FAULTS) into rank
+ *           0: an operation may fail, but only as a failed request or a
+ *           failed copy ("ERROR request ..." / "ERROR copy ..."), never by
+ *           aborting or with wrong data; an op passes if its data arrived
+ *           intact or it reported an error.
  */
 
 #include <uct/gaudi/api/uct_gaudi.h>
@@ -33,6 +38,8 @@ typedef struct {
 } bufs_t;
 
 static int rank;
+static int faults;        /* --faults: errors are outcomes, not deaths */
+static ucs_status_t op_status;  /* first error of the current op */
 
 static void die(const char *what, ucs_status_t status)
 {
@@ -56,7 +63,13 @@ static void copy(void *dst, const void *src, size_t size, int gaudi)
         return;
     }
     status = uct_gaudi_memcpy(dst, src, size);
-    if (status != UCS_OK) {
+    if ((status != UCS_OK) && faults) {
+        fprintf(stderr, "rank %d: ERROR copy of %zu B: %s\n", rank, size,
+                ucs_status_string(status));
+        if (op_status == UCS_OK) {
+            op_status = status;
+        }
+    } else if (status != UCS_OK) {
         die("uct_gaudi_memcpy", status);
     }
 }
@@ -67,16 +80,23 @@ static void wait_req(ucp_worker_h worker, ucs_status_ptr_t req,
     ucs_status_t status;
 
     if (UCS_PTR_IS_ERR(req)) {
-        die(what, UCS_PTR_STATUS(req));
+        status = UCS_PTR_STATUS(req);
     } else if (req == NULL) {
         return;
+    } else {
+        do {
+            ucp_worker_progress(worker);
+            status = ucp_request_check_status(req);
+        } while (status == UCS_INPROGRESS);
+        ucp_request_free(req);
     }
-    do {
-        ucp_worker_progress(worker);
-        status = ucp_request_check_status(req);
-    } while (status == UCS_INPROGRESS);
-    ucp_request_free(req);
-    if (status != UCS_OK) {
+    if ((status != UCS_OK) && faults) {
+        printf("ERROR request %s: %s\n", what, ucs_status_string(status));
+        fflush(stdout);
+        if (op_status == UCS_OK) {
+            op_status = status;
+        }
+    } else if (status != UCS_OK) {
         die(what, status);
     }
 }
@@ -185,8 +205,9 @@ static int one(ucp_worker_h worker, ucp_ep_h ep, bufs_t *b, int local,
     ucp_request_param_t param = { .op_attr_mask = 0 };
     uint8_t *host = malloc(size), *back = malloc(size);
     size_t i, bad = SIZE_MAX;
-    int ok, all_ok;
+    int ok, all_ok, errored;
 
+    op_status = UCS_OK;
     for (i = 0; i < size; i++) {
         host[i] = pattern(i, size, is_put);
     }
@@ -218,8 +239,11 @@ static int one(ucp_worker_h worker, ucp_ep_h ep, bufs_t *b, int local,
         }
     }
 
-    ok = 1;
-    if ((is_put && (rank == 1)) || (!is_put && (rank == 0))) {
+    /* with --faults an op that reported an error is not checked */
+    errored = all_true(op_status == UCS_OK) ? 0 : 1;
+    ok      = 1;
+    if (!errored &&
+        ((is_put && (rank == 1)) || (!is_put && (rank == 0)))) {
         for (i = 0; i < size; i++) {
             if (back[i] != host[i]) {
                 bad = i;
@@ -259,6 +283,7 @@ int main(int argc, char **argv)
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    faults = (argc > 2) && !strcmp(argv[2], "--faults");
 
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
     params.features   = UCP_FEATURE_RMA;

@@ -1,5 +1,6 @@
 # gaudi_ipc two-process gtests (test/gtest/ipc), each run on a fresh
-# emulated node with two devices: Gaudi2 and Gaudi1 (kernel CBs), each in
+# emulated node with three devices (importer, exporter, a second
+# exporter): Gaudi2 and Gaudi1 (kernel CBs), each in
 # the Habana flavour (op 99: transfers), the upstream flavour (no op 99:
 # unreachable, clean failures) and the Linux 6.1 driver (no op 99; no
 # export at all on Gaudi2). Gaudi3 has no DMA queue for gaudi_ipc's copies.
@@ -17,7 +18,7 @@ for run in gaudi2:habana gaudi2:upstream gaudi1:habana gaudi1:upstream \
     new_node
     log=$(mktemp); tmpdirs+=("$log")
     echo "=== HLSIM_ASIC=$asic flavour $flavour"
-    HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=2 with_flavour "$flavour" \
+    HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=3 with_flavour "$flavour" \
         on_emulator "$gtest" 2>&1 | tee "$log"
     gtest_add "$asic $flavour" "$log" "${PIPESTATUS[0]}"
 done

@@ -36,6 +36,7 @@ run_mpi() {
     fi
     total_pass=$((total_pass + p))
     total_fail=$((total_fail + f))
+    last_log=$log
 }
 
 run_mpi "memtype cache on (default)"
@@ -76,6 +77,28 @@ HLSIM_FLAVOUR=upstream PROG=$rma run_mpi \
 HLSIM_NODES=legacy NOERR=1 PROG=$rma run_mpi \
     "UCP RMA, UCX_PROTO_ENABLE=y, Linux 6.1 driver, Gaudi2 (no export)" \
     -x UCX_PROTO_ENABLE=y -x HLSIM_NODES
+
+# Device faults during UCP RMA (UCX_PROTO_ENABLE=y, Gaudi to Gaudi): each
+# emulator fault the process survives, injected into rank 0 at a put or a
+# get, must reach the program as a failed request ("ERROR request"), never
+# abort the process (UCX 1.13's get protocols assert on a synchronous
+# failure) or deliver wrong data. The counts place the fault in the put
+# phase (6, import: 3) or in the get phase (38) of "gg". A CS timeout is
+# survivable with reset_on_lockup=0; a DMA error and a reset are hard
+# resets, in which the driver kills the device's user (test/hlsim).
+faults_dir=$(cd "$(dirname "$0")" && pwd)
+for fault in cs:6:EIO cs:38:EIO mem_reg_dmabuf:3:EINVAL \
+             cs_timeout:6:ETIMEDOUT cs_timeout:38:ETIMEDOUT; do
+    PROG="$faults_dir/rank0-faults.sh ${rma% *} gg --faults" \
+        run_mpi "UCP RMA with fault $fault" \
+        -x UCX_PROTO_ENABLE=y -x RMA_FAULTS="$fault" \
+        -x HLSIM_RESET_ON_LOCKUP=0
+    if ! grep -q '^ERROR request' "$last_log" ||
+       grep -q "Assertion" "$last_log"; then
+        echo "FAIL UCP RMA with fault $fault: no failed request, or an abort"
+        total_fail=$((total_fail + 1))
+    fi
+done
 
 for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
 echo "$total_pass passed, $total_fail failed"

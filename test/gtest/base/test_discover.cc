@@ -209,6 +209,34 @@ TEST_F(select_dev, by_index)
     uct_gaudi_ctx_put(ctx);
 }
 
+/* An explicit index never lands on another physical device: with accel0
+ * skipped by discovery, index 0 would be accel1 */
+TEST_F(select_dev, index_after_skipped_device_refused)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NUM_DEVICES", "3"}, {"UCX_GAUDI_DEVICE", "0"}});
+    ASSERT_EQ(0, gaudi_unit::hlsim_set_device_status(
+                      0, GAUDI_HL_DEVICE_STATUS_MALFUNCTION));
+    uct_gaudi_ctx_t *ctx;
+    log_capture log;
+
+    ASSERT_EQ(2u, uct_gaudi_devices()->count);
+    EXPECT_EQ(UCS_ERR_NO_DEVICE, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_NE("", log.find({"UCX_GAUDI_DEVICE=0 would select GAUDI_0 "
+                            "(accel1)", "node 0 before it was skipped"}))
+            << log.dump();
+
+    /* by module id it is unambiguous */
+    const uct_gaudi_dev_info_t *d = uct_gaudi_device_by_index(0);
+    ASSERT_NE(nullptr, d);
+    char value[32];
+    snprintf(value, sizeof(value), "module:%u", d->module_id);
+    setenv("UCX_GAUDI_DEVICE", value, 1);
+    uct_gaudi_global_config_reset();
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_STREQ("accel1", ctx->hl.name);
+    uct_gaudi_ctx_put(ctx);
+}
+
 TEST_F(select_dev, by_module_id)
 {
     GAUDI_UNIT_CHILD({{"HLSIM_NUM_DEVICES", "3"},
@@ -469,6 +497,39 @@ TEST_F(ownership, device_fd)
     uct_gaudi_ctx_put(ctx2);
     uct_gaudi_ctx_put(ctx);
     EXPECT_NE(-1, fcntl(fd, F_GETFD)) << "the application's fd was closed";
+    close(fd);
+}
+
+/* The application closes its fd and the number is reused for another
+ * device: the context must not drive that device */
+TEST_F(ownership, device_fd_reused_for_another_device)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NUM_DEVICES", "3"}});
+    uct_gaudi_ctx_t *ctx;
+    char value[16];
+    log_capture log;
+    uint32_t st;
+    int fd, other;
+
+    fd = open("/dev/accel/accel2", O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    snprintf(value, sizeof(value), "%d", fd);
+    setenv("UCX_GAUDI_DEVICE_FD", value, 1);
+    uct_gaudi_global_config_reset();
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_EQ(UCS_OK, uct_gaudi_hl_device_status(&ctx->hl, &st));
+
+    close(fd);
+    other = open("/dev/accel/accel1", O_RDWR | O_CLOEXEC);
+    ASSERT_GE(other, 0);
+    if (other != fd) {
+        ASSERT_EQ(fd, dup2(other, fd));
+        close(other);
+    }
+    EXPECT_EQ(UCS_ERR_NO_DEVICE, uct_gaudi_hl_device_status(&ctx->hl, &st));
+    EXPECT_NE("", log.find({"borrowed fd", "no longer that device"}))
+            << log.dump();
+    uct_gaudi_ctx_put(ctx);
     close(fd);
 }
 

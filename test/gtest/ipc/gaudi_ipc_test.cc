@@ -19,6 +19,7 @@ extern "C" {
 #include <uct/gaudi/api/uct_gaudi.h>
 #include <uct/api/uct.h>
 #include <ucs/async/async.h>
+#include <ucs/time/time.h>
 #include "../../hlsim/hlsim.h"
 }
 
@@ -32,6 +33,8 @@ extern "C" {
 #include <string.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -140,7 +143,9 @@ struct uct_side {
     }
 
     uct_iface_h open_iface(uct_md_h md, const char *tl,
-                           const std::map<std::string, std::string> &cfg)
+                           const std::map<std::string, std::string> &cfg,
+                           uct_error_handler_t err_cb = NULL,
+                           void *err_arg = NULL)
     {
         uct_iface_config_t *config;
         uct_iface_params_t params;
@@ -159,6 +164,14 @@ struct uct_side {
         params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
         params.mode.device.tl_name  = tl;
         params.mode.device.dev_name = "gaudi_0";
+        if (err_cb != NULL) {
+            params.field_mask     |= UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                                     UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                                     UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+            params.err_handler       = err_cb;
+            params.err_handler_arg   = err_arg;
+            params.err_handler_flags = 0;
+        }
         if (uct_iface_open(md, worker, &params, config, &iface) != UCS_OK) {
             iface = NULL;
         }
@@ -377,9 +390,14 @@ class peer {
 public:
     pid_t pid = -1;
 
-    bool start()
+    ~peer()
     {
-        return spawn() && (read_line() == "ready");
+        stop();
+    }
+
+    bool start(const char *device = "1")
+    {
+        return spawn(device) && (read_line() == "ready");
     }
 
     /* Wait for "ready", calling @a idle meanwhile (the test keeps
@@ -398,7 +416,7 @@ public:
     }
 
     /* Start the exporter process; "ready" is not read yet */
-    bool spawn()
+    bool spawn(const char *device = "1")
     {
         int in[2], out[2];
         if ((pipe(in) < 0) || (pipe(out) < 0)) {
@@ -410,7 +428,7 @@ public:
             dup2(out[1], 1);
             close(in[1]);
             close(out[0]);
-            setenv("UCX_GAUDI_DEVICE", "1", 1);
+            setenv("UCX_GAUDI_DEVICE", device, 1);
             setenv("UCX_LOG_FILE", "stderr", 1); /* stdout is the pipe */
             execl("/proc/self/exe", "gaudi_ipc_test", "--exporter",
                   (char*)NULL);
@@ -544,10 +562,16 @@ public:
 
     remote_buf ralloc(size_t len)
     {
+        return ralloc_from(m_peer, len);
+    }
+
+    /* A buffer of @a owner, its key unpacked here */
+    remote_buf ralloc_from(peer &owner, size_t len)
+    {
         remote_buf rb;
         char rkey[512];
         unsigned long long addr;
-        std::string r = m_peer.cmd("alloc %zx", len);
+        std::string r = owner.cmd("alloc %zx", len);
         EXPECT_EQ(2, sscanf(r.c_str(), "ok %llx %511s", &addr, rkey)) << r;
         std::vector<uint8_t> packed = unhex(rkey);
         EXPECT_EQ(sizeof(uct_gaudi_ipc_rkey_t), packed.size());
@@ -658,6 +682,13 @@ TEST_F(gaudi_ipc, reachability)
     EXPECT_FALSE(uct_iface_is_reachable(m_uct.ipc_if,
                                         (uct_device_addr_t*)other_dev.data(),
                                         (uct_iface_addr_t*)ifa.data()));
+    /* a peer whose device cannot import: unreachable from both sides */
+    std::vector<uint8_t> no_import = ifa;
+    ASSERT_EQ(sizeof(uct_gaudi_ipc_iface_addr_t), no_import.size());
+    ((uct_gaudi_ipc_iface_addr_t*)no_import.data())->import_ok = 0;
+    EXPECT_FALSE(uct_iface_is_reachable(m_uct.ipc_if,
+                                        (uct_device_addr_t*)dev.data(),
+                                        (uct_iface_addr_t*)no_import.data()));
     /* another pid namespace */
     std::vector<uint8_t> other_ns = ifa;
     other_ns[0] ^= 1;
@@ -678,7 +709,7 @@ TEST_F(gaudi_ipc, rkey_layout)
 
     uct_md_query(m_uct.ipc_md, &attr);
     EXPECT_EQ(sizeof(uct_gaudi_ipc_rkey_t), attr.rkey_packed_size);
-    EXPECT_EQ(88u, sizeof(uct_gaudi_ipc_rkey_t));
+    EXPECT_EQ(96u, sizeof(uct_gaudi_ipc_rkey_t));
     EXPECT_TRUE(attr.cap.reg_mem_types & UCS_BIT(uct_gaudi_memory_type()));
     EXPECT_EQ(UCT_GAUDI_IPC_RKEY_VERSION, key->version);
     EXPECT_EQ(m_peer.pid, key->pid);
@@ -837,6 +868,145 @@ TEST_F(gaudi_ipc, out_of_range)
               xfer(false, host.data(), 1, rb.addr - 1, rb));
 }
 
+/*
+ * Trust boundary: a peer's key grants exactly the buffer it exported.
+ * Forged keys (what a hostile peer can send) are refused before any DMA,
+ * and nothing lands in or comes from memory outside the export.
+ */
+static uct_gaudi_ipc_rkey_t packed_key(const remote_buf &rb)
+{
+    return *(const uct_gaudi_ipc_rkey_t*)rb.rkey.rkey;
+}
+
+TEST_F(gaudi_ipc, forged_rkey_unpack)
+{
+    if (no_export()) {
+        GTEST_SKIP() << "no DMA-BUF export (Linux 6.1, Gaudi2): no rkey";
+    }
+    remote_buf rb                = ralloc(16384);
+    const uct_gaudi_ipc_rkey_t k = packed_key(rb);
+    std::vector<uct_gaudi_ipc_rkey_t> forged(5, k);
+    uct_rkey_bundle_t bundle;
+
+    forged[0].length += 1ul << 20;             /* past the import */
+    forged[1].offset  = k.import_len;          /* base past the import */
+    forged[2].offset  = ~0ull - 100;           /* offset + length wraps */
+    forged[3].length  = 0;
+    forged[4].base    = ~0ull - 10;            /* base + length wraps */
+    for (size_t i = 0; i < forged.size(); ++i) {
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  uct_rkey_unpack(m_uct.ipc_comp, &forged[i], &bundle))
+                << "forged key " << i;
+    }
+}
+
+TEST_F(gaudi_ipc, forged_rkey_cached_geometry)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    connect();
+    const size_t len = 16384;
+    remote_buf rb    = ralloc(len);
+    ASSERT_EQ("ok", rfill(rb.addr, len, 51));
+    std::vector<uint8_t> host(len, 0), exp(len);
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), len, rb.addr, rb));
+    pattern(exp, 51);
+    ASSERT_EQ(exp, host);
+
+    /* the same identity with a larger geometry: self-consistent, so it
+     * unpacks, but it contradicts what was imported */
+    const uct_gaudi_ipc_rkey_t k = packed_key(rb);
+    std::vector<uct_gaudi_ipc_rkey_t> forged(3, k);
+    forged[0].length     = k.import_len * 64;
+    forged[0].import_len = k.offset + forged[0].length;
+    forged[1].offset     = k.offset + 4096;
+    forged[1].import_len = k.import_len + 4096;
+    forged[2].base       = k.base - 65536;
+    forged[2].length     = k.length + 65536;
+    forged[2].import_len = k.import_len + 65536;
+    for (size_t i = 0; i < forged.size(); ++i) {
+        remote_buf fb;
+        ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_uct.ipc_comp, &forged[i],
+                                          &fb.rkey)) << "forged key " << i;
+        m_rbufs.push_back(fb);
+        uint64_t outside = (i == 2) ? k.base - 4096 :
+                           k.base + k.import_len;
+        std::vector<uint8_t> back(4096, 0x5a), mine(4096, 0xa5);
+
+        /* outside the export, inside the forged range */
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  xfer(false, back.data(), 4096, outside, fb))
+                << "get outside, forged key " << i;
+        EXPECT_EQ(std::vector<uint8_t>(4096, 0x5a), back)
+                << "a refused get wrote our buffer, forged key " << i;
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  xfer(true, mine.data(), 4096, outside, fb))
+                << "put outside, forged key " << i;
+        /* a key that contradicts the import is refused as a whole */
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  xfer(false, back.data(), 4096, k.base, fb))
+                << "get inside, forged key " << i;
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  uct_ep_get_short(m_ep, back.data(), 64, outside,
+                                   fb.rkey.rkey))
+                << "get_short outside, forged key " << i;
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  uct_ep_put_short(m_ep, mine.data(), 64, outside,
+                                   fb.rkey.rkey))
+                << "put_short outside, forged key " << i;
+        EXPECT_EQ(std::vector<uint8_t>(4096, 0x5a), back);
+    }
+    EXPECT_GE(cache()->stats.refused, 3u);
+
+    /* the genuine key still works and the buffer is untouched */
+    std::fill(host.begin(), host.end(), 0);
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), len, rb.addr, rb));
+    EXPECT_EQ(exp, host);
+    EXPECT_EQ(-1, rcheck(rb.addr, len, 51));
+}
+
+/* A key is honoured only on the endpoint to the process that packed it */
+TEST_F(gaudi_ipc, rkey_of_another_peer)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    connect();
+    peer other;
+    if (!other.start("2")) {
+        GTEST_SKIP() << "no third device for a second exporter";
+    }
+    remote_buf theirs = ralloc_from(other, 8192);
+    ASSERT_EQ("ok", other.cmd("fill %llx %x %x",
+                              (unsigned long long)theirs.addr, 8192, 61));
+    std::vector<uint8_t> host(8192, 0x5a), mine(8192, 0xa5);
+
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              xfer(false, host.data(), 8192, theirs.addr, theirs));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              xfer(true, mine.data(), 8192, theirs.addr, theirs));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_get_short(m_ep, host.data(), 64, theirs.addr,
+                               theirs.rkey.rkey));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_get_bcopy(m_ep, [](void*, const void*, size_t) {
+                  ADD_FAILURE() << "unpacked data of a refused get";
+              }, host.data(), 64, theirs.addr, theirs.rkey.rkey, NULL));
+    EXPECT_EQ(std::vector<uint8_t>(8192, 0x5a), host);
+    EXPECT_EQ(0u, cache()->count) << "nothing imported";
+    uct_rkey_release(m_uct.ipc_comp, &theirs.rkey);
+    m_rbufs.pop_back();
+    EXPECT_EQ(-1, (long)[&]() {
+        long off = -3;
+        sscanf(other.cmd("check %llx %x %x",
+                         (unsigned long long)theirs.addr, 8192, 61).c_str(),
+               "ok %ld", &off);
+        return off;
+    }()) << "the other peer's buffer is untouched";
+    other.stop();
+}
+
 TEST_F(gaudi_ipc, cache_hits)
 {
     if (upstream_flavour()) {
@@ -986,9 +1156,12 @@ static void drop_cap_sys_ptrace()
     syscall(SYS_capset, &hdr, data);
 }
 
-/* A real refusal: a non-dumpable exporter and an importer of the same
- * user without CAP_SYS_PTRACE -> pidfd_getfd EPERM -> the socket serves */
-TEST_F(gaudi_ipc, pidfd_eperm_falls_back_to_socket)
+/*
+ * The fd hand-over keeps the kernel's permission model: pidfd_getfd's
+ * refusal (ptrace access mode) is final, the socket applies the same rule,
+ * a refusal says "permission denied" (UCS_ERR_REJECTED).
+ */
+TEST_F(gaudi_ipc, pidfd_eperm_refused)
 {
     if (no_export()) {
         GTEST_SKIP() << "no DMA-BUF export (Linux 6.1, Gaudi2): no fd to get";
@@ -997,6 +1170,7 @@ TEST_F(gaudi_ipc, pidfd_eperm_falls_back_to_socket)
     ASSERT_EQ("ok", m_peer.cmd("nodump"));
     const uct_gaudi_ipc_rkey_t *key = (const uct_gaudi_ipc_rkey_t*)rb.rkey.rkey;
 
+    /* same user, no CAP_SYS_PTRACE, non-dumpable exporter: refused */
     int rc = in_child([key]() {
         int pidfd, fd = -1;
         drop_cap_sys_ptrace();
@@ -1007,28 +1181,173 @@ TEST_F(gaudi_ipc, pidfd_eperm_falls_back_to_socket)
                                    &fd) == UCS_OK) {
             return 11; /* not refused here: cannot test */
         }
-        if (uct_gaudi_ipc_fd_fetch(pidfd, key, UCT_GAUDI_IPC_FD_AUTO, 1.0,
-                                   &fd) != UCS_OK) {
-            return 12;
+        for (auto m : {UCT_GAUDI_IPC_FD_AUTO, UCT_GAUDI_IPC_FD_SOCKET}) {
+            ucs_status_t st = uct_gaudi_ipc_fd_fetch(pidfd, key, m, 1.0, &fd);
+            if (st == UCS_OK) {
+                return 12 + m * 2; /* the kernel's refusal bypassed */
+            } else if (st != UCS_ERR_REJECTED) {
+                return 13 + m * 2;
+            }
         }
-        return uct_gaudi_ipc_fd_check(fd, &key->id) ? 0 : 13;
+        return 0;
     });
     if (rc == 11) {
         GTEST_SKIP() << "pidfd_getfd was not refused here";
     }
-    EXPECT_EQ(0, rc) << "10: pidfd_open, 12: fallback failed, 13: identity";
+    EXPECT_EQ(0, rc) << "10: pidfd_open, 12/16: fd handed over (auto/socket),"
+                        " 13/17: not 'permission denied'";
 
-    /* the server refuses another user (the same rule as ptrace) */
+    /* with CAP_SYS_PTRACE both ways serve the same file */
+    rc = in_child([key]() {
+        int pidfd, fd = -1;
+        if (uct_gaudi_ipc_pidfd_open(key->pid, &pidfd) != UCS_OK) {
+            return 10;
+        }
+        for (auto m : {UCT_GAUDI_IPC_FD_PIDFD, UCT_GAUDI_IPC_FD_SOCKET}) {
+            if ((uct_gaudi_ipc_fd_fetch(pidfd, key, m, 1.0, &fd) != UCS_OK) ||
+                !uct_gaudi_ipc_fd_check(fd, &key->id)) {
+                return 11 + m;
+            }
+            close(fd);
+        }
+        return 0;
+    });
+    EXPECT_EQ(0, rc) << "CAP_SYS_PTRACE: 12 pidfd, 13 socket failed";
+
+    /* another user: refused both ways, as permission denied */
     rc = in_child([key]() {
         int pidfd, fd = -1;
         if ((uct_gaudi_ipc_pidfd_open(key->pid, &pidfd) != UCS_OK) ||
             (setuid(65534) < 0)) {
             return 10;
         }
-        return (uct_gaudi_ipc_fd_fetch(pidfd, key, UCT_GAUDI_IPC_FD_AUTO,
-                                       1.0, &fd) == UCS_OK) ? 11 : 0;
+        for (auto m : {UCT_GAUDI_IPC_FD_AUTO, UCT_GAUDI_IPC_FD_SOCKET}) {
+            ucs_status_t st = uct_gaudi_ipc_fd_fetch(pidfd, key, m, 1.0, &fd);
+            if (st == UCS_OK) {
+                return 11 + m * 2;
+            } else if (st != UCS_ERR_REJECTED) {
+                return 12 + m * 2;
+            }
+        }
+        return 0;
     });
-    EXPECT_EQ(0, rc) << "another user got the fd";
+    EXPECT_EQ(0, rc) << "another user: 11/15 got the fd, 12/16 not "
+                        "'permission denied'";
+}
+
+/* A user's connections to the exporter's socket (another user who got a
+ * key) must not stall its async thread: legitimate importers are served
+ * within their timeout */
+TEST_F(gaudi_ipc, fd_server_not_blocked_by_other_user)
+{
+    if (no_export()) {
+        GTEST_SKIP() << "no DMA-BUF export (Linux 6.1, Gaudi2): no rkey";
+    }
+    remote_buf rb = ralloc(4096);
+    const uct_gaudi_ipc_rkey_t *key = (const uct_gaudi_ipc_rkey_t*)rb.rkey.rkey;
+    int ready[2];
+    ASSERT_EQ(0, pipe(ready));
+
+    pid_t attacker = fork();
+    if (attacker == 0) {
+        struct sockaddr_un sa;
+        socklen_t len;
+        if (setuid(65534) < 0) {
+            _exit(1);
+        }
+        uct_gaudi_ipc_fd_sockaddr(key, &sa, &len);
+        for (int i = 0; i < 40; ++i) {
+            int sock = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+            ::connect(sock, (struct sockaddr*)&sa, len); /* say nothing */
+        }
+        (void)!write(ready[1], "r", 1);
+        sleep(10);
+        _exit(0);
+    }
+    char c;
+    ASSERT_EQ(1, read(ready[0], &c, 1));
+
+    int pidfd, fd = -1;
+    ASSERT_EQ(UCS_OK, uct_gaudi_ipc_pidfd_open(key->pid, &pidfd));
+    double t0 = ucs_get_accurate_time();
+    EXPECT_EQ(UCS_OK, uct_gaudi_ipc_fd_fetch(pidfd, key,
+                                             UCT_GAUDI_IPC_FD_SOCKET, 1.0,
+                                             &fd));
+    EXPECT_LT(ucs_get_accurate_time() - t0, 1.0);
+    EXPECT_TRUE((fd >= 0) && uct_gaudi_ipc_fd_check(fd, &key->id));
+    if (fd >= 0) {
+        close(fd);
+    }
+    close(pidfd);
+    kill(attacker, SIGKILL);
+    waitpid(attacker, NULL, 0);
+    close(ready[0]);
+    close(ready[1]);
+}
+
+/* Another user binds the names an exporter would have used if they were
+ * derived from its pid alone: the exporter still starts and serves */
+TEST_F(gaudi_ipc, fd_server_name_squat)
+{
+    if (no_export()) {
+        GTEST_SKIP() << "no DMA-BUF export (Linux 6.1, Gaudi2): no rkey";
+    }
+    int ready[2];
+    ASSERT_EQ(0, pipe(ready));
+    FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "r");
+    ASSERT_TRUE(f != NULL);
+    int last = 0;
+    ASSERT_EQ(1, fscanf(f, "%d", &last));
+    fclose(f);
+
+    pid_t squatter = fork();
+    if (squatter == 0) {
+        uint64_t pidns = uct_gaudi_ipc_pidns();
+        if (setuid(65534) < 0) {
+            _exit(1);
+        }
+        for (int pid = last + 1; pid < last + 400; ++pid) {
+            struct sockaddr_un sa = {};
+            sa.sun_family = AF_UNIX;
+            int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
+                             "ucx-gaudi-ipc.%llu.%d",
+                             (unsigned long long)pidns, pid);
+            int sock = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+            bind(sock, (struct sockaddr*)&sa,
+                 offsetof(struct sockaddr_un, sun_path) + 1 + n);
+            listen(sock, 1);
+        }
+        (void)!write(ready[1], "r", 1);
+        sleep(20);
+        _exit(0);
+    }
+    char c;
+    ASSERT_EQ(1, read(ready[0], &c, 1));
+
+    peer other;
+    bool started = other.start("2");
+    kill(squatter, SIGKILL);
+    waitpid(squatter, NULL, 0);
+    close(ready[0]);
+    close(ready[1]);
+    ASSERT_TRUE(started) << "the exporter did not start";
+    ASSERT_LT(other.pid, last + 400) << "pids moved too fast to test";
+
+    remote_buf rb = ralloc_from(other, 4096);
+    const uct_gaudi_ipc_rkey_t *key = (const uct_gaudi_ipc_rkey_t*)rb.rkey.rkey;
+    int pidfd, fd = -1;
+    ASSERT_EQ(UCS_OK, uct_gaudi_ipc_pidfd_open(key->pid, &pidfd));
+    EXPECT_EQ(UCS_OK, uct_gaudi_ipc_fd_fetch(pidfd, key,
+                                             UCT_GAUDI_IPC_FD_SOCKET, 1.0,
+                                             &fd));
+    EXPECT_TRUE((fd >= 0) && uct_gaudi_ipc_fd_check(fd, &key->id));
+    if (fd >= 0) {
+        close(fd);
+    }
+    close(pidfd);
+    uct_rkey_release(m_uct.ipc_comp, &rb.rkey);
+    m_rbufs.pop_back();
+    other.stop();
 }
 
 TEST_F(gaudi_ipc, peer_killed_mid_transfer)
@@ -1104,6 +1423,89 @@ TEST_F(gaudi_ipc, exporter_restart)
     pattern(exp, 4);
     EXPECT_EQ(0, memcmp(exp.data(), host.data(), len)) << "new exporter data";
     rfree(rb2);
+}
+
+/*
+ * Peer failure as UCP's error handling uses it: both transports offer
+ * ERRHANDLE_PEER_FAILURE and ep_check; an exited peer is reported once
+ * through the iface's error handler (ep_check, or the first operation
+ * that finds it gone), with CONNECTION_RESET.
+ */
+typedef std::vector<std::pair<uct_ep_h, ucs_status_t>> ep_errors_t;
+
+static ucs_status_t record_ep_error(void *arg, uct_ep_h ep,
+                                    ucs_status_t status)
+{
+    ((ep_errors_t*)arg)->push_back({ep, status});
+    return UCS_OK;
+}
+
+class gaudi_ipc_errhandle : public gaudi_ipc {
+public:
+    ep_errors_t m_errors;
+
+    void SetUp() override
+    {
+        gaudi_ipc::SetUp();
+        m_uct.close_ipc_iface();
+        m_uct.ipc_if = m_uct.open_iface(m_uct.ipc_md, "gaudi_ipc",
+                                        ipc_config(), record_ep_error,
+                                        &m_errors);
+        ASSERT_TRUE(m_uct.ipc_if != NULL);
+    }
+
+    void progress(int n = 1000)
+    {
+        for (int i = 0; (i < n) && m_errors.empty(); ++i) {
+            uct_worker_progress(m_uct.worker);
+        }
+    }
+};
+
+TEST_F(gaudi_ipc_errhandle, ep_check_reports_exited_peer)
+{
+    const uint64_t need = UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
+                          UCT_IFACE_FLAG_EP_CHECK;
+    uct_iface_attr_t attr;
+    ASSERT_EQ(UCS_OK, uct_iface_query(m_uct.ipc_if, &attr));
+    EXPECT_EQ(need, attr.cap.flags & need) << "gaudi_ipc";
+    ASSERT_EQ(UCS_OK, uct_iface_query(m_uct.copy_if, &attr));
+    EXPECT_EQ(need, attr.cap.flags & need) << "gaudi_cpy";
+    EXPECT_EQ(UCS_OK, uct_ep_check(m_uct.copy_ep, 0, NULL));
+
+    connect();
+    EXPECT_EQ(UCS_OK, uct_ep_check(m_ep, 0, NULL));
+    progress();
+    EXPECT_TRUE(m_errors.empty()) << "a live peer reported as failed";
+
+    m_peer.kill_now();
+    EXPECT_EQ(UCS_OK, uct_ep_check(m_ep, 0, NULL));
+    progress();
+    ASSERT_EQ(1u, m_errors.size());
+    EXPECT_EQ(m_ep, m_errors[0].first);
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, m_errors[0].second);
+}
+
+TEST_F(gaudi_ipc_errhandle, operation_reports_exited_peer)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    connect();
+    remote_buf rb = ralloc(8192);
+    std::vector<uint8_t> host(8192);
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), 8192, rb.addr, rb));
+    m_peer.kill_now();
+
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET,
+              uct_ep_get_short(m_ep, host.data(), 64, rb.addr,
+                               rb.rkey.rkey));
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET,
+              xfer(true, host.data(), 8192, rb.addr, rb));
+    progress();
+    ASSERT_EQ(1u, m_errors.size()) << "reported once";
+    EXPECT_EQ(m_ep, m_errors[0].first);
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, m_errors[0].second);
 }
 
 TEST_F(gaudi_ipc, no_leaks)

@@ -60,6 +60,11 @@ typedef struct uct_gaudi_dev_info {
 typedef struct uct_gaudi_devices {
     unsigned             count;
     uct_gaudi_dev_info_t dev[GAUDI_HL_MAX_MINOR];
+    /* nodes that exist but could not be probed: the devices after them
+     * got lower logical indices than their minors */
+    uint8_t              skipped[GAUDI_HL_MAX_MINOR];
+    /* index of the minor set by GAUDI_MAPPING_TABLE, not by order */
+    uint8_t              mapped[GAUDI_HL_MAX_MINOR];
 } uct_gaudi_devices_t;
 
 

@@ -414,6 +414,36 @@ static int uct_gaudi_local_rank(const char **var_p)
     return -1;
 }
 
+/*
+ * An index counts the devices discovery kept: after a node it skipped, the
+ * index names the next physical device. The user meant the node at that
+ * position, so refuse rather than land on another device.
+ */
+static ucs_status_t
+uct_gaudi_check_index_moved(const char *value,
+                            const uct_gaudi_dev_info_t *info)
+{
+    const uct_gaudi_devices_t *devs = uct_gaudi_devices();
+    int minor;
+
+    if (devs->mapped[info->minor]) {
+        return UCS_OK; /* GAUDI_MAPPING_TABLE names it: no shift */
+    }
+
+    for (minor = 0; minor < info->minor; ++minor) {
+        if (devs->skipped[minor]) {
+            ucs_error("gaudi: UCX_GAUDI_DEVICE=%s would select %s (%s), but "
+                      "node %d before it was skipped by discovery, so the "
+                      "indices moved; select it by module:%u or fix the "
+                      "skipped device", value, info->name, info->node_name,
+                      minor, info->module_id);
+            return UCS_ERR_NO_DEVICE;
+        }
+    }
+
+    return UCS_OK;
+}
+
 /* The explicitly configured device, NULL for auto */
 static ucs_status_t
 uct_gaudi_configured_device(const uct_gaudi_dev_info_t **info_p)
@@ -446,7 +476,8 @@ uct_gaudi_configured_device(const uct_gaudi_dev_info_t **info_p)
         return UCS_ERR_NO_DEVICE;
     }
 
-    return UCS_OK;
+    return (mode == UCT_GAUDI_SELECT_INDEX) ?
+           uct_gaudi_check_index_moved(value, *info_p) : UCS_OK;
 }
 
 /* Device open state hint from the control node (facts 2.2 OPEN_STATS) */

@@ -167,7 +167,7 @@ static void uct_gaudi_discover_dram_bar(uct_gaudi_dev_info_t *dev)
     fclose(f);
 }
 
-/* 0 if the control node's device is not the compute node's (see below) */
+/* -1 if the control node's device is not the compute node's (see below) */
 static int uct_gaudi_discover_sysfs(uct_gaudi_dev_info_t *dev)
 {
     char module_id[16];
@@ -205,7 +205,7 @@ static int uct_gaudi_discover_sysfs(uct_gaudi_dev_info_t *dev)
                  "the device is module %s (the driver looks control nodes up "
                  "in probe order, not by accel index)", dev->node_name,
                  dev->module_id, module_id);
-        return 0;
+        return -1;
     }
 
     return 1;
@@ -221,7 +221,8 @@ static void uct_gaudi_node_name(const char *fmt, int minor, char *buf,
     ucs_strncpy_zero(buf, strrchr(path, '/') + 1, max);
 }
 
-/* Probe control node @a minor; 1 if it is a Gaudi device */
+/* Probe control node @a minor; 1 if it is a Gaudi device, -1 if the node
+ * exists but discovery skipped it (logged), 0 if there is none */
 static int uct_gaudi_discover_minor(int minor, uct_gaudi_dev_info_t *dev)
 {
     uct_gaudi_hl_t hl;
@@ -234,13 +235,13 @@ static int uct_gaudi_discover_minor(int minor, uct_gaudi_dev_info_t *dev)
         ucs_warn("gaudi %s: skipped: its control node has no device (the "
                  "driver looks control nodes up in probe order, not by accel "
                  "index)", hl.name);
-        return 0;
+        return -1;
     } else if (status == UCS_ERR_NO_DEVICE) {
         return 0;
     } else if (status != UCS_OK) {
         ucs_warn("gaudi %s: skipped by discovery: %s", hl.name,
                  strerror(errno));
-        return 0;
+        return -1;
     }
 
     memset(dev, 0, sizeof(*dev));
@@ -306,6 +307,7 @@ static void uct_gaudi_assign_indices(uct_gaudi_devices_t *devs)
             }
             for (i = 0; i < devs->count; ++i) {
                 devs->dev[i].index = mapping->index[i];
+                devs->mapped[devs->dev[i].minor] = (mapping->index[i] >= 0);
             }
             ucs_debug("gaudi: " UCT_GAUDI_MAPPING_ENV ": %u of %u entries "
                       "applied", mapping->num_applied, mapping->num_entries);
@@ -352,13 +354,15 @@ static void uct_gaudi_discover(uct_gaudi_devices_t *devs)
 {
     uct_gaudi_dev_info_t *dev;
     unsigned i;
-    int minor;
+    int minor, found;
 
     devs->count = 0;
     for (minor = 0; minor < GAUDI_HL_MAX_MINOR; ++minor) {
-        if (uct_gaudi_discover_minor(minor, &devs->dev[devs->count])) {
+        found = uct_gaudi_discover_minor(minor, &devs->dev[devs->count]);
+        if (found > 0) {
             ++devs->count;
         }
+        devs->skipped[minor] = (found < 0);
     }
 
     uct_gaudi_assign_indices(devs);

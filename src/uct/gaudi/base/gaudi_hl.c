@@ -139,10 +139,38 @@ static int uct_gaudi_hl_ioctl_abi(int fd, gaudi_hl_abi_t abi, gaudi_hl_op_t op,
     return (ret < 0) ? errno : 0;
 }
 
+/*
+ * A borrowed fd is the application's: if it closed the number and opened
+ * something else there, our ioctls would drive another device (or file).
+ * 0 if @a hl still refers to the node it was attached as, else ENODEV.
+ */
+static int uct_gaudi_hl_check_borrowed(const uct_gaudi_hl_t *hl)
+{
+    struct stat st;
+
+    if (hl->owns_fd || ((hl->rdev == 0) && (hl->ino == 0))) {
+        return 0;
+    }
+
+    if (fstat(hl->fd, &st) < 0) {
+        return errno;
+    }
+    if ((st.st_rdev == hl->rdev) && (st.st_ino == hl->ino)) {
+        return 0;
+    }
+
+    ucs_error("gaudi %s: the borrowed fd %d is no longer that device (the "
+              "application closed it and reused the number?): refusing to "
+              "use it", hl->name, hl->fd);
+    return ENODEV;
+}
+
 static int uct_gaudi_hl_ioctl(const uct_gaudi_hl_t *hl, gaudi_hl_op_t op,
                               void *arg)
 {
-    return uct_gaudi_hl_ioctl_abi(hl->fd, hl->abi, op, arg);
+    int err = uct_gaudi_hl_check_borrowed(hl);
+
+    return err ? err : uct_gaudi_hl_ioctl_abi(hl->fd, hl->abi, op, arg);
 }
 
 static int uct_gaudi_hl_info_raw(int fd, gaudi_hl_abi_t abi, uint32_t op,
@@ -354,6 +382,7 @@ int uct_gaudi_hl_fd_compute_minor(int fd)
 ucs_status_t uct_gaudi_hl_attach_fd(int fd, uct_gaudi_hl_t *hl)
 {
     ucs_status_t status;
+    struct stat st;
 
     memset(hl, 0, sizeof(*hl));
     hl->fd      = fd;
@@ -382,6 +411,11 @@ ucs_status_t uct_gaudi_hl_attach_fd(int fd, uct_gaudi_hl_t *hl)
         return status;
     }
 
+    if (fstat(fd, &st) == 0) {
+        hl->rdev = st.st_rdev;
+        hl->ino  = st.st_ino;
+    }
+
     ucs_debug("gaudi %s: attached to fd %d (not owned)", hl->name, fd);
     return UCS_OK;
 }
@@ -407,8 +441,11 @@ static ucs_status_t uct_gaudi_hl_info(const uct_gaudi_hl_t *hl, uint32_t op,
                                       const char *op_name, void *buf,
                                       size_t size)
 {
-    int err = uct_gaudi_hl_info_raw(hl->fd, hl->abi, op, buf, size);
+    int err = uct_gaudi_hl_check_borrowed(hl);
 
+    if (err == 0) {
+        err = uct_gaudi_hl_info_raw(hl->fd, hl->abi, op, buf, size);
+    }
     if (err != 0) {
         return uct_gaudi_hl_fail(hl->name, err, 0, "INFO %s", op_name);
     }

@@ -24,6 +24,7 @@
 #include <ucs/sys/compiler_def.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 BEGIN_C_DECLS
 
@@ -46,6 +47,8 @@ typedef struct uct_gaudi_hl {
     int            owns_fd;  /* 1: opened by us, closed by uct_gaudi_hl_close */
     gaudi_hl_abi_t abi;      /* ioctl request code set (facts 1.5, 1.6) */
     char           name[UCT_GAUDI_HL_NAME_MAX]; /* "accel0", "hl_controlD1" */
+    dev_t          rdev;     /* a borrowed fd: the device it was attached */
+    ino_t          ino;      /* as, checked before each ioctl */
 } uct_gaudi_hl_t;
 
 

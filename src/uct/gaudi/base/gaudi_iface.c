@@ -78,18 +78,64 @@ static void uct_gaudi_iface_pending_progress(uct_gaudi_iface_t *iface)
     }
 }
 
-/* Deliver up to max_poll completions, then the flushes they satisfy, then
- * the pending requests the ring has room for */
+ucs_status_t uct_gaudi_iface_fail_later(uct_gaudi_iface_t *iface,
+                                        uct_completion_t *comp,
+                                        ucs_status_t status)
+{
+    uct_gaudi_iface_failed_t *failed;
+
+    if ((comp == NULL) || (status == UCS_ERR_NO_RESOURCE)) {
+        return status;
+    }
+
+    failed = ucs_malloc(sizeof(*failed), "gaudi_iface_failed");
+    if (failed == NULL) {
+        return status;
+    }
+
+    failed->comp   = comp;
+    failed->status = status;
+    ucs_queue_push(&iface->failed, &failed->queue);
+    iface->submitted++; /* flushes wait for its delivery */
+    return UCS_INPROGRESS;
+}
+
+/* The failures reported through completions; the number delivered */
+static unsigned uct_gaudi_iface_failed_progress(uct_gaudi_iface_t *iface)
+{
+    uct_gaudi_iface_failed_t *failed;
+    unsigned count = 0;
+
+    while (!ucs_queue_is_empty(&iface->failed)) {
+        failed = ucs_queue_pull_elem_non_empty(&iface->failed,
+                                               uct_gaudi_iface_failed_t,
+                                               queue);
+        iface->delivered++;
+        uct_invoke_completion(failed->comp, failed->status);
+        ucs_free(failed);
+        ++count;
+    }
+
+    if (count > 0) {
+        uct_gaudi_iface_flushes_progress(iface);
+    }
+    return count;
+}
+
+/* Deliver the failures, up to max_poll completions, then the flushes they
+ * satisfy, then the pending requests the ring has room for */
 unsigned uct_gaudi_iface_progress(uct_iface_h tl_iface)
 {
     uct_gaudi_iface_t *iface = ucs_derived_of(tl_iface, uct_gaudi_iface_t);
     unsigned count;
 
+    count = ucs_queue_is_empty(&iface->failed) ? 0 :
+            uct_gaudi_iface_failed_progress(iface);
     if (iface->dma == NULL) {
-        return 0;
+        return count;
     }
 
-    count = uct_gaudi_dma_progress(iface->dma, iface->max_poll);
+    count += uct_gaudi_dma_progress(iface->dma, iface->max_poll);
     if (iface->ops->periodic != NULL) {
         iface->ops->periodic(iface);
     }
@@ -153,7 +199,10 @@ void uct_gaudi_iface_query(uct_gaudi_iface_t *iface, size_t max_iov,
                                       UCT_IFACE_FLAG_GET_BCOPY |
                                       UCT_IFACE_FLAG_PUT_ZCOPY |
                                       UCT_IFACE_FLAG_GET_ZCOPY |
-                                      UCT_IFACE_FLAG_PENDING;
+                                      UCT_IFACE_FLAG_PENDING |
+                                      /* ep_check: the transport's */
+                                      UCT_IFACE_FLAG_EP_CHECK |
+                                      UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
     iface_attr->cap.event_flags     = 0;
     iface_attr->bandwidth.dedicated = 0;
     iface_attr->priority            = 0;
@@ -449,6 +498,7 @@ UCS_CLASS_INIT_FUNC(uct_gaudi_iface_t, uct_iface_ops_t *tl_ops,
     self->max_poll    = ucs_max(max_poll, 1);
     ucs_queue_head_init(&self->pending);
     ucs_queue_head_init(&self->flushes);
+    ucs_queue_head_init(&self->failed);
 
     status = uct_gaudi_mpool_init(&self->desc_mp, desc_size,
                                   &uct_gaudi_iface_desc_mpool_ops, tl_name);
@@ -461,9 +511,18 @@ UCS_CLASS_INIT_FUNC(uct_gaudi_iface_t, uct_iface_ops_t *tl_ops,
 
 UCS_CLASS_CLEANUP_FUNC(uct_gaudi_iface_t)
 {
+    uct_gaudi_iface_failed_t *failed;
     uct_gaudi_iface_flush_t *flush;
 
     uct_gaudi_iface_dma_close(self);
+
+    /* closing cancels: the completions are not called */
+    while (!ucs_queue_is_empty(&self->failed)) {
+        failed = ucs_queue_pull_elem_non_empty(&self->failed,
+                                               uct_gaudi_iface_failed_t,
+                                               queue);
+        ucs_free(failed);
+    }
 
     while (!ucs_queue_is_empty(&self->flushes)) {
         flush = ucs_queue_pull_elem_non_empty(&self->flushes,

@@ -58,6 +58,15 @@ typedef struct uct_gaudi_iface_flush {
 } uct_gaudi_iface_flush_t;
 
 
+/* An operation that failed after it could no longer fail synchronously:
+ * its completion is called with the error from progress */
+typedef struct uct_gaudi_iface_failed {
+    ucs_queue_elem_t queue;
+    uct_completion_t *comp;
+    ucs_status_t     status;
+} uct_gaudi_iface_failed_t;
+
+
 /* What a pending request keeps in uct_pending_req_t::priv */
 typedef struct {
     ucs_queue_elem_t queue_elem;
@@ -77,6 +86,7 @@ struct uct_gaudi_iface {
     ucs_mpool_t                 desc_mp;    /* uct_gaudi_iface_desc_t + */
     ucs_queue_head_t            pending;    /* uct_gaudi_iface_pending_priv_t */
     ucs_queue_head_t            flushes;    /* uct_gaudi_iface_flush_t */
+    ucs_queue_head_t            failed;     /* uct_gaudi_iface_failed_t */
     uint64_t                    submitted;  /* async copies submitted */
     uint64_t                    delivered;  /* async copies completed */
     int                         fenced;     /* next copy waits for all */
@@ -173,6 +183,17 @@ void uct_gaudi_iface_dma_close(uct_gaudi_iface_t *iface);
  * needs a free slot of the ring, then a fence waits for the copies before.
  */
 ucs_status_t uct_gaudi_iface_op_start(uct_gaudi_iface_t *iface, int async);
+
+/**
+ * Report the failure @a status of an operation with completion @a comp
+ * through that completion, from progress, and return UCS_INPROGRESS. For
+ * the operations UCX 1.13's protocols cannot see fail synchronously (their
+ * abort asserts: get bcopy/zcopy, ucp/rma/get_offload.c). Without @a comp,
+ * or for UCS_ERR_NO_RESOURCE, returns @a status.
+ */
+ucs_status_t uct_gaudi_iface_fail_later(uct_gaudi_iface_t *iface,
+                                        uct_completion_t *comp,
+                                        ucs_status_t status);
 
 /* A descriptor from the pool (iface, comp set; no refs) or NULL */
 uct_gaudi_iface_desc_t *uct_gaudi_iface_desc_get(uct_gaudi_iface_t *iface,

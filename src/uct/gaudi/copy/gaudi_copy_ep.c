@@ -213,7 +213,8 @@ ucs_status_t uct_gaudi_copy_ep_get_bcopy(uct_ep_h tl_ep,
                                            length, "get_bcopy");
     }
     if (status != UCS_OK) {
-        return status;
+        /* UCX 1.13's get protocols cannot take a synchronous failure */
+        return uct_gaudi_iface_fail_later(&iface->super, comp, status);
     }
 
     unpack_cb(arg, bounce, length);
@@ -359,6 +360,11 @@ UCS_PROFILE_FUNC(ucs_status_t, uct_gaudi_copy_ep_get_zcopy,
 
     status = uct_gaudi_copy_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey,
                                      comp, 0, "get_zcopy");
+    if (ucs_unlikely(UCS_STATUS_IS_ERR(status))) {
+        /* UCX 1.13's get protocols cannot take a synchronous failure */
+        status = uct_gaudi_iface_fail_later(
+                &uct_gaudi_copy_ep_iface(tl_ep)->super, comp, status);
+    }
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, ucs_derived_of(tl_ep, uct_base_ep_t),
                                  GET, ZCOPY, uct_iov_total_length(iov, iovcnt));
     ucs_trace_data("GET_ZCOPY %zu bytes from 0x%" PRIx64 ": %s",

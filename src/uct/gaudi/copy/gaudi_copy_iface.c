@@ -285,6 +285,15 @@ uct_gaudi_copy_query_tl_resources(uct_md_h md,
 }
 
 
+/* A gaudi_cpy ep reaches only its own iface (is_reachable): its peer is
+ * this process, which cannot have exited */
+static ucs_status_t uct_gaudi_copy_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                            uct_completion_t *comp)
+{
+    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    return UCS_OK;
+}
+
 static uct_iface_ops_t uct_gaudi_copy_iface_ops = {
     .ep_put_short             = uct_gaudi_copy_ep_put_short,
     .ep_get_short             = uct_gaudi_copy_ep_get_short,
@@ -293,6 +302,7 @@ static uct_iface_ops_t uct_gaudi_copy_iface_ops = {
     .ep_put_zcopy             = uct_gaudi_copy_ep_put_zcopy,
     .ep_get_zcopy             = uct_gaudi_copy_ep_get_zcopy,
     UCT_GAUDI_IFACE_BASE_OPS,
+    .ep_check                 = uct_gaudi_copy_ep_check,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(
                                     uct_gaudi_copy_iface_t),
     .iface_query              = uct_gaudi_copy_iface_query,

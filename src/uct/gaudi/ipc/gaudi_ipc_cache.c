@@ -288,6 +288,18 @@ static ucs_status_t uct_gaudi_ipc_region_map(uct_gaudi_ipc_cache_t *cache,
     return UCS_OK;
 }
 
+/* A cached import serves a key only if the key describes exactly the
+ * buffer that was imported: a key of the same identity with another
+ * geometry is forged or corrupt, not a new buffer */
+static int uct_gaudi_ipc_region_matches(const uct_gaudi_ipc_region_t *region,
+                                        const uct_gaudi_ipc_rkey_t *key)
+{
+    return (region->base == key->base) && (region->length == key->length) &&
+           (region->offset == key->offset) &&
+           (region->import_len == key->import_len) &&
+           (region->remote_fd == key->fd);
+}
+
 static int uct_gaudi_ipc_region_overlaps(const uct_gaudi_ipc_region_t *region,
                                          const uct_gaudi_ipc_rkey_t *key)
 {
@@ -313,6 +325,19 @@ ucs_status_t uct_gaudi_ipc_cache_get(uct_gaudi_ipc_cache_t *cache,
             continue;
         }
         if (!memcmp(&region->id, &key->id, sizeof(key->id))) {
+            if (!uct_gaudi_ipc_region_matches(region, key)) {
+                ucs_error("gaudi_ipc: rkey of pid %d names buffer id 0x%"
+                          PRIx64 " as 0x%" PRIx64 "+%" PRIu64 " (offset %"
+                          PRIu64 ", import %" PRIu64 ", fd %d), but it was "
+                          "imported as 0x%" PRIx64 "+%" PRIu64 " (offset %"
+                          PRIu64 ", import %" PRIu64 ", fd %d): refused",
+                          peer->pid, key->id.uid, key->base, key->length,
+                          key->offset, key->import_len, key->fd,
+                          region->base, region->length, region->offset,
+                          region->import_len, region->remote_fd);
+                ++cache->stats.refused;
+                return UCS_ERR_INVALID_PARAM;
+            }
             ++cache->stats.hits;
             ucs_list_del(&region->list);
             ucs_list_add_head(&cache->lru, &region->list);

@@ -55,6 +55,7 @@ typedef struct uct_gaudi_ipc_cache_stats {
     uint64_t remaps;     /* dropped for an identity mismatch */
     uint64_t dead;       /* dropped because the exporter exited */
     uint64_t released;   /* dropped because the exporter deregistered */
+    uint64_t refused;    /* keys that contradict their cached import */
 } uct_gaudi_ipc_cache_stats_t;
 
 
@@ -84,7 +85,9 @@ void uct_gaudi_ipc_cache_cleanup(uct_gaudi_ipc_cache_t *cache);
 /*
  * The mapping of the buffer of @a key, with a reference for the caller.
  * UCS_ERR_CONNECTION_RESET: the exporter exited; UCS_ERR_INVALID_ADDR:
- * the buffer is gone (stale rkey); other errors: import failed. Logged.
+ * the buffer is gone (stale rkey); UCS_ERR_INVALID_PARAM: the key
+ * contradicts the import of its buffer; other errors: import failed.
+ * Logged.
  */
 ucs_status_t uct_gaudi_ipc_cache_get(uct_gaudi_ipc_cache_t *cache,
                                      const uct_gaudi_ipc_rkey_t *key,

@@ -19,6 +19,62 @@ uct_gaudi_ipc_ep_iface(uct_ep_h tl_ep)
     return ucs_derived_of(tl_ep->iface, uct_gaudi_ipc_iface_t);
 }
 
+
+/* Endpoint: the peer of the iface address (is_reachable checked it) */
+
+static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_ep_t, const uct_ep_params_t *params)
+{
+    const uct_gaudi_ipc_device_addr_t *dev;
+    const uct_gaudi_ipc_iface_addr_t *addr;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_gaudi_ep_t, params);
+
+    dev             = (const uct_gaudi_ipc_device_addr_t*)params->dev_addr;
+    addr            = (const uct_gaudi_ipc_iface_addr_t*)params->iface_addr;
+    self->system_id = dev->system_id;
+    self->pidns     = addr->pidns;
+    self->pid       = addr->pid;
+    self->failed    = 0;
+
+    /* the peer's start time tells its exit from a reuse of its pid */
+    if (uct_ep_keepalive_init(&self->keepalive, self->pid) != UCS_OK) {
+        ucs_error("gaudi_ipc: peer pid %d is not running", self->pid);
+        return UCS_ERR_CONNECTION_RESET;
+    }
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_gaudi_ipc_ep_t)
+{
+}
+
+UCS_CLASS_DEFINE(uct_gaudi_ipc_ep_t, uct_gaudi_ep_t);
+
+/* An operation found the peer gone: report the ep's error once, now
+ * rather than at the next keepalive round */
+static void uct_gaudi_ipc_ep_peer_gone(uct_ep_h tl_ep, ucs_status_t status)
+{
+    uct_gaudi_ipc_ep_t *ep = ucs_derived_of(tl_ep, uct_gaudi_ipc_ep_t);
+
+    if ((status == UCS_ERR_CONNECTION_RESET) && !ep->failed) {
+        ep->failed = 1;
+        uct_ep_keepalive_check(tl_ep, &ep->keepalive, ep->pid, 0, NULL);
+    }
+}
+
+ucs_status_t uct_gaudi_ipc_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                    uct_completion_t *comp)
+{
+    uct_gaudi_ipc_ep_t *ep = ucs_derived_of(tl_ep, uct_gaudi_ipc_ep_t);
+
+    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    uct_ep_keepalive_check(tl_ep, &ep->keepalive, ep->pid, flags, comp);
+    return UCS_OK;
+}
+UCS_CLASS_DEFINE_NEW_FUNC(uct_gaudi_ipc_ep_t, uct_ep_t,
+                          const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(uct_gaudi_ipc_ep_t, uct_ep_t);
+
 /* The copy ran, but did its peer outlive it? If not, the data went
  * nowhere (put) or may be torn (get) */
 static ucs_status_t
@@ -57,12 +113,24 @@ ucs_status_t uct_gaudi_ipc_ep_zcopy_done(uct_gaudi_iface_desc_t *super,
     return status;
 }
 
-/* [remote_addr, +length) must lie inside the registration of the key */
+/* The key was packed by the peer of @a ep, and [remote_addr, +length) lies
+ * inside its registration */
 static ucs_status_t
-uct_gaudi_ipc_ep_check_key(const uct_gaudi_ipc_rkey_t *key,
+uct_gaudi_ipc_ep_check_key(uct_ep_h tl_ep, const uct_gaudi_ipc_rkey_t *key,
                            uint64_t remote_addr, size_t length,
                            const char *name)
 {
+    uct_gaudi_ipc_ep_t *ep = ucs_derived_of(tl_ep, uct_gaudi_ipc_ep_t);
+
+    if (ucs_unlikely((key->pid != ep->pid) || (key->pidns != ep->pidns) ||
+                     (key->system_id != ep->system_id))) {
+        ucs_error("gaudi_ipc: %s with an rkey of pid %d (pid namespace %"
+                  PRIu64 ") on the endpoint to pid %d (pid namespace %"
+                  PRIu64 "): refused", name, key->pid, key->pidns, ep->pid,
+                  ep->pidns);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
     if ((remote_addr >= key->base) &&
         (length <= key->base + key->length - remote_addr)) {
         return UCS_OK;
@@ -84,26 +152,43 @@ uct_gaudi_ipc_ep_import(uct_gaudi_ipc_iface_t *iface,
     uct_gaudi_ipc_region_t *region;
     ucs_status_t status;
 
+    uint64_t offset;
+
     status = uct_gaudi_ipc_cache_get(&iface->cache, key, &region);
     if (status != UCS_OK) {
         return status;
     }
 
+    /* bound by what was imported, whatever the key says: the bytes past
+     * the import are other mappings of our device */
+    offset = region->offset + (remote_addr - region->base);
+    if (ucs_unlikely((remote_addr < region->base) ||
+                     (offset > region->import_len) ||
+                     (length > region->import_len - offset))) {
+        ucs_error("gaudi_ipc: %s of [0x%" PRIx64 ", +%zu) outside the "
+                  "import of pid %d buffer 0x%" PRIx64 " (%" PRIu64
+                  " bytes at offset %" PRIu64 "): refused", name,
+                  remote_addr, length, region->peer->pid, region->base,
+                  region->import_len, region->offset);
+        uct_gaudi_ipc_cache_put(&iface->cache, region);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
     /* the imported VA is in the host (PMMU) range: PDMA addresses it like
      * host memory (facts 4.3) */
     *region_p = region;
-    *remote_p = region->va + region->offset + (remote_addr - region->base);
+    *remote_p = region->va + offset;
     return UCS_OK;
 }
 
 /* Checks of every operation, in the one order: the transport can copy,
  * the range is the key's, then the base class's queue and fence */
 static ucs_status_t
-uct_gaudi_ipc_ep_op_start(uct_gaudi_ipc_iface_t *iface,
-                          const uct_gaudi_ipc_rkey_t *key,
+uct_gaudi_ipc_ep_op_start(uct_ep_h tl_ep, const uct_gaudi_ipc_rkey_t *key,
                           uint64_t remote_addr, size_t length, int async,
                           const char *name)
 {
+    uct_gaudi_ipc_iface_t *iface = uct_gaudi_ipc_ep_iface(tl_ep);
     ucs_status_t status;
 
     if (ucs_unlikely(iface->super.dma == NULL)) {
@@ -111,7 +196,8 @@ uct_gaudi_ipc_ep_op_start(uct_gaudi_ipc_iface_t *iface,
         return UCS_ERR_UNSUPPORTED;
     }
 
-    status = uct_gaudi_ipc_ep_check_key(key, remote_addr, length, name);
+    status = uct_gaudi_ipc_ep_check_key(tl_ep, key, remote_addr, length,
+                                        name);
     if (status != UCS_OK) {
         return status;
     }
@@ -149,7 +235,7 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
         return UCS_ERR_UNSUPPORTED; /* strided: not offered (max_iov 1) */
     }
 
-    status = uct_gaudi_ipc_ep_op_start(iface, key, remote_addr, length, 1,
+    status = uct_gaudi_ipc_ep_op_start(tl_ep, key, remote_addr, length, 1,
                                        name);
     if (status != UCS_OK) {
         return status;
@@ -158,6 +244,7 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     status = uct_gaudi_ipc_ep_import(iface, key, remote_addr, length, name,
                                      &region, &remote);
     if (status != UCS_OK) {
+        uct_gaudi_ipc_ep_peer_gone(tl_ep, status);
         return status;
     }
 
@@ -222,8 +309,17 @@ ucs_status_t uct_gaudi_ipc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                         uct_rkey_t rkey,
                                         uct_completion_t *comp)
 {
-    return uct_gaudi_ipc_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey,
-                                  comp, 0);
+    ucs_status_t status;
+
+    status = uct_gaudi_ipc_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey,
+                                    comp, 0);
+    if (ucs_unlikely(UCS_STATUS_IS_ERR(status))) {
+        /* UCX 1.13's get protocols cannot take a synchronous failure
+         * (ucp/rma/get_offload.c: their abort asserts) */
+        status = uct_gaudi_iface_fail_later(
+                &uct_gaudi_ipc_ep_iface(tl_ep)->super, comp, status);
+    }
+    return status;
 }
 
 
@@ -239,10 +335,11 @@ ucs_status_t uct_gaudi_ipc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
  * [remote_addr, +length)
  */
 static ucs_status_t
-uct_gaudi_ipc_ep_sync_xfer(uct_gaudi_ipc_iface_t *iface, void *local,
+uct_gaudi_ipc_ep_sync_xfer(uct_ep_h tl_ep, void *local,
                            uint64_t remote_addr, uct_rkey_t rkey,
                            size_t length, int is_put, const char *name)
 {
+    uct_gaudi_ipc_iface_t *iface    = uct_gaudi_ipc_ep_iface(tl_ep);
     const uct_gaudi_ipc_rkey_t *key = (const uct_gaudi_ipc_rkey_t*)rkey;
     uct_gaudi_dma_end_t local_end, remote_end;
     uct_gaudi_ipc_region_t *region;
@@ -251,6 +348,7 @@ uct_gaudi_ipc_ep_sync_xfer(uct_gaudi_ipc_iface_t *iface, void *local,
     status = uct_gaudi_ipc_ep_import(iface, key, remote_addr, length, name,
                                      &region, &remote_end.dma_addr);
     if (status != UCS_OK) {
+        uct_gaudi_ipc_ep_peer_gone(tl_ep, status);
         return status;
     }
 
@@ -271,6 +369,7 @@ uct_gaudi_ipc_ep_sync_xfer(uct_gaudi_ipc_iface_t *iface, void *local,
 
     status = uct_gaudi_ipc_ep_check_peer(iface, region, length, name, status);
     uct_gaudi_ipc_cache_put(&iface->cache, region);
+    uct_gaudi_ipc_ep_peer_gone(tl_ep, status);
     return status;
 }
 
@@ -280,21 +379,20 @@ uct_gaudi_ipc_ep_short(uct_ep_h tl_ep, void *buffer, unsigned length,
                        uint64_t remote_addr, uct_rkey_t rkey, int is_put,
                        const char *name)
 {
-    uct_gaudi_ipc_iface_t *iface = uct_gaudi_ipc_ep_iface(tl_ep);
     ucs_status_t status;
 
     if (length == 0) {
         return UCS_OK;
     }
 
-    status = uct_gaudi_ipc_ep_op_start(iface,
+    status = uct_gaudi_ipc_ep_op_start(tl_ep,
                                        (const uct_gaudi_ipc_rkey_t*)rkey,
                                        remote_addr, length, 0, name);
     if (status != UCS_OK) {
         return status;
     }
 
-    return uct_gaudi_ipc_ep_sync_xfer(iface, buffer, remote_addr, rkey,
+    return uct_gaudi_ipc_ep_sync_xfer(tl_ep, buffer, remote_addr, rkey,
                                       length, is_put, name);
 }
 
@@ -354,10 +452,11 @@ ssize_t uct_gaudi_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
         return 0;
     }
 
-    status = uct_gaudi_ipc_ep_check_key((const uct_gaudi_ipc_rkey_t*)rkey,
+    status = uct_gaudi_ipc_ep_check_key(tl_ep,
+                                        (const uct_gaudi_ipc_rkey_t*)rkey,
                                         remote_addr, length, "put_bcopy");
     if (status == UCS_OK) {
-        status = uct_gaudi_ipc_ep_sync_xfer(iface, NULL, remote_addr, rkey,
+        status = uct_gaudi_ipc_ep_sync_xfer(tl_ep, NULL, remote_addr, rkey,
                                             length, 1, "put_bcopy");
     }
     if (status != UCS_OK) {
@@ -384,11 +483,11 @@ ucs_status_t uct_gaudi_ipc_ep_get_bcopy(uct_ep_h tl_ep,
         return UCS_OK;
     }
 
-    status = uct_gaudi_ipc_ep_op_start(iface,
+    status = uct_gaudi_ipc_ep_op_start(tl_ep,
                                        (const uct_gaudi_ipc_rkey_t*)rkey,
                                        remote_addr, length, 0, "get_bcopy");
     if (status != UCS_OK) {
-        return status;
+        return uct_gaudi_iface_fail_later(&iface->super, comp, status);
     }
 
     bounce = uct_gaudi_dma_bounce(iface->super.dma, &size);
@@ -398,10 +497,11 @@ ucs_status_t uct_gaudi_ipc_ep_get_bcopy(uct_ep_h tl_ep,
         return UCS_ERR_EXCEEDS_LIMIT;
     }
 
-    status = uct_gaudi_ipc_ep_sync_xfer(iface, NULL, remote_addr, rkey,
+    status = uct_gaudi_ipc_ep_sync_xfer(tl_ep, NULL, remote_addr, rkey,
                                         length, 0, "get_bcopy");
     if (status != UCS_OK) {
-        return status;
+        /* UCX 1.13's get protocols cannot take a synchronous failure */
+        return uct_gaudi_iface_fail_later(&iface->super, comp, status);
     }
 
     unpack_cb(arg, bounce, length);

@@ -16,13 +16,16 @@
 #include <ucs/debug/log.h>
 #include <inttypes.h>
 #include <ucs/sys/string.h>
+#include <ucs/sys/uid.h>
 #include <ucs/time/time.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -39,6 +42,7 @@
 #endif
 
 #define UCT_GAUDI_IPC_FD_MAGIC 0x47495046u /* "GIPF" */
+#define UCT_GAUDI_IPC_CAP_SYS_PTRACE 19       /* linux/capability.h */
 
 
 const char *uct_gaudi_ipc_fd_method_names[] = {
@@ -68,11 +72,13 @@ static struct {
     unsigned        refcount;
     int             fd;
     pid_t           pid;    /* the server belongs to this process only */
+    uint64_t        name;   /* random part of its name */
 } uct_gaudi_ipc_fd_server = {
     .lock     = PTHREAD_MUTEX_INITIALIZER,
     .refcount = 0,
     .fd       = -1,
-    .pid      = 0
+    .pid      = 0,
+    .name     = 0
 };
 
 
@@ -109,17 +115,30 @@ int uct_gaudi_ipc_fd_check(int fd, const uct_gaudi_ipc_buf_id_t *id)
            ((uint64_t)st.st_dev == id->dev);
 }
 
-/* Abstract socket name: per pid namespace and pid, nothing on disk */
-static void uct_gaudi_ipc_fd_sockaddr(uint64_t pidns, pid_t pid,
-                                      struct sockaddr_un *sa, socklen_t *len)
+/* Abstract socket name, nothing on disk: per pid namespace and pid, and
+ * a random part, so that no other user can bind it first (squat) */
+static void uct_gaudi_ipc_fd_name(uint64_t pidns, pid_t pid, uint64_t name,
+                                  struct sockaddr_un *sa, socklen_t *len)
 {
     int n;
 
     memset(sa, 0, sizeof(*sa));
     sa->sun_family = AF_UNIX;
     n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1,
-                 "ucx-gaudi-ipc.%" PRIu64 ".%d", pidns, (int)pid);
+                 "ucx-gaudi-ipc.%" PRIu64 ".%d.%016" PRIx64, pidns, (int)pid,
+                 name);
     *len = offsetof(struct sockaddr_un, sun_path) + 1 + n;
+}
+
+void uct_gaudi_ipc_fd_sockaddr(const uct_gaudi_ipc_rkey_t *key,
+                               struct sockaddr_un *sa, socklen_t *len_p)
+{
+    uct_gaudi_ipc_fd_name(key->pidns, key->pid, key->server, sa, len_p);
+}
+
+uint64_t uct_gaudi_ipc_fd_server_name(void)
+{
+    return uct_gaudi_ipc_fd_server.name;
 }
 
 
@@ -140,8 +159,14 @@ static ucs_status_t uct_gaudi_ipc_fd_by_pidfd(int pidfd,
     switch (errno) {
     case EPERM:
     case EACCES:
+        /* the ptrace access mode check (PTRACE_MODE_ATTACH) refused */
+        ucs_error("gaudi_ipc: permission denied: pid %d does not let this "
+                  "process (uid %d) take its dma-buf fd %d (pidfd_getfd: "
+                  "%m; another user, a non-dumpable process or a ptrace "
+                  "restriction)", key->pid, (int)geteuid(), key->fd);
+        return UCS_ERR_REJECTED;
     case ENOSYS:
-        /* ptrace access mode check refused, or a seccomp filter */
+        /* no pidfd_getfd (kernel < 5.6) or a seccomp filter */
         ucs_debug("gaudi_ipc: pidfd_getfd(pid %d, fd %d): %m", key->pid,
                   key->fd);
         return UCS_ERR_UNSUPPORTED;
@@ -168,6 +193,7 @@ static ucs_status_t uct_gaudi_ipc_fd_recv(int sock, const uct_gaudi_ipc_rkey_t *
     struct iovec iov        = {.iov_base = &rep, .iov_len = sizeof(rep)};
     struct msghdr msg       = {0};
     struct cmsghdr *cmsg;
+    ucs_status_t status;
     ssize_t n;
     int fd = -1;
 
@@ -177,6 +203,11 @@ static ucs_status_t uct_gaudi_ipc_fd_recv(int sock, const uct_gaudi_ipc_rkey_t *
     msg.msg_controllen = sizeof(cbuf);
 
     n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    if ((n < 0) && (errno == ECONNRESET)) {
+        /* the server closed before reading our request (a refusal): the
+         * reset is reported first, its answer is still queued */
+        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    }
     if (n != sizeof(rep)) {
         ucs_error("gaudi_ipc: no answer from pid %d for fd %d: %s",
                   key->pid, key->fd, (n < 0) ? strerror(errno) :
@@ -190,18 +221,54 @@ static ucs_status_t uct_gaudi_ipc_fd_recv(int sock, const uct_gaudi_ipc_rkey_t *
         memcpy(&fd, CMSG_DATA(cmsg), sizeof(fd));
     }
 
+    if ((rep.magic == UCT_GAUDI_IPC_FD_MAGIC) &&
+        (rep.status == UCS_ERR_REJECTED)) {
+        ucs_error("gaudi_ipc: permission denied: pid %d refused this process "
+                  "(uid %d) its dma-buf fd %d (the rule of ptrace: same "
+                  "user and a dumpable exporter, or CAP_SYS_PTRACE)",
+                  key->pid, (int)geteuid(), key->fd);
+        status = UCS_ERR_REJECTED;
+        goto err;
+    }
+
     if ((rep.magic != UCT_GAUDI_IPC_FD_MAGIC) || (rep.status != UCS_OK) ||
         (fd < 0)) {
-        if (fd >= 0) {
-            close(fd);
-        }
         ucs_error("gaudi_ipc: pid %d has no live export 0x%" PRIx64
                   " (fd %d): %s", key->pid, key->base, key->fd,
                   ucs_status_string((ucs_status_t)rep.status));
-        return UCS_ERR_INVALID_ADDR;
+        status = UCS_ERR_INVALID_ADDR;
+        goto err;
     }
 
     *fd_p = fd;
+    return UCS_OK;
+
+err:
+    if (fd >= 0) {
+        close(fd);
+    }
+    return status;
+}
+
+/* The server we reached must be the exporter itself, not a process that
+ * bound its name */
+static ucs_status_t
+uct_gaudi_ipc_fd_check_server(int sock, const uct_gaudi_ipc_rkey_t *key)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+
+    if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+        ucs_error("gaudi_ipc: SO_PEERCRED of the fd server of pid %d: %m",
+                  key->pid);
+        return UCS_ERR_IO_ERROR;
+    }
+    if (cred.pid != key->pid) {
+        ucs_error("gaudi_ipc: the fd server name of pid %d is held by pid "
+                  "%d (uid %d): refused", key->pid, (int)cred.pid,
+                  (int)cred.uid);
+        return UCS_ERR_REJECTED;
+    }
     return UCS_OK;
 }
 
@@ -230,7 +297,7 @@ static ucs_status_t uct_gaudi_ipc_fd_by_socket(const uct_gaudi_ipc_rkey_t *key,
     setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 
-    uct_gaudi_ipc_fd_sockaddr(key->pidns, key->pid, &sa, &len);
+    uct_gaudi_ipc_fd_sockaddr(key, &sa, &len);
     if (connect(sock, (struct sockaddr*)&sa, len) < 0) {
         ucs_error("gaudi_ipc: cannot reach the fd server of pid %d: %m "
                   "(exited, or another network namespace)", key->pid);
@@ -239,7 +306,14 @@ static ucs_status_t uct_gaudi_ipc_fd_by_socket(const uct_gaudi_ipc_rkey_t *key,
         goto out;
     }
 
-    if (send(sock, &req, sizeof(req), MSG_NOSIGNAL) != sizeof(req)) {
+    status = uct_gaudi_ipc_fd_check_server(sock, key);
+    if (status != UCS_OK) {
+        goto out;
+    }
+
+    /* a refusal may be sent before our request is read: read it anyway */
+    if ((send(sock, &req, sizeof(req), MSG_NOSIGNAL) != sizeof(req)) &&
+        (errno != EPIPE)) {
         ucs_error("gaudi_ipc: request to pid %d failed: %m", key->pid);
         status = UCS_ERR_CONNECTION_RESET;
         goto out;
@@ -262,12 +336,13 @@ ucs_status_t uct_gaudi_ipc_fd_fetch(int pidfd, const uct_gaudi_ipc_rkey_t *key,
         if ((status != UCS_ERR_UNSUPPORTED) ||
             (method == UCT_GAUDI_IPC_FD_PIDFD)) {
             if (status == UCS_ERR_UNSUPPORTED) {
-                ucs_error("gaudi_ipc: pidfd_getfd refused for pid %d and "
-                          "UCX_GAUDI_IPC_FD_METHOD=pidfd", key->pid);
+                ucs_error("gaudi_ipc: pidfd_getfd is not available for pid "
+                          "%d and UCX_GAUDI_IPC_FD_METHOD=pidfd", key->pid);
             }
             return status;
         }
-        ucs_debug("gaudi_ipc: falling back to the fd server of pid %d",
+        /* only where pidfd_getfd does not exist: a refusal is final */
+        ucs_debug("gaudi_ipc: no pidfd_getfd: asking the fd server of pid %d",
                   key->pid);
     }
 
@@ -301,43 +376,80 @@ static void uct_gaudi_ipc_fd_reply(int conn, ucs_status_t status, int fd)
         memcpy(CMSG_DATA(cmsg), &fd, sizeof(fd));
     }
 
-    if (sendmsg(conn, &msg, MSG_NOSIGNAL) < 0) {
+    if (sendmsg(conn, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
         ucs_debug("gaudi_ipc: fd server reply failed: %m");
     }
 }
 
-/* Only a process that could ptrace us anyway may get our fds: same uid,
- * or root */
-static int uct_gaudi_ipc_fd_peer_allowed(int conn)
+/* Whether process @a pid has CAP_SYS_PTRACE (effective) */
+static int uct_gaudi_ipc_fd_has_cap_ptrace(pid_t pid)
 {
-    struct ucred cred;
-    socklen_t len = sizeof(cred);
+    unsigned long long caps = 0;
+    char path[64], line[256];
+    int found = 0;
+    FILE *f;
 
-    if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
         return 0;
     }
-    return (cred.uid == 0) || (cred.uid == geteuid());
+    while (!found && (fgets(line, sizeof(line), f) != NULL)) {
+        found = (sscanf(line, "CapEff: %llx", &caps) == 1);
+    }
+    fclose(f);
+    return found && (caps & (1ull << UCT_GAUDI_IPC_CAP_SYS_PTRACE));
+}
+
+/*
+ * The rule pidfd_getfd would apply (ptrace access mode ATTACH, as in the
+ * kernel's __ptrace_may_access): the client has CAP_SYS_PTRACE, or it has
+ * our user and group ids (real, effective and saved all equal) and we are
+ * dumpable. LSMs (Yama) are not emulated: they can only refuse more.
+ */
+static int uct_gaudi_ipc_fd_peer_allowed(const struct ucred *cred)
+{
+    uid_t ruid, euid, suid;
+    gid_t rgid, egid, sgid;
+
+    if (uct_gaudi_ipc_fd_has_cap_ptrace(cred->pid)) {
+        return 1;
+    }
+    if ((getresuid(&ruid, &euid, &suid) < 0) ||
+        (getresgid(&rgid, &egid, &sgid) < 0)) {
+        return 0;
+    }
+    return (cred->uid == ruid) && (cred->uid == euid) &&
+           (cred->uid == suid) && (cred->gid == rgid) &&
+           (cred->gid == egid) && (cred->gid == sgid) &&
+           (prctl(PR_GET_DUMPABLE) == 1);
 }
 
 static void uct_gaudi_ipc_fd_serve(int conn)
 {
     struct timeval tv = {.tv_sec = 0, .tv_usec = 200000};
     uct_gaudi_ipc_fd_req_t req;
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
     int fd;
 
-    /* never block the async thread on a slow client */
-    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-
-    if ((recv(conn, &req, sizeof(req), 0) != sizeof(req)) ||
-        (req.magic != UCT_GAUDI_IPC_FD_MAGIC)) {
-        ucs_debug("gaudi_ipc: fd server: bad request");
+    /* who it is first: a client we refuse is never waited for, so another
+     * user cannot hold the async thread */
+    if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+        return;
+    }
+    if (!uct_gaudi_ipc_fd_peer_allowed(&cred)) {
+        ucs_diag("gaudi_ipc: fd server: permission denied to pid %d "
+                 "(uid %d)", (int)cred.pid, (int)cred.uid);
+        uct_gaudi_ipc_fd_reply(conn, UCS_ERR_REJECTED, -1);
         return;
     }
 
-    if (!uct_gaudi_ipc_fd_peer_allowed(conn)) {
-        ucs_diag("gaudi_ipc: fd server: refused a peer of another user");
-        uct_gaudi_ipc_fd_reply(conn, UCS_ERR_UNSUPPORTED, -1);
+    /* a client allowed to ptrace us could stall us anyway; still bound */
+    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if ((recv(conn, &req, sizeof(req), 0) != sizeof(req)) ||
+        (req.magic != UCT_GAUDI_IPC_FD_MAGIC)) {
+        ucs_debug("gaudi_ipc: fd server: bad request");
         return;
     }
 
@@ -367,6 +479,8 @@ static ucs_status_t uct_gaudi_ipc_fd_server_start(void)
 {
     struct sockaddr_un sa;
     ucs_status_t status;
+    int ret, tries = 0;
+    uint64_t name;
     socklen_t len;
     int fd;
 
@@ -376,8 +490,14 @@ static ucs_status_t uct_gaudi_ipc_fd_server_start(void)
         return UCS_ERR_IO_ERROR;
     }
 
-    uct_gaudi_ipc_fd_sockaddr(uct_gaudi_ipc_pidns(), getpid(), &sa, &len);
-    if ((bind(fd, (struct sockaddr*)&sa, len) < 0) || (listen(fd, 64) < 0)) {
+    /* a random name: a taken one is drawn again */
+    do {
+        name = ucs_generate_uuid((uintptr_t)&sa ^ (uint64_t)random());
+        uct_gaudi_ipc_fd_name(uct_gaudi_ipc_pidns(), getpid(), name, &sa,
+                              &len);
+        ret = bind(fd, (struct sockaddr*)&sa, len);
+    } while ((ret < 0) && (errno == EADDRINUSE) && (++tries < 8));
+    if ((ret < 0) || (listen(fd, 64) < 0)) {
         ucs_error("gaudi_ipc: fd server bind/listen failed: %m");
         close(fd);
         return UCS_ERR_IO_ERROR;
@@ -396,8 +516,9 @@ static ucs_status_t uct_gaudi_ipc_fd_server_start(void)
 
     ucs_debug("gaudi_ipc: fd server of pid %d on @%s", getpid(),
               sa.sun_path + 1);
-    uct_gaudi_ipc_fd_server.fd  = fd;
-    uct_gaudi_ipc_fd_server.pid = getpid();
+    uct_gaudi_ipc_fd_server.fd   = fd;
+    uct_gaudi_ipc_fd_server.pid  = getpid();
+    uct_gaudi_ipc_fd_server.name = name;
     return UCS_OK;
 }
 

@@ -2,9 +2,12 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * Getting another process's dma-buf fd. A fd number means nothing outside
- * its process: the importer duplicates it with pidfd_getfd(2), and where
- * ptrace rules refuse that (EPERM), asks the exporter for it over a unix
- * socket that the exporter serves from UCX's async thread (SCM_RIGHTS).
+ * its process: the importer duplicates it with pidfd_getfd(2), which the
+ * kernel allows only where ptrace would be (PTRACE_MODE_ATTACH). Where
+ * pidfd_getfd does not exist (ENOSYS: old kernel, seccomp), it asks the
+ * exporter over a unix socket the exporter serves from UCX's async thread
+ * (SCM_RIGHTS), and the exporter applies the same rule itself. A refusal
+ * is final: the socket never widens what the kernel refused.
  */
 
 #ifndef UCT_GAUDI_IPC_FD_H_
@@ -14,6 +17,7 @@
 
 #include <ucs/type/status.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 
 /* How an importer gets an exporter's fd (UCX_GAUDI_IPC_FD_METHOD) */
@@ -46,6 +50,17 @@ ucs_status_t uct_gaudi_ipc_fd_fetch(int pidfd, const uct_gaudi_ipc_rkey_t *key,
 /* Whether @a fd is the file of @a id (fstat: device and inode) */
 int uct_gaudi_ipc_fd_check(int fd, const uct_gaudi_ipc_buf_id_t *id);
 
+
+/*
+ * Abstract name of the fd server of the exporter of @a key: its pid
+ * namespace, pid and the random part of the name (key->server), so that
+ * no other process can know it before the exporter hands out a key.
+ */
+void uct_gaudi_ipc_fd_sockaddr(const uct_gaudi_ipc_rkey_t *key,
+                               struct sockaddr_un *sa, socklen_t *len_p);
+
+/* The random part of this process's fd server name (for the rkey) */
+uint64_t uct_gaudi_ipc_fd_server_name(void);
 
 /* Exporter: start (first call) / stop (last call) serving this process's
  * exports on its socket */

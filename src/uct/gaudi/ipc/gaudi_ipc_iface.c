@@ -45,8 +45,8 @@ static ucs_config_field_t uct_gaudi_ipc_iface_config_table[] = {
 
     {"FD_METHOD", "auto",
      "How a peer's dma-buf fd is obtained:\n"
-     " auto   - pidfd_getfd(2), the peer's unix socket (SCM_RIGHTS) when\n"
-     "          ptrace rules refuse it\n"
+     " auto   - pidfd_getfd(2); the peer's unix socket (SCM_RIGHTS) only\n"
+     "          where pidfd_getfd does not exist (a refusal is final)\n"
      " pidfd  - pidfd_getfd(2) only\n"
      " socket - the peer's unix socket only",
      ucs_offsetof(uct_gaudi_ipc_iface_config_t, fd_method),
@@ -108,8 +108,9 @@ uct_gaudi_ipc_iface_get_address(uct_iface_h tl_iface,
     uct_gaudi_ipc_iface_addr_t *addr = (uct_gaudi_ipc_iface_addr_t*)
                                        iface_addr;
 
-    addr->pidns = iface->pidns;
-    addr->pid   = getpid();
+    addr->pidns     = iface->pidns;
+    addr->pid       = getpid();
+    addr->import_ok = iface->import_ok;
     return UCS_OK;
 }
 
@@ -133,6 +134,12 @@ static int uct_gaudi_ipc_iface_is_reachable(const uct_iface_h tl_iface,
     if (!iface->import_ok) {
         ucs_debug("gaudi_ipc: pid %d unreachable: %s", addr->pid,
                   iface->reason);
+        return 0;
+    }
+
+    if (!addr->import_ok) {
+        ucs_debug("gaudi_ipc: pid %d unreachable: its device cannot import",
+                  addr->pid);
         return 0;
     }
 
@@ -184,6 +191,11 @@ static uct_iface_ops_t uct_gaudi_ipc_iface_ops = {
     .ep_put_zcopy             = uct_gaudi_ipc_ep_put_zcopy,
     .ep_get_zcopy             = uct_gaudi_ipc_ep_get_zcopy,
     UCT_GAUDI_IFACE_BASE_OPS,
+    /* our endpoint class (knows its peer) in place of the base one */
+    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_gaudi_ipc_ep_t),
+    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(
+                                    uct_gaudi_ipc_ep_t),
+    .ep_check                 = uct_gaudi_ipc_ep_check,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(
                                     uct_gaudi_ipc_iface_t),
     .iface_query              = uct_gaudi_ipc_iface_query,

@@ -22,10 +22,13 @@ typedef struct UCS_S_PACKED uct_gaudi_ipc_device_addr {
     uint64_t system_id;   /* ucs_get_system_id(): from the boot id */
 } uct_gaudi_ipc_device_addr_t;
 
-/* Interface address: the process */
+/* Interface address: the process, and whether its device can import:
+ * reachability must be the same seen from both sides, or UCP's two ends
+ * would select different lanes */
 typedef struct UCS_S_PACKED uct_gaudi_ipc_iface_addr {
     uint64_t pidns;
     int32_t  pid;
+    uint8_t  import_ok;
 } uct_gaudi_ipc_iface_addr_t;
 
 

@@ -264,6 +264,7 @@ uct_gaudi_ipc_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
     key.length     = exp->length;
     key.offset     = exp->offset;
     key.import_len = exp->import_len;
+    key.server     = uct_gaudi_ipc_fd_server_name();
     memcpy(rkey_buffer, &key, sizeof(key));
     return UCS_OK;
 }
@@ -401,6 +402,36 @@ err_free:
     return status;
 }
 
+/*
+ * A key is the peer's word only: refuse one whose geometry is not that of
+ * a buffer inside its own import (base inside the dma-buf at offset, the
+ * whole allocation inside the bytes mapped), so that no address computed
+ * from it can leave the mapping (docs/ipc.md, "Trust model").
+ */
+ucs_status_t uct_gaudi_ipc_rkey_check(const uct_gaudi_ipc_rkey_t *key)
+{
+    const char *why;
+
+    if ((key->pid <= 0) || (key->fd < 0)) {
+        why = "no exporter pid or fd";
+    } else if (key->length == 0) {
+        why = "empty buffer";
+    } else if (key->base + key->length < key->base) {
+        why = "buffer wraps around the address space";
+    } else if ((key->offset > key->import_len) ||
+               (key->length > key->import_len - key->offset)) {
+        why = "buffer exceeds the bytes to import";
+    } else {
+        return UCS_OK;
+    }
+
+    ucs_error("gaudi_ipc: invalid rkey from pid %d (buffer 0x%" PRIx64
+              "+%" PRIu64 ", offset %" PRIu64 ", import %" PRIu64 "): %s",
+              key->pid, key->base, key->length, key->offset,
+              key->import_len, why);
+    return UCS_ERR_INVALID_PARAM;
+}
+
 static ucs_status_t
 uct_gaudi_ipc_rkey_unpack(uct_component_t *component,
                           const void *rkey_buffer, uct_rkey_t *rkey_p,
@@ -408,12 +439,18 @@ uct_gaudi_ipc_rkey_unpack(uct_component_t *component,
 {
     const uct_gaudi_ipc_rkey_t *packed = rkey_buffer;
     uct_gaudi_ipc_rkey_t *key;
+    ucs_status_t status;
 
     if (packed->version != UCT_GAUDI_IPC_RKEY_VERSION) {
         ucs_error("gaudi_ipc: rkey version %u, expected %u (mixed plugin "
                   "versions on one node?)", packed->version,
                   UCT_GAUDI_IPC_RKEY_VERSION);
         return UCS_ERR_UNSUPPORTED;
+    }
+
+    status = uct_gaudi_ipc_rkey_check(packed);
+    if (status != UCS_OK) {
+        return status;
     }
 
     key = ucs_malloc(sizeof(*key), "gaudi_ipc_rkey");

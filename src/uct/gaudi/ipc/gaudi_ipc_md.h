@@ -68,10 +68,10 @@ typedef struct uct_gaudi_ipc_export {
 
 
 /*
- * Packed rkey (mkey_pack / rkey_unpack), little-endian, version 1, 88 B.
+ * Packed rkey (mkey_pack / rkey_unpack), little-endian, version 2, 96 B.
  * The unpacked rkey (uct_rkey_t) points to a copy of it.
  */
-#define UCT_GAUDI_IPC_RKEY_VERSION 1
+#define UCT_GAUDI_IPC_RKEY_VERSION 2
 
 typedef struct UCS_S_PACKED uct_gaudi_ipc_rkey {
     uint8_t                version;    /* UCT_GAUDI_IPC_RKEY_VERSION */
@@ -86,6 +86,8 @@ typedef struct UCS_S_PACKED uct_gaudi_ipc_rkey {
     uint64_t               length;     /* bytes of the allocation */
     uint64_t               offset;     /* of base in the dma-buf */
     uint64_t               import_len; /* bytes to map with op 99 */
+    uint64_t               server;     /* random part of the exporter's
+                                          fd server name (gaudi_ipc_fd.h) */
 } uct_gaudi_ipc_rkey_t;
 
 
@@ -97,6 +99,12 @@ uint64_t uct_gaudi_ipc_pidns(void);
  * export with identity @a id and fd number @a fd, or -1.
  */
 int uct_gaudi_ipc_export_dup(const uct_gaudi_ipc_buf_id_t *id, int fd);
+
+/*
+ * Whether a packed key is self-consistent: its buffer lies inside the
+ * bytes it asks to import. UCS_ERR_INVALID_PARAM (logged) if not.
+ */
+ucs_status_t uct_gaudi_ipc_rkey_check(const uct_gaudi_ipc_rkey_t *key);
 
 /* Live exports of this process (tests, leak checks) */
 unsigned uct_gaudi_ipc_export_count(void);
