@@ -235,6 +235,11 @@ AC_DEFUN([UCX_GAUDI_PROBE_UCX], [
         UCX_GAUDI_IFACE_INC,
         [uct_iface_internal_ops_t o; o.iface_query_v2 = uct_iface_base_query_v2;
          return o.iface_query_v2 != 0;])
+    UCX_GAUDI_PROBE([KEEPALIVE_CHECK_PARAM_COMP],
+        [ep_check parameter check takes a completion],
+        UCX_GAUDI_IFACE_INC,
+        [unsigned f = 1; uct_completion_t *c = NULL; (void)f; (void)c;
+         UCT_EP_KEEPALIVE_CHECK_PARAM(f, c)])
     UCX_GAUDI_PROBE([EP_GET_DEVICE_EP],
         [internal ops have ep_get_device_ep],
         UCX_GAUDI_IFACE_INC,

@@ -461,6 +461,16 @@ int uct_gaudi_iface_is_reachable_v2(const uct_iface_h tl_iface,
  * endpoint of either transport reaches every peer its iface reaches (the
  * rkey tells the peer), so UCX's connect-to-iface answer holds.
  */
+/* ep_check's parameter check; UCX 1.22 lets ep_check complete through
+ * @a comp and no longer checks it */
+#if UCT_GAUDI_HAVE_KEEPALIVE_CHECK_PARAM_COMP
+#  define UCT_GAUDI_EP_CHECK_PARAM(_flags, _comp) \
+    UCT_EP_KEEPALIVE_CHECK_PARAM(_flags, _comp)
+#else
+#  define UCT_GAUDI_EP_CHECK_PARAM(_flags, _comp) \
+    UCT_EP_KEEPALIVE_CHECK_PARAM(_flags)
+#endif
+
 #if UCT_GAUDI_HAVE_EP_IS_CONNECTED
 #  define UCT_GAUDI_EP_IS_CONNECTED_OP \
     .ep_is_connected       = uct_base_ep_is_connected,

@@ -290,7 +290,7 @@ uct_gaudi_copy_query_tl_resources(uct_md_h md,
 static ucs_status_t uct_gaudi_copy_ep_check(uct_ep_h tl_ep, unsigned flags,
                                             uct_completion_t *comp)
 {
-    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    UCT_GAUDI_EP_CHECK_PARAM(flags, comp);
     return UCS_OK;
 }
 

@@ -67,7 +67,7 @@ ucs_status_t uct_gaudi_ipc_ep_check(uct_ep_h tl_ep, unsigned flags,
 {
     uct_gaudi_ipc_ep_t *ep = ucs_derived_of(tl_ep, uct_gaudi_ipc_ep_t);
 
-    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    UCT_GAUDI_EP_CHECK_PARAM(flags, comp);
     uct_ep_keepalive_check(tl_ep, &ep->keepalive, ep->pid, flags, comp);
     return UCS_OK;
 }
