@@ -9,6 +9,8 @@
 # usage: bench/ucp/versions.sh [BUILD_A [BUILD_B UCX_PREFIX_B]]
 #   default: <repo>/build, and <repo>/build/ucx-1.22.0 on
 #   ~/.cache/ucx-gaudi/upstream/ucx-1.22.0/install
+# env: ROUNDS (3), SIZES ("1048576 16777216"), ITERS_LARGE (messages per
+#   measurement at 16 MiB and above, 10; 200 below)
 #
 set -uo pipefail
 
@@ -47,7 +49,7 @@ gaudi_mem() {
 # one measurement: MB/s of tag_bw, or 0
 one() {
     local which=$1 mem=$2 size=$3 port=$((20000 + RANDOM % 20000))
-    local iters=$(( size >= 16777216 ? 10 : 200 )) out
+    local iters=$(( size >= 16777216 ? ${ITERS_LARGE:-10} : 200 )) out
     out=$(mktemp)
     run "$which" ucx_perftest -p $port -t tag_bw -m $mem -s $size \
         -n $iters -w 5 >/dev/null 2>&1 &
