@@ -110,9 +110,16 @@ perftest_pair() {
     rc=$?
     wait $! || rc=1
     if [ $rc -eq 0 ] &&
-       awk '/^Final:/ { ok = ($5 + 0 > 0) && ($7 + 0 > 0) } END { exit !ok }' \
+       awk '/^Final:/ { ok = ($2 + 0 > 0) && ($9 + 0 > 0) } END { exit !ok }' \
            "$out"; then
-        pass "$name ($(awk '/^Final:/ {print $7 " MB/s"}' "$out"))"
+        # iterations and message rate (MB/s of 8 B can print as 0.00)
+        pass "$name ($(awk '/^Final:/ {print $7 " MB/s, " $9 " msg/s"}' \
+                       "$out"))"
+        # e.g. a registration UCX leaked keeping device memory exported
+        cat "$out" "$srv" > "$out.both"
+        expect_no_match "$name: no errors or warnings" "$out.both" \
+            'UCX  (ERROR|WARN)'
+        rm -f "$out.both"
     else
         fail "$name" "exit $rc"
         tail -n 8 "$out" "$srv" | sed 's/^/      /'

@@ -1547,6 +1547,36 @@ TEST_F(gaudi_ipc, no_leaks)
     EXPECT_EQ(fds0, fds1) << "exporter fds";
 }
 
+/* UCX 1.22 can close the MD with a registration it lost track of (a user
+ * memh that got an rcache parent): close releases it, so the export fd,
+ * and with it the device memory, are not kept alive */
+TEST_F(gaudi_ipc, md_close_releases_leftover_registrations)
+{
+    if (no_export()) {
+        GTEST_SKIP() << "the driver does not export DMA-BUF";
+    }
+    unsigned exports0 = uct_gaudi_ipc_export_count();
+    int fds0          = open_fds();
+    uct_md_h md       = m_uct.open_md(m_uct.ipc_comp, "gaudi_ipc");
+    ASSERT_TRUE(md != NULL);
+
+    void *ptr;
+    uct_mem_h memh1, memh2;
+    ASSERT_EQ(UCS_OK, uct_gaudi_mem_alloc(1 << 20, &ptr));
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(md, ptr, 1 << 20,
+                                     UCT_MD_MEM_ACCESS_ALL, &memh1));
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(md, ptr, 4096,
+                                     UCT_MD_MEM_ACCESS_ALL, &memh2));
+    EXPECT_EQ(exports0 + 1, uct_gaudi_ipc_export_count());
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(md, memh2));
+    EXPECT_EQ(exports0 + 1, uct_gaudi_ipc_export_count()) << "memh1 holds it";
+
+    uct_md_close(md);   /* memh1 never deregistered */
+    EXPECT_EQ(exports0, uct_gaudi_ipc_export_count());
+    EXPECT_EQ(UCS_OK, uct_gaudi_mem_free(ptr));
+    EXPECT_EQ(fds0, open_fds()) << "export fd left open";
+}
+
 TEST_F(gaudi_ipc, upstream_unreachable)
 {
     if (!upstream_flavour()) {

@@ -194,7 +194,7 @@ static ucs_status_t uct_gaudi_ipc_mem_reg(uct_md_h tl_md, void *address,
 {
     uct_gaudi_ipc_md_t *md = ucs_derived_of(tl_md, uct_gaudi_ipc_md_t);
     uct_gaudi_dev_range_t range;
-    uct_gaudi_ipc_export_t *exp;
+    uct_gaudi_ipc_memh_t *memh;
     ucs_status_t status;
 
     if (!md->export_ok) {
@@ -223,12 +223,23 @@ static ucs_status_t uct_gaudi_ipc_mem_reg(uct_md_h tl_md, void *address,
         return status;
     }
 
-    status = uct_gaudi_ipc_export_get(md, &range, &exp);
+    memh = ucs_malloc(sizeof(*memh), "gaudi_ipc_memh");
+    if (memh == NULL) {
+        ucs_error("gaudi_ipc: no memory for a registration of %p+%zu",
+                  address, length);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = uct_gaudi_ipc_export_get(md, &range, &memh->exp);
     if (status != UCS_OK) {
+        ucs_free(memh);
         return status;
     }
 
-    *memh_p = exp;
+    pthread_mutex_lock(&md->lock);
+    ucs_list_add_tail(&md->regs, &memh->list);
+    pthread_mutex_unlock(&md->lock);
+    *memh_p = memh;
     return UCS_OK;
 }
 
@@ -236,9 +247,16 @@ static ucs_status_t
 uct_gaudi_ipc_mem_dereg(uct_md_h tl_md,
                         const uct_md_mem_dereg_params_t *params)
 {
+    uct_gaudi_ipc_md_t *md     = ucs_derived_of(tl_md, uct_gaudi_ipc_md_t);
+    uct_gaudi_ipc_memh_t *memh = params->memh;
+
     UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
 
-    uct_gaudi_ipc_export_put(params->memh);
+    pthread_mutex_lock(&md->lock);
+    ucs_list_del(&memh->list);
+    pthread_mutex_unlock(&md->lock);
+    uct_gaudi_ipc_export_put(memh->exp);
+    ucs_free(memh);
     return UCS_OK;
 }
 
@@ -249,7 +267,8 @@ uct_gaudi_ipc_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
 {
     uct_gaudi_ipc_md_t *md            = ucs_derived_of(tl_md,
                                                        uct_gaudi_ipc_md_t);
-    const uct_gaudi_ipc_export_t *exp = memh;
+    const uct_gaudi_ipc_export_t *exp =
+            ((const uct_gaudi_ipc_memh_t*)memh)->exp;
     uct_gaudi_ipc_rkey_t key;
 
     memset(&key, 0, sizeof(key));
@@ -269,10 +288,32 @@ uct_gaudi_ipc_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
     return UCS_OK;
 }
 
+/* Registrations UCX did not release before closing the MD: their exports
+ * would keep the dma-bufs, and with them the device memory, alive */
+static void uct_gaudi_ipc_md_release_leftovers(uct_gaudi_ipc_md_t *md)
+{
+    uct_gaudi_ipc_memh_t *memh, *tmp;
+    unsigned count = 0;
+
+    ucs_list_for_each_safe(memh, tmp, &md->regs, list) {
+        ucs_list_del(&memh->list);
+        uct_gaudi_ipc_export_put(memh->exp);
+        ucs_free(memh);
+        ++count;
+    }
+
+    if (count > 0) {
+        ucs_diag("gaudi_ipc: %u registration(s) still live when the MD was "
+                 "closed: released", count);
+    }
+    pthread_mutex_destroy(&md->lock);
+}
+
 static void uct_gaudi_ipc_md_close(uct_md_h tl_md)
 {
     uct_gaudi_ipc_md_t *md = ucs_derived_of(tl_md, uct_gaudi_ipc_md_t);
 
+    uct_gaudi_ipc_md_release_leftovers(md);
     uct_gaudi_ipc_fd_server_put();
     uct_gaudi_heap_put(md->heap);
     ucs_free(md);
@@ -376,6 +417,8 @@ uct_gaudi_ipc_md_open(uct_component_t *component, const char *md_name,
 
     md->super.ops       = &uct_gaudi_ipc_md_ops;
     md->super.component = &uct_gaudi_ipc_component;
+    pthread_mutex_init(&md->lock, NULL);
+    ucs_list_head_init(&md->regs);
 
     /* The MD's one reference: on the memory layer, which holds the device */
     status = uct_gaudi_heap_get(ctx, &md->heap);
@@ -398,6 +441,7 @@ uct_gaudi_ipc_md_open(uct_component_t *component, const char *md_name,
 err_heap:
     uct_gaudi_heap_put(md->heap);
 err_free:
+    pthread_mutex_destroy(&md->lock);
     ucs_free(md);
     return status;
 }

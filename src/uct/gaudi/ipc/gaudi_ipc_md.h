@@ -15,6 +15,7 @@
 #include <uct/gaudi/base/gaudi_base.h>
 #include <uct/gaudi/base/gaudi_mem.h>
 #include <ucs/datastruct/list.h>
+#include <pthread.h>
 #include <sys/types.h>
 
 #define UCT_GAUDI_IPC_COMPONENT_NAME "gaudi_ipc"
@@ -34,6 +35,8 @@ typedef struct uct_gaudi_ipc_md {
     uct_gaudi_ctx_t       *ctx;   /* the process's device (the heap's) */
     uct_gaudi_heap_t      *heap;  /* its allocations and their exports */
     int                   export_ok; /* the driver exports DMA-BUF */
+    pthread_mutex_t       lock;   /* of @a regs */
+    ucs_list_link_t       regs;   /* live registrations (uct_gaudi_ipc_memh_t) */
 } uct_gaudi_ipc_md_t;
 
 
@@ -51,9 +54,8 @@ typedef struct UCS_S_PACKED uct_gaudi_ipc_buf_id {
 
 
 /*
- * What a uct_mem_h of gaudi_ipc points to: one export of a device
- * allocation, shared by every registration of that allocation (refcount)
- * so that the importers' caches see one buffer.
+ * One export of a device allocation, shared by every registration of that
+ * allocation (refcount) so that the importers' caches see one buffer.
  */
 typedef struct uct_gaudi_ipc_export {
     ucs_list_link_t        list;       /* in the process export list */
@@ -65,6 +67,19 @@ typedef struct uct_gaudi_ipc_export {
     uint64_t               import_len; /* bytes an importer maps */
     unsigned               refcount;   /* registrations */
 } uct_gaudi_ipc_export_t;
+
+
+/*
+ * A registration (the uct_mem_h of gaudi_ipc): one reference to a shared
+ * export, listed in its MD so that close releases what UCX left
+ * registered (UCX 1.22 loses a user memh's own registration when the
+ * handle gets an rcache parent, docs/ipc.md): a leaked reference keeps
+ * the dma-buf alive, and the driver then refuses to free the memory.
+ */
+typedef struct uct_gaudi_ipc_memh {
+    ucs_list_link_t        list;       /* in the MD's registrations */
+    uct_gaudi_ipc_export_t *exp;
+} uct_gaudi_ipc_memh_t;
 
 
 /*
