@@ -85,10 +85,6 @@ AC_DEFUN([UCX_GAUDI_PROBE_UCX], [
         [#include <ucs/datastruct/mpool.h>],
         [ucs_mpool_params_t p; ucs_mpool_params_reset(&p);
          return ucs_mpool_init(&p, 0);])
-    UCX_GAUDI_PROBE([QUEUE_IS_EMPTY_CONST],
-        [ucs_queue_is_empty takes a const queue],
-        [#include <ucs/datastruct/queue.h>],
-        [const ucs_queue_head_t *q = 0; return ucs_queue_is_empty(q);])
     UCX_GAUDI_PROBE([MEMTYPE_CACHE_MEM_FLAGS],
         [ucs_memtype_cache_update takes memory flags],
         [#include <ucs/memory/memtype_cache.h>],

@@ -102,16 +102,6 @@ extern ucs_list_link_t uct_components_list;
 #  define UCT_GAUDI_CONFIG_BW_IS_AUTO(_v) UCS_CONFIG_DBL_IS_AUTO(_v)
 #endif
 
-static UCS_F_ALWAYS_INLINE int
-uct_gaudi_queue_is_empty(const ucs_queue_head_t *queue)
-{
-#if UCT_GAUDI_HAVE_QUEUE_IS_EMPTY_CONST
-    return ucs_queue_is_empty(queue);
-#else
-    /* the older prototype only lacks the const */
-    return ucs_queue_is_empty((ucs_queue_head_t*)queue);
-#endif
-}
 
 /* A memory pool of fixed-size elements, grown by chunks of 128 */
 ucs_status_t uct_gaudi_mpool_init(ucs_mpool_t *mp, size_t elem_size,
