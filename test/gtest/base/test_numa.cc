@@ -11,7 +11,7 @@
 extern "C" {
 #include <uct/gaudi/base/gaudi_numa.h>
 #include <uct/gaudi/base/gaudi_dma.h>
-#include <uct/gaudi/base/gaudi_dma_int.h>
+#include <uct/gaudi/base/gaudi_dma_cs.h>
 }
 
 #include <numa.h>
@@ -144,6 +144,7 @@ TEST_F(numa, dma_host_area_placement)
     uct_gaudi_ctx_t *ctx;
     uct_gaudi_dma_t *dma;
     const char *reason;
+    void *area;
     bool has_node = false;
     int target;
 
@@ -154,14 +155,15 @@ TEST_F(numa, dma_host_area_placement)
     uct_gaudi_dma_params_default(ctx, &params);
     ASSERT_EQ(UCS_OK, uct_gaudi_dma_create(ctx, &params, &dma));
 
+    area   = ucs_derived_of(dma, uct_gaudi_dma_cs_t)->host_area;
     target = uct_gaudi_numa_target(ctx->info, &reason);
     if (target >= 0) {
-        EXPECT_EQ(MPOL_PREFERRED, policy_of(dma->host_area, target,
+        EXPECT_EQ(MPOL_PREFERRED, policy_of(area, target,
                                             &has_node));
         EXPECT_TRUE(has_node);
-        EXPECT_EQ(target, node_of(dma->host_area));
+        EXPECT_EQ(target, node_of(area));
     } else {
-        EXPECT_EQ(MPOL_DEFAULT, policy_of(dma->host_area, 0, &has_node))
+        EXPECT_EQ(MPOL_DEFAULT, policy_of(area, 0, &has_node))
                 << reason;
     }
 

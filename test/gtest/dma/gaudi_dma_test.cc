@@ -15,7 +15,7 @@
 
 extern "C" {
 #include <uct/gaudi/base/gaudi_dma.h>
-#include <uct/gaudi/base/gaudi_dma_int.h>
+#include <uct/gaudi/base/gaudi_dma_cs.h>
 }
 
 #include <dirent.h>
@@ -313,11 +313,12 @@ TEST_F(dma_test, asic_support) {
 
     EXPECT_EQ(UCS_OK, status);
     /* the ring respects the driver's in-flight window (facts 5.2) */
+    ASSERT_EQ(&uct_gaudi_dma_cs_ops, m_dma->ops);
     if (m_asic == UCT_GAUDI_ASIC_GAUDI2) {
-        EXPECT_EQ(3u, m_dma->num_queues);
+        EXPECT_EQ(3u, ucs_derived_of(m_dma, uct_gaudi_dma_cs_t)->num_queues);
         EXPECT_LT(m_dma->num_slots, (unsigned)GAUDI_HL_GAUDI2_MAX_PENDING_CS);
     } else {
-        EXPECT_EQ(4u, m_dma->num_queues);
+        EXPECT_EQ(4u, ucs_derived_of(m_dma, uct_gaudi_dma_cs_t)->num_queues);
         EXPECT_LT(m_dma->num_slots, (unsigned)GAUDI_HL_GAUDI1_MAX_PENDING_CS);
     }
 }

@@ -1,16 +1,17 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * DMA engine core: split and spread copies over the DMA queues, the CS
- * ring (in-flight window, facts 5.2 step 4), completion by WAIT_CS polling
- * (timeout 0, facts 5.2), device errors. Backends: gaudi_dma_queue.c.
+ * DMA engine, kernel CS backend: split and spread copies over the DMA
+ * queues, the CS ring (in-flight window, facts 5.2 step 4), completion by
+ * WAIT_CS polling (timeout 0, facts 5.2), device errors. Per-ASIC queue
+ * models: gaudi_dma_cs_queue.c.
  */
 
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
 #endif
 
-#include "gaudi_dma_int.h"
+#include "gaudi_dma_cs.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -32,12 +33,12 @@
 #define UCT_GAUDI_DMA_PIECE_ALIGN    4096
 
 
-ucs_status_t uct_gaudi_dma_check(const uct_gaudi_ctx_t *ctx,
-                                 const char **reason_p)
+static ucs_status_t uct_gaudi_dma_cs_check(const uct_gaudi_ctx_t *ctx,
+                                           const char **reason_p)
 {
     const char *reason = NULL;
 
-    if (uct_gaudi_dma_backend_get(ctx->info->asic, &reason) == NULL) {
+    if (uct_gaudi_dma_asic_get(ctx->info->asic, &reason) == NULL) {
         *reason_p = reason;
         return UCS_ERR_UNSUPPORTED;
     }
@@ -46,12 +47,12 @@ ucs_status_t uct_gaudi_dma_check(const uct_gaudi_ctx_t *ctx,
     return UCS_OK;
 }
 
-void uct_gaudi_dma_params_default(const uct_gaudi_ctx_t *ctx,
-                                  uct_gaudi_dma_params_t *params)
+static void uct_gaudi_dma_cs_params_default(const uct_gaudi_ctx_t *ctx,
+                                            uct_gaudi_dma_params_t *params)
 {
     const char *reason;
-    const uct_gaudi_dma_backend_t *backend =
-            uct_gaudi_dma_backend_get(ctx->info->asic, &reason);
+    const uct_gaudi_dma_asic_t *backend =
+            uct_gaudi_dma_asic_get(ctx->info->asic, &reason);
 
     params->max_inflight = (backend != NULL) ? backend->def_inflight : 0;
     params->max_queues   = (backend != NULL) ? backend->num_queues : 0;
@@ -62,57 +63,59 @@ void uct_gaudi_dma_params_default(const uct_gaudi_ctx_t *ctx,
 }
 
 /* Clamp the user's tunables to what the backend and the driver allow */
-static ucs_status_t uct_gaudi_dma_params_apply(uct_gaudi_dma_t *dma,
+static ucs_status_t uct_gaudi_dma_params_apply(uct_gaudi_dma_cs_t *dma,
                                                const uct_gaudi_dma_params_t *p)
 {
     uct_gaudi_dma_params_t def;
 
-    uct_gaudi_dma_params_default(dma->ctx, &def);
-    dma->params = *p;
+    uct_gaudi_dma_cs_params_default(dma->super.ctx, &def);
+    dma->super.params = *p;
     if (p->max_inflight == 0) {
-        dma->params.max_inflight = def.max_inflight;
+        dma->super.params.max_inflight = def.max_inflight;
     }
-    if ((p->max_queues == 0) || (p->max_queues > dma->backend->num_queues)) {
-        dma->params.max_queues = def.max_queues;
+    if ((p->max_queues == 0) || (p->max_queues > dma->asic->num_queues)) {
+        dma->super.params.max_queues = def.max_queues;
     }
     if (p->cb_size == 0) {
-        dma->params.cb_size = def.cb_size;
+        dma->super.params.cb_size = def.cb_size;
     }
     if (p->bounce_size == 0) {
-        dma->params.bounce_size = def.bounce_size;
+        dma->super.params.bounce_size = def.bounce_size;
     }
     if (p->split_min == 0) {
-        dma->params.split_min = def.split_min;
+        dma->super.params.split_min = def.split_min;
     }
     if (p->sync_timeout <= 0) {
-        dma->params.sync_timeout = def.sync_timeout;
+        dma->super.params.sync_timeout = def.sync_timeout;
     }
 
     /* one slot of the driver's window is kept for synchronous copies */
-    dma->params.max_inflight = ucs_min(dma->params.max_inflight,
-                                       dma->backend->max_pending - 1);
-    dma->params.cb_size      = ucs_align_up(dma->params.cb_size, 64);
-    if ((dma->params.cb_size < 256) ||
-        (dma->params.cb_size > HL_MAX_CB_SIZE)) {
+    dma->super.params.max_inflight = ucs_min(dma->super.params.max_inflight,
+                                             dma->asic->max_pending - 1);
+    dma->super.params.cb_size      = ucs_align_up(dma->super.params.cb_size,
+                                                  64);
+    if ((dma->super.params.cb_size < 256) ||
+        (dma->super.params.cb_size > HL_MAX_CB_SIZE)) {
         ucs_error("%s: DMA command buffer size %zu is out of [256, %u]",
-                  dma->name, dma->params.cb_size, HL_MAX_CB_SIZE);
+                  dma->super.name, dma->super.params.cb_size, HL_MAX_CB_SIZE);
         return UCS_ERR_INVALID_PARAM;
     }
 
-    dma->num_queues  = dma->params.max_queues;
-    dma->num_slots   = dma->params.max_inflight;
+    dma->num_queues      = dma->super.params.max_queues;
+    dma->super.num_slots = dma->super.params.max_inflight;
     /* room for a trailing NOP (facts 5.4) */
-    dma->cb_capacity = (dma->params.cb_size - GAUDI_PKT_SIZE_SHORT) /
-                       GAUDI_PKT_SIZE_LIN_DMA;
+    dma->cb_capacity     = (dma->super.params.cb_size -
+                            GAUDI_PKT_SIZE_SHORT) / GAUDI_PKT_SIZE_LIN_DMA;
     return UCS_OK;
 }
 
-ucs_status_t uct_gaudi_dma_create(uct_gaudi_ctx_t *ctx,
-                                  const uct_gaudi_dma_params_t *params,
-                                  uct_gaudi_dma_t **dma_p)
+static ucs_status_t
+uct_gaudi_dma_cs_create(uct_gaudi_ctx_t *ctx,
+                        const uct_gaudi_dma_params_t *params,
+                        uct_gaudi_dma_t **dma_p)
 {
     const char *reason;
-    uct_gaudi_dma_t *dma;
+    uct_gaudi_dma_cs_t *dma;
     ucs_status_t status;
 
     dma = ucs_calloc(1, sizeof(*dma), "gaudi_dma");
@@ -121,12 +124,10 @@ ucs_status_t uct_gaudi_dma_create(uct_gaudi_ctx_t *ctx,
         return UCS_ERR_NO_MEMORY;
     }
 
-    dma->ctx = ctx;
-    ucs_snprintf_zero(dma->name, sizeof(dma->name), "gaudi %s (%s)",
-                      ctx->info->name, ctx->hl.name);
-    dma->backend = uct_gaudi_dma_backend_get(ctx->info->asic, &reason);
-    if (dma->backend == NULL) {
-        ucs_debug("%s: no DMA engine: %s", dma->name, reason);
+    uct_gaudi_dma_init_base(&dma->super, &uct_gaudi_dma_cs_ops, ctx);
+    dma->asic = uct_gaudi_dma_asic_get(ctx->info->asic, &reason);
+    if (dma->asic == NULL) {
+        ucs_debug("%s: no DMA engine: %s", dma->super.name, reason);
         status = UCS_ERR_UNSUPPORTED;
         goto err_free;
     }
@@ -136,15 +137,15 @@ ucs_status_t uct_gaudi_dma_create(uct_gaudi_ctx_t *ctx,
         goto err_free;
     }
 
-    dma->slots = ucs_calloc(dma->num_slots + 1, sizeof(*dma->slots),
+    dma->slots = ucs_calloc(dma->super.num_slots + 1, sizeof(*dma->slots),
                             "gaudi_dma_slots");
     if (dma->slots == NULL) {
-        ucs_error("%s: failed to allocate %u DMA slots", dma->name,
-                  dma->num_slots + 1);
+        ucs_error("%s: failed to allocate %u DMA slots", dma->super.name,
+                  dma->super.num_slots + 1);
         status = UCS_ERR_NO_MEMORY;
         goto err_free;
     }
-    dma->sync = &dma->slots[dma->num_slots];
+    dma->sync = &dma->slots[dma->super.num_slots];
 
     status = uct_gaudi_dma_mem_init(dma);
     if (status != UCS_OK) {
@@ -152,10 +153,10 @@ ucs_status_t uct_gaudi_dma_create(uct_gaudi_ctx_t *ctx,
     }
 
     ucs_debug("%s: %s DMA engine: %u queue(s), %u async slot(s), CB %zu B "
-              "(%u packets), bounce %zu B", dma->name, dma->backend->name,
-              dma->num_queues, dma->num_slots, dma->params.cb_size,
-              dma->cb_capacity, dma->params.bounce_size);
-    *dma_p = dma;
+              "(%u packets), bounce %zu B", dma->super.name, dma->asic->name,
+              dma->num_queues, dma->super.num_slots, dma->super.params.cb_size,
+              dma->cb_capacity, dma->super.params.bounce_size);
+    *dma_p = &dma->super;
     return UCS_OK;
 
 err_free_slots:
@@ -165,39 +166,36 @@ err_free:
     return status;
 }
 
-const char *uct_gaudi_dma_dev_name(const uct_gaudi_dma_t *dma)
+static unsigned uct_gaudi_dma_cs_max_xfers(const uct_gaudi_dma_t *base)
 {
-    return dma->name;
-}
+    const uct_gaudi_dma_cs_t *dma = ucs_derived_of(base, uct_gaudi_dma_cs_t);
 
-unsigned uct_gaudi_dma_max_xfers(const uct_gaudi_dma_t *dma)
-{
     /* every transfer can always get at least one packet of its own */
     return dma->cb_capacity;
 }
 
-unsigned uct_gaudi_dma_inflight(const uct_gaudi_dma_t *dma)
+static unsigned uct_gaudi_dma_cs_inflight(const uct_gaudi_dma_t *base)
 {
-    return dma->count;
+    return ucs_derived_of(base, uct_gaudi_dma_cs_t)->count;
 }
 
-int uct_gaudi_dma_can_submit(const uct_gaudi_dma_t *dma)
+static int uct_gaudi_dma_cs_can_submit(const uct_gaudi_dma_t *base)
 {
-    return dma->count < dma->num_slots;
+    return ucs_derived_of(base, uct_gaudi_dma_cs_t)->count < base->num_slots;
 }
 
 
 /* Packets: split, spread, encode */
 
 /* Number of pieces @a length is split into */
-static unsigned uct_gaudi_dma_num_pieces(const uct_gaudi_dma_t *dma,
+static unsigned uct_gaudi_dma_num_pieces(const uct_gaudi_dma_cs_t *dma,
                                          size_t length, int split)
 {
     unsigned n = 1;
 
     if (split) {
         n = ucs_max(1, ucs_min(dma->num_queues,
-                               length / dma->params.split_min));
+                               length / dma->super.params.split_min));
     }
 
     return ucs_max(n, ucs_div_round_up(length, UCT_GAUDI_DMA_MAX_PIECE));
@@ -208,7 +206,7 @@ static unsigned uct_gaudi_dma_num_pieces(const uct_gaudi_dma_t *dma,
  * go to the queue after the one the previous copy started on, so that
  * copies too small to split still spread over the engines.
  */
-static int uct_gaudi_dma_pick_queue(const uct_gaudi_dma_t *dma,
+static int uct_gaudi_dma_pick_queue(const uct_gaudi_dma_cs_t *dma,
                                     const size_t *bytes,
                                     const unsigned *npkts)
 {
@@ -234,7 +232,7 @@ static int uct_gaudi_dma_pick_queue(const uct_gaudi_dma_t *dma,
  * Returns the number of chunks (0: nothing to copy) or -1 if the packets
  * do not fit.
  */
-static int uct_gaudi_dma_build(uct_gaudi_dma_t *dma,
+static int uct_gaudi_dma_build(uct_gaudi_dma_cs_t *dma,
                                uct_gaudi_dma_slot_t *slot,
                                const uct_gaudi_dma_xfer_t *xfers,
                                unsigned count, int fill,
@@ -271,12 +269,12 @@ static int uct_gaudi_dma_build(uct_gaudi_dma_t *dma,
 
             pkt = slot->cb_host[q] + npkts[q] * GAUDI_PKT_SIZE_LIN_DMA;
             if (fill) {
-                gaudi_pkt_lin_dma_memset_encode(pkt, dma->backend->gen,
+                gaudi_pkt_lin_dma_memset_encode(pkt, dma->asic->gen,
                                                 xfers[i].src,
                                                 xfers[i].dst + off,
                                                 ucs_min(piece, len - off), 0);
             } else {
-                gaudi_pkt_lin_dma_encode(pkt, dma->backend->gen,
+                gaudi_pkt_lin_dma_encode(pkt, dma->asic->gen,
                                          xfers[i].src + off,
                                          xfers[i].dst + off,
                                          ucs_min(piece, len - off), 0);
@@ -307,38 +305,12 @@ static int uct_gaudi_dma_build(uct_gaudi_dma_t *dma,
     return nchunks;
 }
 
-static ucs_status_t uct_gaudi_dma_check_xfers(uct_gaudi_dma_t *dma,
-                                              const uct_gaudi_dma_xfer_t *xfers,
-                                              unsigned count, const char *name)
-{
-    size_t total = 0;
-    unsigned i;
-
-    if (count > uct_gaudi_dma_max_xfers(dma)) {
-        ucs_error("%s: %s of %u transfers exceeds the limit of %u", dma->name,
-                  name, count, uct_gaudi_dma_max_xfers(dma));
-        return UCS_ERR_EXCEEDS_LIMIT;
-    }
-
-    for (i = 0; i < count; i++) {
-        total += xfers[i].length;
-        if ((xfers[i].length > UCT_GAUDI_DMA_MAX_COPY) ||
-            (total > UCT_GAUDI_DMA_MAX_COPY)) {
-            ucs_error("%s: %s of more than %lu bytes is not supported",
-                      dma->name, name, UCT_GAUDI_DMA_MAX_COPY);
-            return UCS_ERR_EXCEEDS_LIMIT;
-        }
-    }
-
-    return UCS_OK;
-}
-
 /*
  * Build and submit @a slot. UCS_INPROGRESS: submitted; UCS_OK: nothing to
  * copy; UCS_ERR_NO_RESOURCE: driver window full (EAGAIN) or device in
  * reset (EBUSY); other: failure, logged.
  */
-static ucs_status_t uct_gaudi_dma_slot_submit(uct_gaudi_dma_t *dma,
+static ucs_status_t uct_gaudi_dma_slot_submit(uct_gaudi_dma_cs_t *dma,
                                               uct_gaudi_dma_slot_t *slot,
                                               const uct_gaudi_dma_xfer_t *xfers,
                                               unsigned count, int fill,
@@ -351,13 +323,13 @@ static ucs_status_t uct_gaudi_dma_slot_submit(uct_gaudi_dma_t *dma,
     nchunks = uct_gaudi_dma_build(dma, slot, xfers, count, fill, chunks);
     if (nchunks < 0) {
         ucs_error("%s: %s of %u transfers does not fit in the command "
-                  "buffers", dma->name, name, count);
+                  "buffers", dma->super.name, name, count);
         return UCS_ERR_EXCEEDS_LIMIT;
     } else if (nchunks == 0) {
         return UCS_OK;
     }
 
-    status = uct_gaudi_hl_cs_submit(&dma->ctx->hl, chunks, nchunks, 0,
+    status = uct_gaudi_hl_cs_submit(&dma->super.ctx->hl, chunks, nchunks, 0,
                                     &slot->seq);
     if (status == UCS_OK) {
         slot->name       = name;
@@ -368,13 +340,14 @@ static ucs_status_t uct_gaudi_dma_slot_submit(uct_gaudi_dma_t *dma,
         /* device not operational (reset): retry later (facts 5.2, 7.3) */
         if (!dma->reset_logged) {
             ucs_diag("%s: device not operational (reset?), DMA copies are "
-                     "deferred", dma->name);
+                     "deferred", dma->super.name);
             dma->reset_logged = 1;
         }
         return UCS_ERR_NO_RESOURCE;
     } else if (status != UCS_ERR_NO_RESOURCE) {
-        ucs_error("%s: %s of %zu bytes: CS submission failed: %s", dma->name,
-                  name, slot->length, ucs_status_string(status));
+        ucs_error("%s: %s of %zu bytes: CS submission failed: %s",
+                  dma->super.name, name, slot->length,
+                  ucs_status_string(status));
     }
 
     return status;
@@ -383,13 +356,13 @@ static ucs_status_t uct_gaudi_dma_slot_submit(uct_gaudi_dma_t *dma,
 
 /* Completion */
 
-static void uct_gaudi_dma_slot_done(uct_gaudi_dma_t *dma,
+static void uct_gaudi_dma_slot_done(uct_gaudi_dma_cs_t *dma,
                                     uct_gaudi_dma_slot_t *slot,
                                     ucs_status_t status)
 {
     if (status != UCS_OK) {
         ucs_error("%s: %s of %zu bytes (CS seq %" PRIu64 ") failed: %s",
-                  dma->name, slot->name, slot->length, slot->seq,
+                  dma->super.name, slot->name, slot->length, slot->seq,
                   (status == UCS_ERR_TIMED_OUT) ?
                   "timed out on the device" :
                   (status == UCS_ERR_IO_ERROR) ?
@@ -407,14 +380,14 @@ static void uct_gaudi_dma_slot_done(uct_gaudi_dma_t *dma,
  * flight, up to sync_timeout, after which it fails: the driver aborts the
  * CS of a reset anyway (facts 7.3).
  */
-static int uct_gaudi_dma_slot_poll(uct_gaudi_dma_t *dma,
+static int uct_gaudi_dma_slot_poll(uct_gaudi_dma_cs_t *dma,
                                    uct_gaudi_dma_slot_t *slot,
                                    uint64_t timeout_us)
 {
     ucs_time_t now;
     ucs_status_t status;
 
-    status = uct_gaudi_hl_cs_wait(&dma->ctx->hl, slot->seq, timeout_us,
+    status = uct_gaudi_hl_cs_wait(&dma->super.ctx->hl, slot->seq, timeout_us,
                                   NULL);
     if (status == UCS_INPROGRESS) {
         return 0;
@@ -424,11 +397,11 @@ static int uct_gaudi_dma_slot_poll(uct_gaudi_dma_t *dma,
             slot->busy_since = now;
             return 0;
         } else if (ucs_time_to_sec(now - slot->busy_since) <
-                   dma->params.sync_timeout) {
+                   dma->super.params.sync_timeout) {
             return 0;
         }
 
-        ucs_error("%s: device not operational for %.0f s", dma->name,
+        ucs_error("%s: device not operational for %.0f s", dma->super.name,
                   ucs_time_to_sec(now - slot->busy_since));
         status = UCS_ERR_IO_ERROR;
     }
@@ -441,8 +414,9 @@ static int uct_gaudi_dma_slot_poll(uct_gaudi_dma_t *dma,
     return 1;
 }
 
-unsigned uct_gaudi_dma_progress(uct_gaudi_dma_t *dma, unsigned max)
+static unsigned uct_gaudi_dma_cs_progress(uct_gaudi_dma_t *base, unsigned max)
 {
+    uct_gaudi_dma_cs_t *dma = ucs_derived_of(base, uct_gaudi_dma_cs_t);
     uct_gaudi_dma_slot_t *slot;
     unsigned delivered = 0;
 
@@ -464,7 +438,7 @@ unsigned uct_gaudi_dma_progress(uct_gaudi_dma_t *dma, unsigned max)
         }
 
         /* pop before the callback: it may submit again */
-        dma->head   = (dma->head + 1) % dma->num_slots;
+        dma->head   = (dma->head + 1) % dma->super.num_slots;
         dma->count--;
         slot->state = UCT_GAUDI_DMA_SLOT_FREE;
         delivered++;
@@ -476,24 +450,26 @@ unsigned uct_gaudi_dma_progress(uct_gaudi_dma_t *dma, unsigned max)
     return delivered;
 }
 
-ucs_status_t uct_gaudi_dma_submit(uct_gaudi_dma_t *dma,
-                                  const uct_gaudi_dma_xfer_t *xfers,
-                                  unsigned count, const char *name,
-                                  uct_gaudi_dma_comp_cb_t cb, void *arg)
+static ucs_status_t uct_gaudi_dma_cs_submit(uct_gaudi_dma_t *base,
+                                            const uct_gaudi_dma_xfer_t *xfers,
+                                            unsigned count, const char *name,
+                                            uct_gaudi_dma_comp_cb_t cb,
+                                            void *arg)
 {
+    uct_gaudi_dma_cs_t *dma = ucs_derived_of(base, uct_gaudi_dma_cs_t);
     uct_gaudi_dma_slot_t *slot;
     ucs_status_t status;
 
-    status = uct_gaudi_dma_check_xfers(dma, xfers, count, name);
+    status = uct_gaudi_dma_check_xfers(base, xfers, count, name);
     if (status != UCS_OK) {
         return status;
     }
 
-    if (dma->count == dma->num_slots) {
+    if (dma->count == dma->super.num_slots) {
         return UCS_ERR_NO_RESOURCE;
     }
 
-    slot   = &dma->slots[(dma->head + dma->count) % dma->num_slots];
+    slot   = &dma->slots[(dma->head + dma->count) % dma->super.num_slots];
     status = uct_gaudi_dma_slot_submit(dma, slot, xfers, count, 0, name);
     if (status != UCS_INPROGRESS) {
         return status;
@@ -508,9 +484,9 @@ ucs_status_t uct_gaudi_dma_submit(uct_gaudi_dma_t *dma,
 
 /* Synchronous copies */
 
-static ucs_time_t uct_gaudi_dma_deadline(const uct_gaudi_dma_t *dma)
+static ucs_time_t uct_gaudi_dma_deadline(const uct_gaudi_dma_cs_t *dma)
 {
-    return ucs_get_time() + ucs_time_from_sec(dma->params.sync_timeout);
+    return ucs_get_time() + ucs_time_from_sec(dma->super.params.sync_timeout);
 }
 
 /*
@@ -518,13 +494,13 @@ static ucs_time_t uct_gaudi_dma_deadline(const uct_gaudi_dma_t *dma)
  * (marking it DONE; its callback runs later from progress), or sleep if
  * the window is held by another engine or the device is in reset.
  */
-static void uct_gaudi_dma_make_room(uct_gaudi_dma_t *dma)
+static void uct_gaudi_dma_make_room(uct_gaudi_dma_cs_t *dma)
 {
     uct_gaudi_dma_slot_t *slot;
     unsigned i;
 
     for (i = 0; i < dma->count; i++) {
-        slot = &dma->slots[(dma->head + i) % dma->num_slots];
+        slot = &dma->slots[(dma->head + i) % dma->super.num_slots];
         if (slot->state == UCT_GAUDI_DMA_SLOT_INFLIGHT) {
             uct_gaudi_dma_slot_poll(dma, slot, UCT_GAUDI_DMA_RETRY_SLEEP_US);
             return;
@@ -535,7 +511,7 @@ static void uct_gaudi_dma_make_room(uct_gaudi_dma_t *dma)
 }
 
 /* Wait until the sync slot is done or @a deadline passes */
-static ucs_status_t uct_gaudi_dma_sync_wait(uct_gaudi_dma_t *dma,
+static ucs_status_t uct_gaudi_dma_sync_wait(uct_gaudi_dma_cs_t *dma,
                                            ucs_time_t deadline)
 {
     uct_gaudi_dma_slot_t *slot = dma->sync;
@@ -546,8 +522,8 @@ static ucs_status_t uct_gaudi_dma_sync_wait(uct_gaudi_dma_t *dma,
         now = ucs_get_time();
         if (now >= deadline) {
             ucs_error("%s: %s of %zu bytes (CS seq %" PRIu64 ") still "
-                      "running after %.0f s", dma->name, slot->name,
-                      slot->length, slot->seq, dma->params.sync_timeout);
+                      "running after %.0f s", dma->super.name, slot->name,
+                      slot->length, slot->seq, dma->super.params.sync_timeout);
             return UCS_ERR_TIMED_OUT;
         }
 
@@ -565,7 +541,7 @@ static ucs_status_t uct_gaudi_dma_sync_wait(uct_gaudi_dma_t *dma,
 }
 
 /* A sync copy that timed out left its CS in flight: it owns the slot */
-static ucs_status_t uct_gaudi_dma_sync_reclaim(uct_gaudi_dma_t *dma)
+static ucs_status_t uct_gaudi_dma_sync_reclaim(uct_gaudi_dma_cs_t *dma)
 {
     if (dma->sync->state != UCT_GAUDI_DMA_SLOT_INFLIGHT) {
         return UCS_OK;
@@ -573,7 +549,8 @@ static ucs_status_t uct_gaudi_dma_sync_reclaim(uct_gaudi_dma_t *dma)
 
     if (!uct_gaudi_dma_slot_poll(dma, dma->sync, 0)) {
         ucs_error("%s: a previous synchronous copy (CS seq %" PRIu64 ") is "
-                  "still running on the device", dma->name, dma->sync->seq);
+                  "still running on the device", dma->super.name,
+                  dma->sync->seq);
         return UCS_ERR_BUSY;
     }
 
@@ -581,7 +558,7 @@ static ucs_status_t uct_gaudi_dma_sync_reclaim(uct_gaudi_dma_t *dma)
     return UCS_OK;
 }
 
-static ucs_status_t uct_gaudi_dma_sync_run(uct_gaudi_dma_t *dma,
+static ucs_status_t uct_gaudi_dma_sync_run(uct_gaudi_dma_cs_t *dma,
                                            const uct_gaudi_dma_xfer_t *xfers,
                                            unsigned count, int fill,
                                            const char *name)
@@ -602,8 +579,8 @@ static ucs_status_t uct_gaudi_dma_sync_run(uct_gaudi_dma_t *dma,
         } else if (ucs_get_time() >= deadline) {
             ucs_error("%s: %s of %zu bytes: no CS could be submitted for "
                       "%.0f s (in-flight window full or device in reset)",
-                      dma->name, name, dma->sync->length,
-                      dma->params.sync_timeout);
+                      dma->super.name, name, dma->sync->length,
+                      dma->super.params.sync_timeout);
             return UCS_ERR_TIMED_OUT;
         }
 
@@ -617,97 +594,42 @@ static ucs_status_t uct_gaudi_dma_sync_run(uct_gaudi_dma_t *dma,
     return uct_gaudi_dma_sync_wait(dma, deadline);
 }
 
-ucs_status_t uct_gaudi_dma_copy(uct_gaudi_dma_t *dma,
-                                const uct_gaudi_dma_xfer_t *xfers,
-                                unsigned count, const char *name)
+static ucs_status_t uct_gaudi_dma_cs_copy(uct_gaudi_dma_t *base,
+                                          const uct_gaudi_dma_xfer_t *xfers,
+                                          unsigned count, const char *name)
 {
     ucs_status_t status;
 
-    status = uct_gaudi_dma_check_xfers(dma, xfers, count, name);
+    status = uct_gaudi_dma_check_xfers(base, xfers, count, name);
     if (status != UCS_OK) {
         return status;
     }
 
-    return uct_gaudi_dma_sync_run(dma, xfers, count, 0, name);
+    return uct_gaudi_dma_sync_run(ucs_derived_of(base, uct_gaudi_dma_cs_t),
+                                  xfers, count, 0, name);
 }
 
-void *uct_gaudi_dma_bounce(const uct_gaudi_dma_t *dma, size_t *size_p)
+static ucs_status_t uct_gaudi_dma_cs_bounce_copy(uct_gaudi_dma_t *base,
+                                                 int to_device,
+                                                 uint64_t dma_addr,
+                                                 size_t length,
+                                                 const char *name)
 {
-    *size_p = dma->params.bounce_size;
-    return dma->bounce;
-}
-
-ucs_status_t uct_gaudi_dma_bounce_copy(uct_gaudi_dma_t *dma, int to_device,
-                                       uint64_t dma_addr, size_t length,
-                                       const char *name)
-{
+    uct_gaudi_dma_cs_t *dma = ucs_derived_of(base, uct_gaudi_dma_cs_t);
     uct_gaudi_dma_xfer_t xfer;
 
-    ucs_assert(length <= dma->params.bounce_size);
+    ucs_assert(length <= dma->super.params.bounce_size);
     xfer.src    = to_device ? dma->bounce_dma : dma_addr;
     xfer.dst    = to_device ? dma_addr : dma->bounce_dma;
     xfer.length = length;
     return uct_gaudi_dma_sync_run(dma, &xfer, 1, 0, name);
 }
 
-ucs_status_t uct_gaudi_dma_short(uct_gaudi_dma_t *dma, int to_device,
-                                 void *host, uint64_t dma_addr,
-                                 size_t length, const char *name)
+static ucs_status_t uct_gaudi_dma_cs_fill(uct_gaudi_dma_t *base,
+                                          uint64_t dma_addr, int value,
+                                          size_t length, const char *name)
 {
-    ucs_status_t status;
-    size_t off, len;
-
-    /* bounce-sized steps: the bounce buffer is mapped once, so the hot
-     * path neither registers nor looks up the host buffer */
-    for (off = 0; off < length; off += len) {
-        len = ucs_min(length - off, dma->params.bounce_size);
-        if (to_device) {
-            memcpy(dma->bounce, UCS_PTR_BYTE_OFFSET(host, off), len);
-        }
-
-        status = uct_gaudi_dma_bounce_copy(dma, to_device, dma_addr + off,
-                                           len, name);
-        if (status != UCS_OK) {
-            return status;
-        }
-
-        if (!to_device) {
-            memcpy(UCS_PTR_BYTE_OFFSET(host, off), dma->bounce, len);
-        }
-    }
-
-    return UCS_OK;
-}
-
-ucs_status_t uct_gaudi_dma_copy_sync(uct_gaudi_dma_t *dma,
-                                     const uct_gaudi_dma_end_t *dst,
-                                     const uct_gaudi_dma_end_t *src,
-                                     size_t length, const char *name)
-{
-    uct_gaudi_dma_xfer_t xfer;
-
-    if (length == 0) {
-        return UCS_OK;
-    } else if ((dst->host != NULL) && (src->host != NULL)) {
-        memmove(dst->host, src->host, length);
-        return UCS_OK;
-    } else if (src->host != NULL) {
-        return uct_gaudi_dma_short(dma, 1, src->host, dst->dma_addr, length,
-                                   name);
-    } else if (dst->host != NULL) {
-        return uct_gaudi_dma_short(dma, 0, dst->host, src->dma_addr, length,
-                                   name);
-    }
-
-    xfer.src    = src->dma_addr;
-    xfer.dst    = dst->dma_addr;
-    xfer.length = length;
-    return uct_gaudi_dma_copy(dma, &xfer, 1, name);
-}
-
-ucs_status_t uct_gaudi_dma_fill(uct_gaudi_dma_t *dma, uint64_t dma_addr,
-                                int value, size_t length, const char *name)
-{
+    uct_gaudi_dma_cs_t *dma = ucs_derived_of(base, uct_gaudi_dma_cs_t);
     uct_gaudi_dma_xfer_t xfer;
     ucs_status_t status;
 
@@ -716,7 +638,7 @@ ucs_status_t uct_gaudi_dma_fill(uct_gaudi_dma_t *dma, uint64_t dma_addr,
     xfer.src    = 0x0101010101010101ull * (uint8_t)value;
     xfer.dst    = dma_addr;
     xfer.length = length;
-    status      = uct_gaudi_dma_check_xfers(dma, &xfer, 1, name);
+    status      = uct_gaudi_dma_check_xfers(base, &xfer, 1, name);
     if (status != UCS_OK) {
         return status;
     }
@@ -728,7 +650,7 @@ ucs_status_t uct_gaudi_dma_fill(uct_gaudi_dma_t *dma, uint64_t dma_addr,
 /* Teardown */
 
 /* Wait for every CS still in flight (slots [0, @a num)); 1 if all done */
-static int uct_gaudi_dma_drain(uct_gaudi_dma_t *dma, unsigned num)
+static int uct_gaudi_dma_drain(uct_gaudi_dma_cs_t *dma, unsigned num)
 {
     ucs_time_t deadline = uct_gaudi_dma_deadline(dma);
     uct_gaudi_dma_slot_t *slot;
@@ -751,29 +673,33 @@ static int uct_gaudi_dma_drain(uct_gaudi_dma_t *dma, unsigned num)
     return 1;
 }
 
-ucs_status_t uct_gaudi_dma_quiesce(uct_gaudi_dma_t *dma)
+static ucs_status_t uct_gaudi_dma_cs_quiesce(uct_gaudi_dma_t *base)
 {
-    if ((dma->count > 0) && !uct_gaudi_dma_drain(dma, dma->num_slots)) {
-        ucs_error("%s: DMA copies still running after %.0f s", dma->name,
-                  dma->params.sync_timeout);
+    uct_gaudi_dma_cs_t *dma = ucs_derived_of(base, uct_gaudi_dma_cs_t);
+
+    if ((dma->count > 0) && !uct_gaudi_dma_drain(dma, dma->super.num_slots)) {
+        ucs_error("%s: DMA copies still running after %.0f s", dma->super.name,
+                  dma->super.params.sync_timeout);
         return UCS_ERR_TIMED_OUT;
     }
 
     return UCS_OK;
 }
 
-void uct_gaudi_dma_destroy(uct_gaudi_dma_t *dma)
+static void uct_gaudi_dma_cs_destroy(uct_gaudi_dma_t *base)
 {
+    uct_gaudi_dma_cs_t *dma = ucs_derived_of(base, uct_gaudi_dma_cs_t);
+
     if (dma->count > 0) {
         ucs_debug("%s: closing the DMA engine with %u copies undelivered",
-                  dma->name, dma->count);
+                  dma->super.name, dma->count);
     }
 
-    if (!uct_gaudi_dma_drain(dma, dma->num_slots + 1)) {
+    if (!uct_gaudi_dma_drain(dma, dma->super.num_slots + 1)) {
         /* the device may still read the CBs and bounce buffer: leak them
          * rather than let it read freed memory (facts 5.4) */
         ucs_error("%s: DMA copies still running at close, their command "
-                  "buffers are leaked", dma->name);
+                  "buffers are leaked", dma->super.name);
         ucs_free(dma);
         return;
     }
@@ -782,3 +708,20 @@ void uct_gaudi_dma_destroy(uct_gaudi_dma_t *dma)
     ucs_free(dma->slots);
     ucs_free(dma);
 }
+
+const uct_gaudi_dma_ops_t uct_gaudi_dma_cs_ops = {
+    .name           = "kernel",
+    .check          = uct_gaudi_dma_cs_check,
+    .params_default = uct_gaudi_dma_cs_params_default,
+    .create         = uct_gaudi_dma_cs_create,
+    .destroy        = uct_gaudi_dma_cs_destroy,
+    .submit         = uct_gaudi_dma_cs_submit,
+    .progress       = uct_gaudi_dma_cs_progress,
+    .inflight       = uct_gaudi_dma_cs_inflight,
+    .can_submit     = uct_gaudi_dma_cs_can_submit,
+    .quiesce        = uct_gaudi_dma_cs_quiesce,
+    .max_xfers      = uct_gaudi_dma_cs_max_xfers,
+    .copy           = uct_gaudi_dma_cs_copy,
+    .bounce_copy    = uct_gaudi_dma_cs_bounce_copy,
+    .fill           = uct_gaudi_dma_cs_fill
+};

@@ -15,7 +15,7 @@
 #  include "config.h"
 #endif
 
-#include "gaudi_dma_int.h"
+#include "gaudi_dma_cs.h"
 #include "gaudi_numa.h"
 
 #include <ucs/debug/log.h>
@@ -26,7 +26,7 @@
 #include <string.h>
 
 
-static const uct_gaudi_dma_backend_t uct_gaudi_dma_backend_gaudi1 = {
+static const uct_gaudi_dma_asic_t uct_gaudi_dma_asic_gaudi1 = {
     .name         = "Gaudi1",
     .gen          = GAUDI_PKT_GEN_GAUDI1,
     /* two PCI-DMA engines first, then their second streams */
@@ -38,7 +38,7 @@ static const uct_gaudi_dma_backend_t uct_gaudi_dma_backend_gaudi1 = {
     .user_cb      = 0
 };
 
-static const uct_gaudi_dma_backend_t uct_gaudi_dma_backend_gaudi2 = {
+static const uct_gaudi_dma_asic_t uct_gaudi_dma_asic_gaudi2 = {
     .name         = "Gaudi2",
     .gen          = GAUDI_PKT_GEN_GAUDI2,
     .num_queues   = 3,
@@ -51,14 +51,14 @@ static const uct_gaudi_dma_backend_t uct_gaudi_dma_backend_gaudi2 = {
 };
 
 
-const uct_gaudi_dma_backend_t *
-uct_gaudi_dma_backend_get(uct_gaudi_asic_t asic, const char **reason_p)
+const uct_gaudi_dma_asic_t *
+uct_gaudi_dma_asic_get(uct_gaudi_asic_t asic, const char **reason_p)
 {
     switch (asic) {
     case UCT_GAUDI_ASIC_GAUDI1:
-        return &uct_gaudi_dma_backend_gaudi1;
+        return &uct_gaudi_dma_asic_gaudi1;
     case UCT_GAUDI_ASIC_GAUDI2:
-        return &uct_gaudi_dma_backend_gaudi2;
+        return &uct_gaudi_dma_asic_gaudi2;
     case UCT_GAUDI_ASIC_GAUDI3:
         *reason_p = "Gaudi3 has no user-visible command-submission DMA "
                     "queue (user DMA goes through SCAL, which this plugin "
@@ -73,16 +73,16 @@ uct_gaudi_dma_backend_get(uct_gaudi_asic_t asic, const char **reason_p)
 }
 
 /* Gaudi1: one kernel CB per queue, created and mmapped once (facts 5.1) */
-static ucs_status_t uct_gaudi_dma_kcb_init(uct_gaudi_dma_t *dma)
+static ucs_status_t uct_gaudi_dma_kcb_init(uct_gaudi_dma_cs_t *dma)
 {
-    const uct_gaudi_hl_t *hl = &dma->ctx->hl;
+    const uct_gaudi_hl_t *hl = &dma->super.ctx->hl;
     ucs_status_t status;
     unsigned q;
 
-    dma->kcb_map_size = ucs_align_up(dma->params.cb_size,
+    dma->kcb_map_size = ucs_align_up(dma->super.params.cb_size,
                                      ucs_get_page_size());
     for (q = 0; q < dma->num_queues; q++) {
-        status = uct_gaudi_hl_cb_create(hl, dma->params.cb_size, 0,
+        status = uct_gaudi_hl_cb_create(hl, dma->super.params.cb_size, 0,
                                         &dma->kcb_handle[q]);
         if (status != UCS_OK) {
             return status;
@@ -100,9 +100,9 @@ static ucs_status_t uct_gaudi_dma_kcb_init(uct_gaudi_dma_t *dma)
     return UCS_OK;
 }
 
-static void uct_gaudi_dma_kcb_cleanup(uct_gaudi_dma_t *dma)
+static void uct_gaudi_dma_kcb_cleanup(uct_gaudi_dma_cs_t *dma)
 {
-    const uct_gaudi_hl_t *hl = &dma->ctx->hl;
+    const uct_gaudi_hl_t *hl = &dma->super.ctx->hl;
     unsigned q;
 
     for (q = 0; q < UCT_GAUDI_DMA_MAX_QUEUES; q++) {
@@ -121,33 +121,33 @@ static void uct_gaudi_dma_kcb_cleanup(uct_gaudi_dma_t *dma)
  * The host area: [user CBs of every slot (Gaudi2 only)][bounce buffer],
  * page aligned and mapped once with MAP USERPTR (facts 3.3, 5.4 (a)).
  */
-static ucs_status_t uct_gaudi_dma_area_init(uct_gaudi_dma_t *dma)
+static ucs_status_t uct_gaudi_dma_area_init(uct_gaudi_dma_cs_t *dma)
 {
     size_t cb_bytes = 0;
     ucs_status_t status;
     unsigned i, q;
     int ret;
 
-    if (dma->backend->user_cb) {
-        cb_bytes = (size_t)(dma->num_slots + 1) * dma->num_queues *
-                   dma->params.cb_size;
+    if (dma->asic->user_cb) {
+        cb_bytes = (size_t)(dma->super.num_slots + 1) * dma->num_queues *
+                   dma->super.params.cb_size;
     }
 
-    dma->host_area_size = ucs_align_up(cb_bytes + dma->params.bounce_size,
+    dma->host_area_size = ucs_align_up(cb_bytes + dma->super.params.bounce_size,
                                        ucs_get_page_size());
     ret = ucs_posix_memalign(&dma->host_area, ucs_get_page_size(),
                              dma->host_area_size, "gaudi_dma_area");
     if (ret != 0) {
         ucs_error("%s: failed to allocate %zu bytes of DMA command buffers",
-                  dma->name, dma->host_area_size);
+                  dma->super.name, dma->host_area_size);
         dma->host_area = NULL;
         return UCS_ERR_NO_MEMORY;
     }
-    uct_gaudi_numa_place(dma->ctx, dma->host_area, dma->host_area_size,
+    uct_gaudi_numa_place(dma->super.ctx, dma->host_area, dma->host_area_size,
                          "DMA command and bounce buffers");
     memset(dma->host_area, 0, dma->host_area_size);
 
-    status = uct_gaudi_hl_mem_map_host(&dma->ctx->hl, dma->host_area,
+    status = uct_gaudi_hl_mem_map_host(&dma->super.ctx->hl, dma->host_area,
                                        dma->host_area_size, 0,
                                        &dma->host_area_dma);
     if (status != UCS_OK) {
@@ -156,11 +156,11 @@ static ucs_status_t uct_gaudi_dma_area_init(uct_gaudi_dma_t *dma)
         return status;
     }
 
-    if (dma->backend->user_cb) {
-        for (i = 0; i <= dma->num_slots; i++) {
+    if (dma->asic->user_cb) {
+        for (i = 0; i <= dma->super.num_slots; i++) {
             for (q = 0; q < dma->num_queues; q++) {
                 size_t off = ((size_t)i * dma->num_queues + q) *
-                             dma->params.cb_size;
+                             dma->super.params.cb_size;
 
                 dma->slots[i].cb_host[q] = UCS_PTR_BYTE_OFFSET(dma->host_area,
                                                                off);
@@ -169,12 +169,12 @@ static ucs_status_t uct_gaudi_dma_area_init(uct_gaudi_dma_t *dma)
         }
     }
 
-    dma->bounce     = UCS_PTR_BYTE_OFFSET(dma->host_area, cb_bytes);
+    dma->super.bounce     = UCS_PTR_BYTE_OFFSET(dma->host_area, cb_bytes);
     dma->bounce_dma = dma->host_area_dma + cb_bytes;
     return UCS_OK;
 }
 
-ucs_status_t uct_gaudi_dma_mem_init(uct_gaudi_dma_t *dma)
+ucs_status_t uct_gaudi_dma_mem_init(uct_gaudi_dma_cs_t *dma)
 {
     ucs_status_t status;
     unsigned i, q;
@@ -184,14 +184,14 @@ ucs_status_t uct_gaudi_dma_mem_init(uct_gaudi_dma_t *dma)
         return status;
     }
 
-    if (!dma->backend->user_cb) {
+    if (!dma->asic->user_cb) {
         status = uct_gaudi_dma_kcb_init(dma);
         if (status != UCS_OK) {
             uct_gaudi_dma_mem_cleanup(dma);
             return status;
         }
 
-        for (i = 0; i <= dma->num_slots; i++) {
+        for (i = 0; i <= dma->super.num_slots; i++) {
             for (q = 0; q < dma->num_queues; q++) {
                 dma->slots[i].cb_host[q] = dma->kcb_ptr[q];
                 dma->slots[i].cb_dma[q]  = dma->kcb_handle[q];
@@ -202,18 +202,18 @@ ucs_status_t uct_gaudi_dma_mem_init(uct_gaudi_dma_t *dma)
     return UCS_OK;
 }
 
-void uct_gaudi_dma_mem_cleanup(uct_gaudi_dma_t *dma)
+void uct_gaudi_dma_mem_cleanup(uct_gaudi_dma_cs_t *dma)
 {
     uct_gaudi_dma_kcb_cleanup(dma);
 
     if (dma->host_area != NULL) {
-        uct_gaudi_hl_mem_unmap(&dma->ctx->hl, dma->host_area_dma);
+        uct_gaudi_hl_mem_unmap(&dma->super.ctx->hl, dma->host_area_dma);
         ucs_free(dma->host_area);
         dma->host_area = NULL;
     }
 }
 
-void uct_gaudi_dma_fill_chunk(const uct_gaudi_dma_t *dma,
+void uct_gaudi_dma_fill_chunk(const uct_gaudi_dma_cs_t *dma,
                               const uct_gaudi_dma_slot_t *slot, unsigned q,
                               uint32_t size, struct hl_cs_chunk *chunk)
 {
@@ -221,8 +221,8 @@ void uct_gaudi_dma_fill_chunk(const uct_gaudi_dma_t *dma,
     /* Gaudi2 queues take only user CBs, named by device VA; Gaudi1 takes
      * the kernel CB handle (facts 5.2 step 5) */
     chunk->cb_handle      = slot->cb_dma[q];
-    chunk->queue_index    = dma->backend->queues[q];
+    chunk->queue_index    = dma->asic->queues[q];
     chunk->cb_size        = size;
-    chunk->cs_chunk_flags = dma->backend->user_cb ?
+    chunk->cs_chunk_flags = dma->asic->user_cb ?
                             HL_CS_CHUNK_FLAGS_USER_ALLOC_CB : 0;
 }

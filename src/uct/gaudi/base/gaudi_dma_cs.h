@@ -1,19 +1,18 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * DMA engine internals shared by the core (gaudi_dma.c: ring, submit,
- * completion) and the per-ASIC backends (gaudi_dma_queue.c: queue ids,
- * command buffer memory, chunk form).
+ * Kernel CS backend of the DMA engine: internals shared by its core
+ * (gaudi_dma_cs.c: ring, submit, completion) and its per-ASIC queue models
+ * (gaudi_dma_cs_queue.c: queue ids, command buffer memory, chunk form).
  */
 
-#ifndef UCT_GAUDI_DMA_INT_H_
-#define UCT_GAUDI_DMA_INT_H_
+#ifndef UCT_GAUDI_DMA_CS_H_
+#define UCT_GAUDI_DMA_CS_H_
 
-#include "gaudi_dma.h"
+#include "gaudi_dma_ops.h"
 #include "gaudi_packets.h"
 
 #define UCT_GAUDI_DMA_MAX_QUEUES  4
-#define UCT_GAUDI_DMA_NAME_MAX    64
 
 
 typedef enum {
@@ -38,8 +37,8 @@ typedef struct uct_gaudi_dma_slot {
 } uct_gaudi_dma_slot_t;
 
 
-/* Per-ASIC backend (facts 5.3, 5.4) */
-typedef struct uct_gaudi_dma_backend {
+/* Per-ASIC queue model (facts 5.3, 5.4) */
+typedef struct uct_gaudi_dma_asic {
     const char      *name;
     gaudi_pkt_gen_t gen;
     unsigned        num_queues;
@@ -47,19 +46,18 @@ typedef struct uct_gaudi_dma_backend {
     unsigned        max_pending;   /* driver's in-flight CS window */
     unsigned        def_inflight;  /* default async slots */
     int             user_cb;       /* chunks carry USER_ALLOC_CB + a VA */
-} uct_gaudi_dma_backend_t;
+} uct_gaudi_dma_asic_t;
 
 
-struct uct_gaudi_dma {
-    uct_gaudi_ctx_t               *ctx;
-    const uct_gaudi_dma_backend_t *backend;
-    uct_gaudi_dma_params_t        params;
+typedef struct uct_gaudi_dma_cs {
+    uct_gaudi_dma_t               super;
+    const uct_gaudi_dma_asic_t    *asic;
     unsigned                      num_queues;
     unsigned                      cb_capacity; /* LIN_DMA packets per CB */
     unsigned                      next_queue;  /* round robin start */
 
-    /* Async ring: slots are used and delivered in submission order */
-    unsigned                      num_slots;
+    /* Async ring of super.num_slots slots, used and delivered in
+     * submission order */
     unsigned                      head;       /* oldest undelivered */
     unsigned                      count;      /* undelivered slots */
     uct_gaudi_dma_slot_t          *slots;     /* num_slots + 1 (sync) */
@@ -70,8 +68,7 @@ struct uct_gaudi_dma {
     void                          *host_area;
     size_t                        host_area_size;
     uint64_t                      host_area_dma;
-    uint8_t                       *bounce;
-    uint64_t                      bounce_dma;
+    uint64_t                      bounce_dma;  /* super.bounce */
 
     /* Gaudi1 kernel CBs, one per queue; the driver copies a CB at
      * submit (facts 5.3), so every slot reuses them */
@@ -81,19 +78,18 @@ struct uct_gaudi_dma {
 
     int                           reset_logged;
     ucs_time_t                    last_busy_poll; /* device in reset */
-    char                          name[UCT_GAUDI_DMA_NAME_MAX];
-};
+} uct_gaudi_dma_cs_t;
 
 
-/* gaudi_dma_queue.c */
-const uct_gaudi_dma_backend_t *
-uct_gaudi_dma_backend_get(uct_gaudi_asic_t asic, const char **reason_p);
+/* gaudi_dma_cs_queue.c */
+const uct_gaudi_dma_asic_t *
+uct_gaudi_dma_asic_get(uct_gaudi_asic_t asic, const char **reason_p);
 
-ucs_status_t uct_gaudi_dma_mem_init(uct_gaudi_dma_t *dma);
+ucs_status_t uct_gaudi_dma_mem_init(uct_gaudi_dma_cs_t *dma);
 
-void uct_gaudi_dma_mem_cleanup(uct_gaudi_dma_t *dma);
+void uct_gaudi_dma_mem_cleanup(uct_gaudi_dma_cs_t *dma);
 
-void uct_gaudi_dma_fill_chunk(const uct_gaudi_dma_t *dma,
+void uct_gaudi_dma_fill_chunk(const uct_gaudi_dma_cs_t *dma,
                               const uct_gaudi_dma_slot_t *slot, unsigned q,
                               uint32_t size, struct hl_cs_chunk *chunk);
 
