@@ -347,6 +347,12 @@ uct_gaudi_copy_rkey_unpack(uct_component_t *component,
     const uct_gaudi_copy_rkey_t *packed = rkey_buffer;
     uct_gaudi_copy_rkey_t *key;
 
+    /* UCX 1.13 releases the key of every MD in the packed key when one
+     * fails to unpack, this one included: leave nothing to release (else
+     * the slot's stale key, already freed, is freed again) */
+    *rkey_p   = UCT_INVALID_RKEY;
+    *handle_p = NULL;
+
     if ((packed->version != UCT_GAUDI_COPY_RKEY_VERSION) ||
         (packed->reserved != 0) ||
         (packed->flags & ~UCT_GAUDI_COPY_RKEY_FLAG_DEVICE) ||
@@ -373,7 +379,9 @@ uct_gaudi_copy_rkey_unpack(uct_component_t *component,
 static ucs_status_t uct_gaudi_copy_rkey_release(uct_component_t *component,
                                                 uct_rkey_t rkey, void *handle)
 {
-    ucs_free((void*)rkey);
+    if (rkey != UCT_INVALID_RKEY) {    /* a key that did not unpack */
+        ucs_free((void*)rkey);
+    }
     return UCS_OK;
 }
 

@@ -485,6 +485,12 @@ uct_gaudi_ipc_rkey_unpack(uct_component_t *component,
     uct_gaudi_ipc_rkey_t *key;
     ucs_status_t status;
 
+    /* UCX 1.13 releases the key of every MD in the packed key when one
+     * fails to unpack, this one included: leave nothing to release (else
+     * the slot's stale key, already freed, is freed again) */
+    *rkey_p   = UCT_INVALID_RKEY;
+    *handle_p = NULL;
+
     if (packed->version != UCT_GAUDI_IPC_RKEY_VERSION) {
         ucs_error("gaudi_ipc: rkey version %u, expected %u (mixed plugin "
                   "versions on one node?)", packed->version,
@@ -511,7 +517,9 @@ uct_gaudi_ipc_rkey_unpack(uct_component_t *component,
 static ucs_status_t uct_gaudi_ipc_rkey_release(uct_component_t *component,
                                                uct_rkey_t rkey, void *handle)
 {
-    ucs_free((void*)rkey);
+    if (rkey != UCT_INVALID_RKEY) {    /* a key that did not unpack */
+        ucs_free((void*)rkey);
+    }
     return UCS_OK;
 }
 
