@@ -685,10 +685,18 @@ TEST_F(gaudi_ipc, reachability)
     /* a peer whose device cannot import: unreachable from both sides */
     std::vector<uint8_t> no_import = ifa;
     ASSERT_EQ(sizeof(uct_gaudi_ipc_iface_addr_t), no_import.size());
-    ((uct_gaudi_ipc_iface_addr_t*)no_import.data())->import_ok = 0;
+    ((uct_gaudi_ipc_iface_addr_t*)no_import.data())->caps &=
+            ~UCT_GAUDI_IPC_ADDR_IMPORT;
     EXPECT_FALSE(uct_iface_is_reachable(m_uct.ipc_if,
                                         (uct_device_addr_t*)dev.data(),
                                         (uct_iface_addr_t*)no_import.data()));
+    /* a peer that cannot export (its MD does not register): the same */
+    std::vector<uint8_t> no_export = ifa;
+    ((uct_gaudi_ipc_iface_addr_t*)no_export.data())->caps &=
+            ~UCT_GAUDI_IPC_ADDR_EXPORT;
+    EXPECT_FALSE(uct_iface_is_reachable(m_uct.ipc_if,
+                                        (uct_device_addr_t*)dev.data(),
+                                        (uct_iface_addr_t*)no_export.data()));
     /* another pid namespace */
     std::vector<uint8_t> other_ns = ifa;
     other_ns[0] ^= 1;

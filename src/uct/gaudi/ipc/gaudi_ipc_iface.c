@@ -110,12 +110,13 @@ uct_gaudi_ipc_iface_get_address(uct_iface_h tl_iface,
 
     addr->pidns     = iface->pidns;
     addr->pid       = getpid();
-    addr->import_ok = iface->import_ok;
+    addr->caps      = (iface->import_ok ? UCT_GAUDI_IPC_ADDR_IMPORT : 0) |
+                      (iface->export_ok ? UCT_GAUDI_IPC_ADDR_EXPORT : 0);
     return UCS_OK;
 }
 
-/* Another process of this boot and pid namespace, and our device can
- * import its buffers */
+/* Another process of this boot and pid namespace, and both of us can
+ * import and export: a rendezvous lane is used both ways */
 static int uct_gaudi_ipc_iface_is_reachable(const uct_iface_h tl_iface,
                                             const uct_device_addr_t *dev_addr,
                                             const uct_iface_addr_t *iface_addr)
@@ -137,9 +138,17 @@ static int uct_gaudi_ipc_iface_is_reachable(const uct_iface_h tl_iface,
         return 0;
     }
 
-    if (!addr->import_ok) {
-        ucs_debug("gaudi_ipc: pid %d unreachable: its device cannot import",
+    if (!iface->export_ok) {
+        ucs_debug("gaudi_ipc: pid %d unreachable: we cannot export",
                   addr->pid);
+        return 0;
+    }
+
+    if (!(addr->caps & UCT_GAUDI_IPC_ADDR_IMPORT) ||
+        !(addr->caps & UCT_GAUDI_IPC_ADDR_EXPORT)) {
+        ucs_debug("gaudi_ipc: pid %d unreachable: it cannot %s", addr->pid,
+                  (addr->caps & UCT_GAUDI_IPC_ADDR_IMPORT) ? "export" :
+                                                             "import");
         return 0;
     }
 
@@ -285,6 +294,7 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
     /* UCS classes are not zeroed */
     self->pidns      = uct_gaudi_ipc_pidns();
     self->next_check = 0;
+    self->export_ok  = ipc_md->export_ok;
 
     self->config.bw         = config->bw;
     self->config.latency    = config->latency;

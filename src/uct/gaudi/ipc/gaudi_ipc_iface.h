@@ -22,13 +22,20 @@ typedef struct UCS_S_PACKED uct_gaudi_ipc_device_addr {
     uint64_t system_id;   /* ucs_get_system_id(): from the boot id */
 } uct_gaudi_ipc_device_addr_t;
 
-/* Interface address: the process, and whether its device can import:
+/* What the process of an iface address can do (caps) */
+enum {
+    UCT_GAUDI_IPC_ADDR_IMPORT = UCS_BIT(0), /* its device imports (op 99) */
+    UCT_GAUDI_IPC_ADDR_EXPORT = UCS_BIT(1)  /* its MD exports (registers) */
+};
+
+/* Interface address: the process, and whether it can import and export:
  * reachability must be the same seen from both sides, or UCP's two ends
- * would select different lanes */
+ * would select different lanes (UCX 1.13 aborts at wireup: "endpoint
+ * reconfiguration not supported yet") */
 typedef struct UCS_S_PACKED uct_gaudi_ipc_iface_addr {
     uint64_t pidns;
     int32_t  pid;
-    uint8_t  import_ok;
+    uint8_t  caps;      /* UCT_GAUDI_IPC_ADDR_* */
 } uct_gaudi_ipc_iface_addr_t;
 
 
@@ -59,6 +66,7 @@ typedef struct uct_gaudi_ipc_iface {
     uct_gaudi_iface_t     super;
     uct_gaudi_reg_t       reg;       /* local buffers -> DMA addresses */
     int                   import_ok; /* op 99 available on our device */
+    int                   export_ok; /* our MD registers (exports) */
     const char            *reason;   /* why not, for the log */
     uint64_t              pidns;
     uct_gaudi_ipc_cache_t cache;
