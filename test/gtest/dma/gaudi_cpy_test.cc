@@ -24,8 +24,10 @@ extern "C" {
 #include <errno.h>
 #include <string.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
+#include <algorithm>
 #include <vector>
 
 /* emulator control: test/gtest/common */
@@ -677,9 +679,22 @@ TEST_F(cpy_test, faults) {
     setenv("HLSIM_RESET_ON_LOCKUP", "0", 1);
     ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs_timeout", 1, ETIMEDOUT));
     EXPECT_EQ(UCS_ERR_TIMED_OUT, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
+    /* a short copy is run again once (UCX 1.13's memory-type copies drop
+     * its status): a fault of both runs is an error, of one is not */
     ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs_timeout", 1, ETIMEDOUT));
+    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs_timeout", 2, ETIMEDOUT));
     EXPECT_EQ(UCS_ERR_TIMED_OUT, uct_ep_put_short(m_ep, buf.data(), 64,
                                                   (uintptr_t)dev, rkey));
+    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs_timeout", 1, ETIMEDOUT));
+    ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, buf.data(), 64, (uintptr_t)dev,
+                                       rkey));
+    ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), 64,
+                                       (uintptr_t)dev, rkey));
+    EXPECT_TRUE(std::equal(buf.begin(), buf.begin() + 64, back.begin()));
+    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs", 1, EIO));
+    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs", 2, EIO));
+    EXPECT_EQ(UCS_ERR_IO_ERROR, uct_ep_get_short(m_ep, back.data(), 64,
+                                                 (uintptr_t)dev, rkey));
     unsetenv("HLSIM_RESET_ON_LOCKUP");
     /* CS EAGAIN is flow control: NO_RESOURCE, then it goes through */
     ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs", 1, EAGAIN));

@@ -83,6 +83,29 @@ static ucs_status_t uct_gaudi_copy_sync(uct_gaudi_copy_iface_t *iface,
                                    length, name);
 }
 
+/*
+ * A short copy is UCP's memory-type copy (ucp/dt/dt.c: a received message
+ * unpacked into Gaudi memory, a sent one packed from it), whose status UCX
+ * 1.13 logs and drops: a failed copy there would hand the application a
+ * completed request with wrong data. So a failed copy is run once more
+ * (copies are idempotent) before its error is returned.
+ */
+static ucs_status_t uct_gaudi_copy_short(uct_gaudi_copy_iface_t *iface,
+                                         void *dst, const void *src,
+                                         size_t length, const char *name)
+{
+    ucs_status_t status;
+
+    status = uct_gaudi_copy_sync(iface, dst, src, length, name);
+    if ((status == UCS_OK) || (status == UCS_ERR_NO_RESOURCE)) {
+        return status;
+    }
+
+    ucs_diag("gaudi_cpy: %s of %zu bytes failed (%s): running it again",
+             name, length, ucs_status_string(status));
+    return uct_gaudi_copy_sync(iface, dst, src, length, name);
+}
+
 UCS_PROFILE_FUNC(ucs_status_t, uct_gaudi_copy_ep_put_short,
                  (tl_ep, buffer, length, remote_addr, rkey),
                  uct_ep_h tl_ep, const void *buffer, unsigned length,
@@ -96,8 +119,8 @@ UCS_PROFILE_FUNC(ucs_status_t, uct_gaudi_copy_ep_put_short,
         return status;
     }
 
-    status = uct_gaudi_copy_sync(iface, (void*)remote_addr, buffer, length,
-                                 "put_short");
+    status = uct_gaudi_copy_short(iface, (void*)remote_addr, buffer, length,
+                                  "put_short");
     UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), PUT, SHORT,
                       length);
     ucs_trace_data("PUT_SHORT size %u from %p to 0x%" PRIx64 ": %s", length,
@@ -118,8 +141,8 @@ UCS_PROFILE_FUNC(ucs_status_t, uct_gaudi_copy_ep_get_short,
         return status;
     }
 
-    status = uct_gaudi_copy_sync(iface, buffer, (void*)remote_addr, length,
-                                 "get_short");
+    status = uct_gaudi_copy_short(iface, buffer, (void*)remote_addr, length,
+                                  "get_short");
     UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), GET, SHORT,
                       length);
     ucs_trace_data("GET_SHORT size %u from 0x%" PRIx64 " to %p: %s", length,
