@@ -1,0 +1,125 @@
+# UCP between processes that misbehave (test/mpi/gaudi_ucp_peer_test.c):
+# forged gaudi_ipc rkeys, a peer killed during a 16 MiB Gaudi -> Gaudi
+# tag message, and emulator faults during tag and stream traffic. Each
+# case is one run of the test's launcher (its roles are processes on
+# devices 0, 1, 2 of a fresh emulated node); docs/ipc.md, "Trust model",
+# "Peer failure" and "Device faults during UCP traffic" say what each
+# case expects and why.
+. "$(dirname "$0")/lib.sh"
+emulator_only "fault injection and a third device of the emulator"
+
+prog=$GAUDI_UCX_BUILD/test/mpi/gaudi_ucp_peer_test
+[ -x "$prog" ] || { fail "gaudi_ucp_peer_test" "not built"; finish; exit; }
+
+# UCX's peer detection, short for the test (defaults: 20 s keepalive)
+export UCX_KEEPALIVE_INTERVAL=200ms UCX_TCP_KEEPIDLE=1s UCX_TCP_KEEPINTVL=1s
+export UCX_TCP_KEEPCNT=2 UCX_WARN_UNUSED_ENV_VARS=n
+export HLSIM_NUM_DEVICES=3 PEER_TEST_TIMEOUT=30
+
+# peer_case NAME TLS ARGS... [-- CHECK...]: one launcher run, PASS on its
+# own verdict and on each CHECK (an ERE that must match its output)
+peer_case() {
+    local name=$1 tls=$2 log args=() rc
+    shift 2
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do args+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    log=$(mktemp); tmpdirs+=("$log")
+    new_node
+    UCX_TLS=$tls GAUDI_UCX_TEST_TIMEOUT=60 on_node "$prog" "${args[@]}" \
+        >"$log" 2>&1
+    rc=$?
+    if [ "$rc" -ne 0 ] || ! grep -q '^1 passed, 0 failed$' "$log"; then
+        fail "$name" "exit $rc"
+        grep -v '^#' "$log" | tail -25 | sed 's/^/      /'
+        return
+    fi
+    while [ $# -gt 0 ]; do
+        if ! grep -Eq -- "$1" "$log"; then
+            fail "$name" "no line matches /$1/"
+            grep -v '^#' "$log" | tail -25 | sed 's/^/      /'
+            return
+        fi
+        shift
+    done
+    pass "$name"
+}
+
+ipc=gaudi_cpy,gaudi_ipc,sm,self
+
+# 1. Forged keys through UCP (UCX_PROTO_ENABLE=y: RMA on gaudi_ipc). A key
+# that does not unpack must not crash UCX 1.13's cleanup of it either.
+UCX_PROTO_ENABLE=y peer_case "forged and foreign rkeys, ucp_get/put_nbx" \
+    $ipc forged -- '^PASS inconsistent key' '^PASS another process' \
+    '^PASS grown key, buffer imported, host buffer'
+
+# 2. Peer killed during a 16 MiB Gaudi -> Gaudi tag message. With error
+# handling (PEER), UCX 1.13 needs transports with peer-failure support
+# for every lane: its shared-memory ones have none, so the AM lanes run
+# on tcp. "ipc": gaudi_ipc available (used for the rendezvous without
+# error handling; with PEER, UCX 1.13 keeps the rendezvous host-staged);
+# "staged": no gaudi_ipc.
+for victim in sender receiver; do
+    for tls in "gaudi_cpy,gaudi_ipc,tcp,self ipc" "gaudi_cpy,tcp,self staged"
+    do
+        set -- $tls
+        peer_case "peer mode, $victim killed, $2" "$1" \
+            "kill-$victim" peer "$2" -- 'ep error callback'
+    done
+done
+# Without error handling (NONE): UCX 1.13 fails the requests of a failed
+# endpoint only if it tracks them (UCX_PROTO_INDIRECT_ID=y), and only a
+# transport that notices the death can fail it: gaudi_ipc does (the
+# receiver's get from a dead exporter), tcp does (connection reset);
+# shared memory does not.
+export UCX_PROTO_INDIRECT_ID=y
+peer_case "no error handling, sender killed, ipc over shm" $ipc \
+    kill-sender none ipc -- 'receive completed with .Connection reset'
+peer_case "no error handling, sender killed, ipc" \
+    gaudi_cpy,gaudi_ipc,tcp,self kill-sender none ipc
+peer_case "no error handling, receiver killed, ipc" \
+    gaudi_cpy,gaudi_ipc,tcp,self kill-receiver none ipc
+peer_case "no error handling, receiver killed, staged" \
+    gaudi_cpy,tcp,self kill-receiver none staged
+unset UCX_PROTO_INDIRECT_ID
+# (no error handling, sender killed, staged: UCX 1.13 crashes in
+# ucp_ep_req_purge when a receive into Gaudi memory matches the message
+# of an already failed endpoint on its put pipeline; docs/ipc.md)
+
+# 3. Emulator faults during tag and stream traffic (role 0 sends, role 1
+# receives; FAULTS_ROLE<n> is that role's HLSIM_FAULTS). Each either fails
+# a request or leaves the data intact (checked by the receiver), and no
+# process aborts. The counts land in: the receiver's unpack of an eager
+# message into Gaudi memory (put_short, cs 5), the sender's pack of a
+# stream message (get_short, cs 6), the receiver's rendezvous get on
+# gaudi_ipc (cs 8, cs_timeout 8, mem_reg_dmabuf 2 = the first import);
+# mem_export 1 is the export probe at MD open (that process cannot
+# export: gaudi_ipc is unreachable both ways), 2 the first registration.
+export HLSIM_RESET_ON_LOCKUP=0
+all_tag='^PASS tag 16777216 B'
+all_stream='^PASS stream 16777216 B'
+FAULTS_ROLE1=cs:5:EIO peer_case "tag, CS failure in the eager unpack" \
+    $ipc faults-tag -- "$all_tag" 'put_short of 4096 bytes: CS submission'
+FAULTS_ROLE1=cs_timeout:5:ETIMEDOUT peer_case \
+    "tag, CS timeout in the eager unpack" $ipc faults-tag -- "$all_tag"
+FAULTS_ROLE1=cs:8:EIO peer_case "tag, CS failure in the rendezvous get" \
+    $ipc faults-tag -- '^ERROR request tag receive of 65536 B'
+FAULTS_ROLE1=cs_timeout:8:ETIMEDOUT peer_case \
+    "tag, CS timeout in the rendezvous get" $ipc faults-tag -- \
+    '^ERROR request tag receive of 65536 B: Operation timed out'
+FAULTS_ROLE1=mem_reg_dmabuf:2:EINVAL peer_case \
+    "tag, import failure in the rendezvous get" $ipc faults-tag -- \
+    '^ERROR request tag receive'
+FAULTS_ROLE0=mem_export:1:EIO peer_case "tag, export probe failure" \
+    $ipc faults-tag -- "$all_tag"
+FAULTS_ROLE0=mem_export:2:EIO peer_case "tag, export failure" \
+    $ipc faults-tag -- "$all_tag"
+FAULTS_ROLE1=cs:8:EIO peer_case "stream, CS failure in the unpack" \
+    $ipc faults-stream -- "$all_stream" 'put_short of .* CS submission'
+FAULTS_ROLE0=cs:6:EIO peer_case "stream, CS failure in the pack" \
+    $ipc faults-stream -- "$all_stream" 'get_short of .* CS submission'
+FAULTS_ROLE1=cs_timeout:8:ETIMEDOUT peer_case "stream, CS timeout in the unpack" \
+    $ipc faults-stream -- "$all_stream"
+FAULTS_ROLE0=mem_export:1:EIO peer_case "stream, export probe failure" \
+    $ipc faults-stream -- "$all_stream"
+
+finish
