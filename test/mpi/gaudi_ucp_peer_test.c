@@ -10,13 +10,14 @@
  * most TIMEOUT seconds (env PEER_TEST_TIMEOUT, default 30) and prints
  * "PASS <case>" or "FAIL <case>: why", then "N passed, N failed".
  *
- * usage: gaudi_ucp_peer_test CASE [peer|none] [ipc|staged]
+ * usage: gaudi_ucp_peer_test CASE [peer|none] [ipc|staged] [mid]
  *   kill-sender, kill-receiver: 16 MiB Gaudi -> Gaudi tag message; role 0
  *       sends, role 1 receives. The named side SIGKILLs itself once the
  *       receiver has the rendezvous request (kill-sender: before the
- *       receiver posts its receive; kill-receiver: before it does). The
- *       survivor must see its request fail and return (ep close, worker
- *       and context destroyed) within the timeout. "peer" / "none": the
+ *       receiver posts its receive; kill-receiver: before it does), or,
+ *       with "mid", 0.2 s into the transfer (the receive posted first).
+ *       The survivor must see its request fail and return (ep close,
+ *       worker and context destroyed) within the timeout. "peer" / "none": the
  *       endpoints' error handling mode. "ipc" / "staged": the suite's
  *       UCX_TLS decides; the argument only names the case.
  *   forged: role 0 (attacker) exports a Gaudi buffer and sends role 1
@@ -359,68 +360,121 @@ static void warm_up(node_t *n, void *buf)
     }
 }
 
-static int run_kill(int kill_sender)
+/*
+ * Before the receive is posted: the sender posts, the receiver sees the
+ * rendezvous request; then the victim dies, and a surviving receiver
+ * posts its receive once the sender is gone. Returns the survivor's
+ * request (NULL for the receiver: posted later).
+ */
+static ucs_status_ptr_t kill_before_recv(node_t *n, void *buf, int victim)
+{
+    ucp_request_param_t param = { 0 };
+    struct pollfd       pfd   = { .fd = sock[0], .events = POLLIN };
+    ucs_status_ptr_t    req   = NULL;
+
+    if (role == 0) {
+        req = ucp_tag_send_nbx(n->ep, buf, KILL_SIZE, TAG, &param);
+        if (UCS_PTR_IS_ERR(req)) {
+            die("tag_send_nbx", UCS_PTR_STATUS(req));
+        }
+        /* progress until the receiver has the rendezvous request */
+        while (poll(&pfd, 1, 0) <= 0) {
+            ucp_worker_progress(n->worker);
+        }
+        free(must_recv(sock[0], NULL));
+    } else {
+        if (!wait_rts(n, 10)) {
+            fprintf(stderr, "role 1: no rendezvous request in 10 s\n");
+            exit(1);
+        }
+        send_u64(sock[0], 1);
+    }
+    if (role == victim) {
+        raise(SIGKILL);
+    }
+    wait_peer_gone(sock[0]);
+    if (role == 1) {
+        req = ucp_tag_recv_nbx(n->worker, buf, KILL_SIZE, TAG, (ucp_tag_t)-1,
+                               &param);
+    }
+    return req;
+}
+
+/*
+ * Mid-transfer: the receive is posted first, then the message; the victim
+ * progresses for MID_DELAY (the suite slows the emulated DMA so that the
+ * copy of 16 MiB takes longer) and dies with the transfer under way.
+ */
+#define MID_DELAY 0.2
+
+static ucs_status_ptr_t kill_mid(node_t *n, void *buf, int victim)
 {
     ucp_request_param_t param = { 0 };
     ucs_status_ptr_t    req;
-    ucs_status_t        status;
-    node_t              n;
-    void               *buf;
-    double              t0;
-    int                 victim = kill_sender ? 0 : 1;
+    double              deadline;
+
+    if (role == 1) {
+        req = ucp_tag_recv_nbx(n->worker, buf, KILL_SIZE, TAG, (ucp_tag_t)-1,
+                               &param);
+        send_u64(sock[0], 1);
+    } else {
+        free(must_recv(sock[0], NULL));
+        req = ucp_tag_send_nbx(n->ep, buf, KILL_SIZE, TAG, &param);
+    }
+    if (UCS_PTR_IS_ERR(req)) {
+        die("posting the message", UCS_PTR_STATUS(req));
+    }
+    if (role == victim) {
+        deadline = now() + MID_DELAY;
+        while (now() < deadline) {
+            ucp_worker_progress(n->worker);
+        }
+        /* our request may be over (a sender's, once its data left), the
+         * transfer is not: the receiver's copies run at the slowed DMA */
+        raise(SIGKILL);
+    }
+    return req;
+}
+
+static int run_kill(int kill_sender, int mid)
+{
+    ucs_status_ptr_t req;
+    ucs_status_t     status;
+    node_t           n;
+    void            *buf;
+    double           t0;
+    int              victim = kill_sender ? 0 : 1;
 
     node_init(&n, sock[0]);
     buf = gaudi_alloc_fill(KILL_SIZE, role);
     warm_up(&n, buf);
 
-    if (role == 0) {
-        req = ucp_tag_send_nbx(n.ep, buf, KILL_SIZE, TAG, &param);
-        if (UCS_PTR_IS_ERR(req)) {
-            die("tag_send_nbx", UCS_PTR_STATUS(req));
-        }
-        /* progress until the receiver has the rendezvous request */
-        while (1) {
-            struct pollfd pfd = { .fd = sock[0], .events = POLLIN };
-
-            ucp_worker_progress(n.worker);
-            if (poll(&pfd, 1, 0) > 0) {
-                break;
-            }
-        }
-        free(must_recv(sock[0], NULL));
-    } else {
-        if (!wait_rts(&n, 10)) {
-            fprintf(stderr, "role 1: no rendezvous request in 10 s\n");
-            return 1;
-        }
-        send_u64(sock[0], 1);
-        req = NULL;
-    }
-
-    if (role == victim) {
-        raise(SIGKILL);
-    }
-
-    /* the survivor */
-    wait_peer_gone(sock[0]);
-    t0 = now();
-    if (role == 1) {
-        req = ucp_tag_recv_nbx(n.worker, buf, KILL_SIZE, TAG, (ucp_tag_t)-1,
-                               &param);
-    }
+    req    = mid ? kill_mid(&n, buf, victim) :
+                   kill_before_recv(&n, buf, victim);
+    t0     = now();
     status = wait_req(&n, req, 20);
-    fprintf(stderr, "role %d: %s completed with '%s' %.2f s after the "
-            "peer's death\n", role, role ? "receive" : "send",
-            ucs_status_string(status), now() - t0);
+    fprintf(stderr, "role %d: %s completed with '%s' after %.2f s\n", role,
+            role ? "receive" : "send", ucs_status_string(status),
+            now() - t0);
     if (status == REQ_HUNG) {
         fprintf(stderr, "role %d: request still in progress after 20 s\n",
                 role);
         return 1;
     }
-    if (status == UCS_OK) {
+    if ((status == UCS_OK) && !mid) {
         fprintf(stderr, "role %d: request succeeded although its peer "
                 "died before the data moved\n", role);
         return 1;
+    }
+    if ((status == UCS_OK) && (role == 1) &&
+        (gaudi_check(buf, KILL_SIZE, 0) != -1)) {
+        fprintf(stderr, "role 1: receive succeeded with wrong data\n");
+        return 1;
+    }
+    if (status == UCS_OK) {
+        /* all the data had left the sender before its death */
+        fprintf(stderr, "role %d: the transfer completed, data intact\n",
+                role);
     }
     uct_gaudi_mem_free(buf);
     if (!node_fini(&n, 1)) {
@@ -894,9 +948,11 @@ static int launch(int argc, char **argv)
 
     t       = getenv("PEER_TEST_TIMEOUT");
     timeout = t ? atof(t) : 30;
-    snprintf(name, sizeof(name), "%s%s%s%s%s", argv[1],
-             (argc > 2) ? " " : "", (argc > 2) ? argv[2] : "",
-             (argc > 3) ? " " : "", (argc > 3) ? argv[3] : "");
+    snprintf(name, sizeof(name), "%s", argv[1]);
+    for (i = 2; i < argc; i++) {
+        snprintf(name + strlen(name), sizeof(name) - strlen(name), " %s",
+                 argv[i]);
+    }
     if (!strcmp(argv[1], "kill-sender")) {
         killed = 0;
     } else if (!strcmp(argv[1], "kill-receiver")) {
@@ -1038,9 +1094,9 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);   /* a dead peer is an outcome, not a death */
 
     if (!strcmp(test_case, "kill-sender")) {
-        return run_kill(1);
+        return run_kill(1, (argc > 9) && !strcmp(argv[9], "mid"));
     } else if (!strcmp(test_case, "kill-receiver")) {
-        return run_kill(0);
+        return run_kill(0, (argc > 9) && !strcmp(argv[9], "mid"));
     } else if (!strcmp(test_case, "forged")) {
         return (role == 1) ? forge_victim() : forge_exporter();
     } else if (!strcmp(test_case, "faults-tag")) {

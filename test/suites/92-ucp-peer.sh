@@ -80,10 +80,28 @@ peer_case "no error handling, receiver killed, ipc" \
     gaudi_cpy,gaudi_ipc,tcp,self kill-receiver none ipc
 peer_case "no error handling, receiver killed, staged" \
     gaudi_cpy,tcp,self kill-receiver none staged
+# Mid-transfer ("mid"): the receive is posted first and the victim dies
+# 0.2 s into the message, whose copies the slowed emulated DMA stretches
+# to seconds (on gaudi_ipc: the receiver's get from the exporter is in
+# flight). A sender may die after all its data left: the receive may then
+# succeed, with the data intact.
+export HLSIM_DMA_GBPS=0.005
+peer_case "no error handling, sender killed mid-get, ipc over shm" $ipc \
+    kill-sender none ipc mid -- 'receive completed with .Connection reset'
+peer_case "no error handling, receiver killed mid-get, ipc" \
+    gaudi_cpy,gaudi_ipc,tcp,self kill-receiver none ipc mid -- \
+    'send completed with .Endpoint timeout'
 unset UCX_PROTO_INDIRECT_ID
-# (no error handling, sender killed, staged: UCX 1.13 crashes in
-# ucp_ep_req_purge when a receive into Gaudi memory matches the message
-# of an already failed endpoint on its put pipeline; docs/ipc.md)
+peer_case "peer mode, receiver killed mid-transfer, ipc" \
+    gaudi_cpy,gaudi_ipc,tcp,self kill-receiver peer ipc mid -- \
+    'ep error callback'
+peer_case "peer mode, sender killed mid-transfer, staged" \
+    gaudi_cpy,tcp,self kill-sender peer staged mid -- \
+    'receive completed with .(Endpoint timeout|Success)'
+unset HLSIM_DMA_GBPS
+# (no error handling, sender killed, staged: UCX 1.13's put pipeline
+# crashes in ucp_ep_req_purge when the endpoint fails, or its receive never
+# ends without indirect ids; docs/ipc.md)
 
 # 3. Emulator faults during tag and stream traffic (role 0 sends, role 1
 # receives; FAULTS_ROLE<n> is that role's HLSIM_FAULTS). Each either fails
