@@ -38,7 +38,6 @@
 #include <uct/gaudi/api/uct_gaudi.h>
 #include <ucp/api/ucp.h>
 
-#include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -259,7 +258,6 @@ static int node_fini(node_t *n, int force)
 {
     ucp_request_param_t param = { 0 };
     ucs_status_t        status;
-    int                 ok = 1;
 
     if (n->ep != NULL) {
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -272,7 +270,7 @@ static int node_fini(node_t *n, int force)
     }
     ucp_worker_destroy(n->worker);
     ucp_cleanup(n->ctx);
-    return ok;
+    return 1;
 }
 
 static uint8_t pattern(size_t i, size_t salt)
