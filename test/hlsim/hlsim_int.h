@@ -346,6 +346,7 @@ int  hlsim_parse_size(const char *s, uint64_t *out);
 
 /* hlsim_node.c */
 int  hlsim_node_create(void);
+int  hlsim_node_boot_id(void);
 void hlsim_node_write_status(int dev, unsigned status);
 int hlsim_node_compute_held(int dev);
 int hlsim_dmabufs_alive(int dev);

@@ -699,7 +699,10 @@ static int hlsim_mem_reg_dmabuf(hlsim_ctx_t *ctx, struct gaudi_hl_mem_in *in,
         (hlsim_real.fcntl(ufd, F_GETFD) < 0)) {
         return -EBADF;
     }
-    if (pread(ufd, &h, sizeof(h), 0) != sizeof(h)) {
+    /* a dma-buf of another emulated node cannot reach this one: no
+     * machine can hand a dma-buf to another machine's driver */
+    if (!hlsim_is_dmabuf_fd(ufd) ||
+        (pread(ufd, &h, sizeof(h), 0) != sizeof(h))) {
         return -EINVAL;
     }
     if ((h.magic != HLSIM_DMABUF_MAGIC) || (h.dev >= (unsigned)

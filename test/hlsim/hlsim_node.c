@@ -10,6 +10,7 @@
  *   sys/class/accel/accelN -> ../../devices/.../accel/accelN
  *   sys/dev/char/261:N -> ../../devices/.../accel/accelN
  *   hbm/devN (sparse, HBM size), locks, state, config
+ *   proc/sys/kernel/random/boot_id                  (the node's boot id)
  */
 
 #include "hlsim_int.h"
@@ -21,7 +22,11 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/vfs.h>
+
+/* The node's kernel identity, read by UCX as the system id */
+#define HLSIM_BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
 
 static const char *hlsim_status_str[] = {
     "operational", "in reset", "disabled", "needs reset",
@@ -289,6 +294,48 @@ static int hlsim_node_create_dev(int dev)
     return rc ? -EIO : 0;
 }
 
+/*
+ * An emulated node is a machine of its own: it has its own boot id, a
+ * random UUID drawn once per boot, shared by every process of that kernel
+ * whatever its namespaces (drivers/char/random.c, proc_do_uuid). UCX takes
+ * it as the system id (ucs/sys/uid.c), and shared-memory transports and
+ * gaudi_ipc reach only processes of the same one. Called under the node
+ * lock: created once, also in a root made by an older emulator.
+ */
+int hlsim_node_boot_id(void)
+{
+    char     path[4300], dir[4300], val[64];
+    uint8_t  u[16];
+    unsigned i;
+    size_t   n;
+    int      rc;
+
+    snprintf(path, sizeof(path), "%s%s", hlsim_cfg.root, HLSIM_BOOT_ID_PATH);
+    if (access(path, F_OK) == 0) {
+        return 0;
+    }
+    for (n = 0; n < sizeof(u); ) {
+        ssize_t r = getrandom(u + n, sizeof(u) - n, 0);
+
+        if (r < 0) {
+            return -errno;
+        }
+        n += r;
+    }
+    u[6] = (u[6] & 0x0f) | 0x40;   /* version 4, variant 1, as the kernel */
+    u[8] = (u[8] & 0x3f) | 0x80;
+    n    = 0;
+    for (i = 0; i < sizeof(u); i++) {
+        n += snprintf(val + n, sizeof(val) - n, "%s%02x",
+                      ((i == 4) || (i == 6) || (i == 8) || (i == 10)) ?
+                      "-" : "", u[i]);
+    }
+    snprintf(val + n, sizeof(val) - n, "\n");
+    snprintf(dir, sizeof(dir), "%s/proc/sys/kernel/random", hlsim_cfg.root);
+    rc = hlsim_mkdirs(dir);
+    return rc ? rc : hlsim_write_file(path, val);
+}
+
 int hlsim_node_create(void)
 {
     const char *r = hlsim_cfg.root;
@@ -350,6 +397,9 @@ static int hlsim_redirected(const char *path)
 
     if ((path == NULL) || (path[0] != '/')) {
         return 0;
+    }
+    if (path[1] == 'p') {
+        return !strcmp(path, HLSIM_BOOT_ID_PATH);
     }
     if (path[1] == 'd') {
         if (!strncmp(path, "/dev/hl", 7)) {

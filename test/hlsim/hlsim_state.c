@@ -557,6 +557,9 @@ static int hlsim_do_init(void)
             }
             rc = hlsim_shm_open(0);
         }
+        if (rc == 0) {
+            rc = hlsim_node_boot_id();
+        }
     } else {
         hlsim_cfg.num_dev = envc.num_dev;
         hlsim_cfg.legacy   = envc.legacy;
@@ -574,6 +577,9 @@ static int hlsim_do_init(void)
         rc = hlsim_shm_open(1);
         if (rc == 0) {
             rc = hlsim_node_create();
+        }
+        if (rc == 0) {
+            rc = hlsim_node_boot_id();
         }
         if (rc == 0) {
             snprintf(tmp, sizeof(tmp), "%s/config.tmp", hlsim_cfg.root);

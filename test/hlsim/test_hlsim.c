@@ -2574,6 +2574,107 @@ static void t_op99_bad_fd(void)
     close(fd);
 }
 
+/* boot id as another process with HLSIM_ROOT=@root (NULL: ours) sees it */
+static void boot_id_of(const char *root, char *buf, size_t len)
+{
+    char  cmd[700];
+    FILE *f;
+
+    snprintf(cmd, sizeof(cmd), "%s%s%scat /proc/sys/kernel/random/boot_id",
+             root ? "HLSIM_ROOT='" : "", root ? root : "", root ? "' " : "");
+    f = popen(cmd, "r");
+    CHECK(f != NULL, "popen");
+    buf[0] = '\0';
+    CHECK(fgets(buf, len, f) != NULL, "no boot id from '%s'", cmd);
+    CHECK(pclose(f) == 0, "'%s' failed", cmd);
+}
+
+/* a random (version 4) UUID, as the kernel's boot_id */
+static int is_uuid4(const char *s)
+{
+    unsigned i;
+
+    for (i = 0; i < 36; i++) {
+        if ((i == 8) || (i == 13) || (i == 18) || (i == 23)) {
+            if (s[i] != '-') {
+                return 0;
+            }
+        } else if (!strchr("0123456789abcdef", s[i])) {
+            return 0;
+        }
+    }
+    return (s[14] == '4') && strchr("89ab", s[19]) && !strcmp(s + 36, "\n");
+}
+
+/*
+ * An emulated node has its own boot id (a machine's kernel identity, which
+ * UCX takes as the system id): the same for every process of one root,
+ * another for another root, not the real kernel's.
+ */
+static void t_two_nodes_boot_id(void)
+{
+    char own[64], again[64], peer[64], other[64], real[64], root2[600];
+    int  fd;
+    ssize_t n;
+
+    CHECK_OK(read_file("/proc/sys/kernel/random/boot_id", own, sizeof(own)),
+             "read boot_id");
+    CHECK(is_uuid4(own), "not a UUID: '%s'", own);
+    CHECK_OK(read_file("/proc/sys/kernel/random/boot_id", again,
+                       sizeof(again)), "read boot_id again");
+    CHECK(!strcmp(own, again), "boot id changed: %s / %s", own, again);
+    boot_id_of(NULL, peer, sizeof(peer));
+    CHECK(!strcmp(own, peer), "another process of this node: %s / %s", own,
+          peer);
+    snprintf(root2, sizeof(root2), "%s-node2", getenv("HLSIM_ROOT"));
+    boot_id_of(root2, other, sizeof(other));
+    CHECK(is_uuid4(other), "not a UUID: '%s'", other);
+    CHECK(strcmp(own, other), "another node has our boot id %s", own);
+    /* the kernel's own, read without the redirection */
+    fd = syscall(SYS_openat, AT_FDCWD, "/proc/sys/kernel/random/boot_id",
+                 O_RDONLY);
+    CHECK_OK(fd, "real boot_id");
+    n = read(fd, real, sizeof(real) - 1);
+    close(fd);
+    CHECK(n > 0, "read the real boot_id");
+    real[n] = '\0';
+    CHECK(strcmp(own, real) && strcmp(other, real),
+          "a node shows the real boot id %s", real);
+}
+
+/*
+ * A dma-buf of another emulated node cannot be imported (no machine hands
+ * a dma-buf to another's driver): op 99 with a file of the same contents
+ * under another root is EINVAL, never a mapping of our own HBM.
+ */
+static void t_op99_other_node(void)
+{
+    char     hdr[4096], path[700];
+    uint64_t h, va, iva;
+    ssize_t  n;
+    int      fd, d, f;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(mem_alloc(fd, 1, &h), "alloc");
+    CHECK_OK(map_dev(fd, h, 0, 0, &va), "map");
+    CHECK_OK(d = export_fd(fd, va, 4096, 0, O_RDWR | O_CLOEXEC), "export");
+    n = pread(d, hdr, sizeof(hdr), 0);
+    CHECK(n > 0, "read the dma-buf header");
+    snprintf(path, sizeof(path), "%s-node2", getenv("HLSIM_ROOT"));
+    CHECK(!mkdir(path, 0777) || (errno == EEXIST), "mkdir %s", path);
+    strcat(path, "/dmabuf");
+    CHECK(!mkdir(path, 0777) || (errno == EEXIST), "mkdir %s", path);
+    snprintf(path, sizeof(path), "%s-node2/dmabuf/dev0.1",
+             getenv("HLSIM_ROOT"));
+    CHECK_OK(f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600), "create");
+    CHECK(write(f, hdr, n) == n, "write");
+    CHECK_ERR(reg_dmabuf(fd, f, 4096, &iva), EINVAL, "another node's dma-buf");
+    CHECK_OK(reg_dmabuf(fd, d, 4096, &iva), "our own dma-buf");
+    close(f);
+    close(d);
+    close(fd);
+}
+
 /*
  * Linux 6.1 (misc driver, HLSIM_NODES=legacy): no export on Gaudi2, which
  * has DRAM virtual memory, refused before any argument check; no op 99
@@ -2737,6 +2838,8 @@ static const test_t tests[] = {
     { "op99_two_processes", t_op99_two_processes, "" },
     { "op99_upstream", t_op99_upstream, "HLSIM_FLAVOUR=upstream" },
     { "op99_bad_fd", t_op99_bad_fd, "" },
+    { "op99_other_node", t_op99_other_node, "" },
+    { "two_nodes_boot_id", t_two_nodes_boot_id, "" },
     { "exporter_lifetime", t_exporter_lifetime, "" },
     { "control_probe_order", t_control_probe_order, "HLSIM_ACCEL_BASE=1" },
     { "pin_shared_file", t_pin_shared_file, "" },
