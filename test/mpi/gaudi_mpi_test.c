@@ -7,6 +7,10 @@
  * checked after a device-to-host copy: the CPU never touches the device
  * buffers, MPI and UCX move them. Rank 0 prints one line per check and
  * "N passed, N failed".
+ *
+ * --loop SECONDS: after the checks, keep exchanging 16 MiB buffers (data
+ * checked) for that long, so that a test can kill a rank mid-transfer;
+ * rank 0 prints "LOOP started" first.
  */
 
 #include <uct/gaudi/api/uct_gaudi.h>
@@ -16,10 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_SIZE   (64ul << 20)
 #define TAG_PING   11
 #define TAG_PONG   12
+#define LOOP_SIZE  (16ul << 20)
 
 static int rank;
 static int npass, nfail;
@@ -161,6 +167,23 @@ static void test_nonblocking(void *sdev, void *rdev, uint8_t *host,
     check(ok, "non-blocking isend/irecv", size, why);
 }
 
+/* Exchange LOOP_SIZE buffers for @a seconds (a peer may die meanwhile) */
+static void test_loop(void *sdev, void *rdev, uint8_t *host, double seconds)
+{
+    struct timespec t0, t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (rank == 0) {
+        printf("LOOP started\n");
+        fflush(stdout);
+    }
+    do {
+        test_nonblocking(sdev, rdev, host, LOOP_SIZE);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9 <
+             seconds);
+}
+
 int main(int argc, char **argv)
 {
     void *sdev, *rdev;
@@ -168,9 +191,13 @@ int main(int argc, char **argv)
     uint8_t *host;
     size_t size;
     int nranks;
+    double loop = 0;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if ((argc == 3) && !strcmp(argv[1], "--loop")) {
+        loop = atof(argv[2]);
+    }
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     if (nranks != 2) {
         if (rank == 0) {
@@ -201,6 +228,9 @@ int main(int argc, char **argv)
     test_nonblocking(sdev, rdev, host, 65537);
     test_blocking(sdev, rdev, host, MAX_SIZE);
     test_nonblocking(sdev, rdev, host, MAX_SIZE);
+    if (loop > 0) {
+        test_loop(sdev, rdev, host, loop);
+    }
 
     free(host);
     uct_gaudi_mem_free(rdev);

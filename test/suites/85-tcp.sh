@@ -1,0 +1,403 @@
+# Two emulated nodes over TCP: each process (ucx_perftest) or MPI rank runs
+# on an emulated node of its own (its own HLSIM_ROOT: own devices, own boot
+# id, hence another UCX system id), with one Gaudi2 each. Between them only
+# tcp can carry data: gaudi_ipc and the shared-memory transports must be
+# unreachable, and Gaudi buffers move host-staged (gaudi_cpy copies on each
+# side). Data is checked by the MPI programs (test/mpi). Then the peer
+# dies mid-transfer (SIGKILL, each side in turn): the survivor must learn
+# it within a bounded time instead of hanging, and never report success.
+. "$(dirname "$0")/lib.sh"
+emulator_only "two emulated nodes are two emulator roots"
+suites=$(cd "$(dirname "$0")" && pwd)
+out=$(mktemp); srv=$(mktemp); tmpdirs+=("$out" "$srv")
+export UCX_WARN_UNUSED_ENV_VARS=n
+export HLSIM_NUM_DEVICES=1
+tls=tcp,gaudi_cpy,gaudi_ipc,self
+# how long a survivor may take to learn that its peer died (UCX's tcp
+# transport sees the reset connection at once; keepalive is not needed)
+death_bound=${GAUDI_UCX_PEER_DEATH_BOUND:-30}
+
+# Two fresh nodes, NODE_A and NODE_B
+new_nodes() {
+    NODE_A=$(mktemp -d /tmp/hlsim-tcp-a.XXXXXX)
+    NODE_B=$(mktemp -d /tmp/hlsim-tcp-b.XXXXXX)
+    tmpdirs+=("$NODE_A" "$NODE_B")
+}
+
+# perftest_ok NAME LOG: the run reported a "Final:" line with numbers > 0
+perftest_ok() {
+    local name=$1 log=$2
+    if awk '/^Final:/ { ok = ($3 + 0 > 0) && ($5 + 0 > 0) } END { exit !ok }' \
+        "$log"; then
+        pass "$name ($(awk '/^Final:/ {print $5 " us, " $7 " MB/s"}' "$log"))"
+    else
+        fail "$name" "no valid Final line"
+        grep -v '^\s*[0-9]\+ ' "$log" | tail -15 | sed 's/^/      /'
+    fi
+}
+
+# start_server PORT ARGS...: ucx_perftest server on node A (pid: $server)
+start_server() {
+    local port=$1; shift
+    HLSIM_ROOT=$NODE_A on_node ucx_perftest -p "$port" "$@" > "$srv" 2>&1 &
+    server=$!
+    wait_listen "$port" "$server" 60
+}
+
+# node_pair NAME ARGS...: server on node A, client on node B
+node_pair() {
+    local name=$1; shift
+    local port=$((20000 + RANDOM % 20000)) rc
+    new_nodes
+    if ! start_server "$port" "$@"; then
+        fail "$name" "the server did not listen on port $port"
+        kill "$server" 2>/dev/null; wait "$server"
+        tail -15 "$srv" | sed 's/^/      /'
+        return
+    fi
+    HLSIM_ROOT=$NODE_B on_node ucx_perftest 127.0.0.1 -p "$port" "$@" \
+        > "$out" 2>&1
+    rc=$?
+    wait "$server" || rc=1
+    if [ $rc -ne 0 ]; then
+        fail "$name" "exit status $rc"
+        tail -n 15 "$out" "$srv" | sed 's/^/      /'
+        return
+    fi
+    perftest_ok "$name" "$out"
+}
+
+# lanes_tcp_only NAME LOG: the wireup put every lane of the endpoint to the
+# other node on tcp (UCX_LOG_LEVEL=debug lines "lane[N]: N:tl/dev ...");
+# gaudi_cpy lanes are the local memory-type endpoint, not the peer
+lanes_tcp_only() {
+    local name=$1 log=$2
+    if ! grep -Eq 'lane\[[0-9]+\]: +[0-9]+:tcp/' "$log"; then
+        fail "$name" "no tcp lane"
+    elif grep -Eq 'lane\[[0-9]+\]: +[0-9]+:(gaudi_ipc|sysv|posix|cma|knem|xpmem)/' \
+            "$log"; then
+        fail "$name" "a lane on a transport of one node"
+        grep -E 'lane\[[0-9]+\]:' "$log" | sed 's/^.*ep /      ep /' | head
+    else
+        pass "$name"
+    fi
+}
+
+# The two nodes are two machines to UCX: distinct boot ids
+new_nodes
+a=$(HLSIM_ROOT=$NODE_A LD_PRELOAD=$HLSIM_LIB cat /proc/sys/kernel/random/boot_id)
+b=$(HLSIM_ROOT=$NODE_B LD_PRELOAD=$HLSIM_LIB cat /proc/sys/kernel/random/boot_id)
+if [ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ] &&
+   [ "$a" != "$(cat /proc/sys/kernel/random/boot_id)" ]; then
+    pass "each emulated node has its own boot id"
+else
+    fail "each emulated node has its own boot id" "'$a' / '$b'"
+fi
+
+# Every transport offered (UCX_TLS unset): UCX itself must find that only
+# tcp reaches the other node (not gaudi_ipc, not shared memory)
+unset UCX_TLS
+UCX_LOG_LEVEL=debug node_pair "all transports: tag_bw -m rocm -s 16777216" \
+    -t tag_bw -m rocm -s 16777216 -n 3 -w 1
+lanes_tcp_only "all transports: only tcp between the nodes" "$out"
+UCX_TLS=$tls UCX_LOG_LEVEL=debug node_pair \
+    "UCX_TLS=$tls: tag_bw -m rocm -s 16777216" \
+    -t tag_bw -m rocm -s 16777216 -n 3 -w 1
+lanes_tcp_only "UCX_TLS=$tls: only tcp between the nodes" "$out"
+
+export UCX_TLS=$tls
+for mem in rocm rocm,host host,rocm; do
+    for size in 8 65536 16777216; do
+        iters=50; [ $size -ge 16777216 ] && iters=4
+        node_pair "tag_bw -m $mem -s $size" -t tag_bw -m $mem -s $size \
+            -n $iters -w 1
+    done
+done
+node_pair "stream_bw -m rocm -s 1048576" -t stream_bw -m rocm -s 1048576 \
+    -n 10 -w 1
+# RMA to the other node's Gaudi memory: UCX 1.13's new protocols emulate
+# it over tcp active messages, packed through gaudi_cpy
+for size in 8 1048576; do
+    UCX_PROTO_ENABLE=y node_pair "ucp_put_bw -m rocm -s $size (proto v2)" \
+        -t ucp_put_bw -m rocm -s $size -n 5 -w 1
+    UCX_PROTO_ENABLE=y node_pair "ucp_get -m rocm -s $size (proto v2)" \
+        -t ucp_get -m rocm -s $size -n 5 -w 1
+done
+
+# Open MPI, one rank per node (test/suites/rank-node.sh), data checked by
+# the program: send/recv of Gaudi buffers, then UCP RMA on Gaudi and host
+# buffers
+run_mpi() {
+    local name=$1 prog=$2; shift 2
+    local log p f rc
+    log=$(mktemp); tmpdirs+=("$log")
+    NODES_DIR=$(mktemp -d /tmp/hlsim-tcp-mpi.XXXXXX); tmpdirs+=("$NODES_DIR")
+    echo "=== $name"
+    NODES_DIR=$NODES_DIR timeout -k 10 600 \
+        mpirun --allow-run-as-root --oversubscribe -np 2 \
+        --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
+        --mca osc ^ucx --mca btl ^openib,uct \
+        -x NODES_DIR -x HLSIM_NUM_DEVICES -x LD_PRELOAD="$HLSIM_LIB" \
+        -x GAUDI_UCX_LIBDIR -x UCX_TLS -x UCX_WARN_UNUSED_ENV_VARS "$@" \
+        "$suites/rank-node.sh" "$GAUDI_UCX_RUN" $prog > "$log" 2>&1
+    rc=$?
+    cat "$log"
+    p=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$log")
+    f=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$log")
+    if [ -z "$p" ] || [ "$rc" -ne 0 ] || [ "$f" -ne 0 ]; then
+        fail "$name" "exit $rc, '${p:-no} passed, ${f:-no} failed'"
+    elif [ ! -d "$NODES_DIR/node0/dev" ] || [ ! -d "$NODES_DIR/node1/dev" ]
+    then
+        fail "$name" "the ranks did not run on two nodes"
+    else
+        pass "$name ($p checks)"
+    fi
+}
+run_mpi "MPI send/recv of Gaudi buffers between two nodes" \
+    "$GAUDI_UCX_BUILD/test/mpi/gaudi_mpi_test"
+run_mpi "MPI UCP RMA between two nodes (UCX_PROTO_ENABLE=y)" \
+    "$GAUDI_UCX_BUILD/test/mpi/gaudi_ucp_rma_test gg,hg,gh,hh" \
+    -x UCX_PROTO_ENABLE=y
+
+# --- peer death ---
+
+# wait_line LOG PATTERN PID SECONDS [FROM]: LOG has a line matching the
+# ERE (from line FROM on), or PID exited without one
+wait_line() {
+    local tries=$(($4 * 10)) from=${5:-1}
+    while [ "$tries" -gt 0 ]; do
+        tail -n +"$from" "$1" | grep -Eq -- "$2" && return 0
+        kill -0 "$3" 2>/dev/null ||
+            { tail -n +"$from" "$1" | grep -Eq -- "$2"; return; }
+        sleep 0.1
+        tries=$((tries - 1))
+    done
+    return 1
+}
+
+# wait_gone PID SECONDS: PID (not necessarily our child) has exited
+wait_gone() {
+    local tries=$(($2 * 10))
+    while kill -0 "$1" 2>/dev/null; do
+        [ "$tries" -gt 0 ] || return 1
+        sleep 0.1
+        tries=$((tries - 1))
+    done
+}
+
+# perftest_pid PID: the ucx_perftest process PID runs (through a subshell,
+# timeout(1) and the wrapper, which execs it)
+perftest_pid() {
+    local p=$1 c
+    while [ -n "$p" ]; do
+        if [ "$(cat /proc/"$p"/comm 2>/dev/null)" = ucx_perftest ]; then
+            echo "$p"
+            return
+        fi
+        c=$(pgrep -P "$p" | head -1)
+        p=$c
+    done
+}
+
+# perftest_death VICTIM NAME ARGS...: a long tag_bw of Gaudi buffers
+# between the nodes; once both sides have reported progress, SIGKILL
+# VICTIM (server or client). The survivor must, within death_bound
+# seconds, exit non-zero or report the peer's failure through UCX (with
+# -e: the endpoint's error handler; UCX 1.13's ucx_perftest only logs it
+# and then waits on its own bootstrap socket, whose EOF it does not check:
+# tools/perf/perftest.c, sock_io; UCX 1.22's exits from the handler). It
+# must never exit 0.
+perftest_death() {
+    local victim=$1 name=$2; shift 2
+    local port=$((20000 + RANDOM % 20000)) client vpid spid pid slog from
+    local t0 t1 rc
+    local pattern='error handler called with status|UCX  ERROR'
+    new_nodes
+    if ! start_server "$port" "$@"; then
+        fail "$name" "the server did not listen on port $port"
+        kill "$server" 2>/dev/null; wait "$server"
+        return
+    fi
+    HLSIM_ROOT=$NODE_B GAUDI_UCX_TEST_TIMEOUT=120 on_node ucx_perftest \
+        127.0.0.1 -p "$port" "$@" > "$out" 2>&1 &
+    client=$!
+    # the client's progress lines (the server prints none): Gaudi buffers
+    # are in flight, both sides are running
+    if ! wait_line "$out" '^\[thread 0\] +[0-9]' "$client" 60 ||
+       ! kill -0 "$server" 2>/dev/null; then
+        fail "$name" "no transfer started"
+        kill "$client" "$server" 2>/dev/null; wait
+        tail -n 10 "$out" "$srv" | sed 's/^/      /'
+        return
+    fi
+    if [ "$victim" = server ]; then
+        vpid=$server; spid=$client; slog=$out
+    else
+        vpid=$client; spid=$server; slog=$srv
+    fi
+    pid=$(perftest_pid "$vpid")
+    if [ -z "$pid" ]; then
+        fail "$name" "no ucx_perftest process to kill"
+        kill "$client" "$server" 2>/dev/null; wait
+        return
+    fi
+    from=$(($(wc -l < "$slog") + 1))   # only what the survivor says after
+    kill -9 "$pid"
+    t0=$(date +%s.%N)
+    wait "$vpid" 2>/dev/null
+    if wait_line "$slog" "$pattern" "$spid" "$death_bound" "$from"; then
+        t1=$(date +%s.%N)
+        if kill -0 "$spid" 2>/dev/null; then
+            # told by UCX, still in its bootstrap (UCX 1.13 perftest)
+            kill "$spid" 2>/dev/null
+            wait "$spid" 2>/dev/null
+            rc=running
+        else
+            wait "$spid"; rc=$?
+        fi
+        if [ "$rc" = 0 ]; then
+            fail "$name" "the survivor reported success"
+        else
+            pass "$name (error after $(printf '%.1f' \
+                 "$(echo "$t1 - $t0" | bc)") s: $(grep -Eo -- \
+                 "$pattern.*" <(tail -n +"$from" "$slog") | head -1 |
+                 cut -c1-70))"
+        fi
+        return
+    fi
+    if kill -0 "$spid" 2>/dev/null; then
+        fail "$name" "no error within $death_bound s, still running"
+        kill "$spid" 2>/dev/null
+        wait "$spid" 2>/dev/null
+    else
+        wait "$spid"; rc=$?
+        if [ "$rc" = 0 ]; then
+            fail "$name" "the survivor reported success"
+        elif [ "$rc" -ge 124 ]; then
+            fail "$name" "the survivor hung (stopped by timeout, exit $rc)"
+        else
+            pass "$name (exit $rc without a UCX error line)"
+        fi
+    fi
+    tail -n 8 "$slog" | sed 's/^/      /'
+}
+
+for victim in server client; do
+    perftest_death $victim \
+        "peer death, $victim killed, tag_bw -m rocm, error handling (-e)" \
+        -t tag_bw -m rocm -s 16777216 -n 1000000 -w 1 -e
+done
+
+# Without error handling (no -e) UCX 1.13 promises no report of a peer's
+# failure (UCP_ERR_HANDLING_MODE_NONE), and a posted tag receive belongs
+# to no endpoint, so nothing ends it: ucx_perftest then waits for ever (a
+# launcher such as mpirun is what bounds it, below). What must hold: the
+# survivor never reports a result, and it still answers SIGTERM at once
+# (it polls; it is not stuck in the device).
+perftest_death_noerr() {
+    local victim=$1 name=$2; shift 2
+    local port=$((20000 + RANDOM % 20000)) client vpid spid pid slog
+    new_nodes
+    if ! start_server "$port" "$@"; then
+        fail "$name" "the server did not listen on port $port"
+        kill "$server" 2>/dev/null; wait "$server"
+        return
+    fi
+    HLSIM_ROOT=$NODE_B GAUDI_UCX_TEST_TIMEOUT=120 on_node ucx_perftest \
+        127.0.0.1 -p "$port" "$@" > "$out" 2>&1 &
+    client=$!
+    if ! wait_line "$out" '^\[thread 0\] +[0-9]' "$client" 60 ||
+       ! kill -0 "$server" 2>/dev/null; then
+        fail "$name" "no transfer started"
+        kill "$client" "$server" 2>/dev/null; wait
+        return
+    fi
+    if [ "$victim" = server ]; then
+        vpid=$server; spid=$client; slog=$out
+    else
+        vpid=$client; spid=$server; slog=$srv
+    fi
+    kill -9 "$(perftest_pid "$vpid")"
+    wait "$vpid" 2>/dev/null
+    sleep 5
+    pid=$(perftest_pid "$spid")
+    if ! kill -0 "$spid" 2>/dev/null; then
+        wait "$spid"
+        fail "$name" "the survivor exited (status $?) without error handling"
+    elif grep -q '^Final:' "$slog"; then
+        fail "$name" "the survivor reported a result"
+    elif [ -z "$pid" ]; then
+        fail "$name" "no ucx_perftest process left"
+    elif kill -TERM "$pid" && wait_gone "$pid" 5; then
+        pass "$name (no result, ended by SIGTERM)"
+    else
+        fail "$name" "the survivor does not answer SIGTERM"
+    fi
+    kill "$spid" 2>/dev/null
+    wait "$spid" 2>/dev/null
+}
+
+for victim in server client; do
+    perftest_death_noerr $victim \
+        "peer death, $victim killed, tag_bw -m rocm, no error handling" \
+        -t tag_bw -m rocm -s 16777216 -n 1000000 -w 1
+done
+
+# mpi_death RANK: both ranks exchange 16 MiB Gaudi buffers in a loop
+# (gaudi_mpi_test --loop); once it runs, SIGKILL RANK. The job must end
+# within death_bound seconds, non-zero, saying which rank died (Open MPI's
+# launcher aborts the job; its UCX PML creates endpoints without UCP error
+# handling, so the launcher is what bounds the survivor).
+mpi_death() {
+    local victim=$1 name="MPI peer death, rank $1 killed mid-transfer"
+    local log mpid vpid t0 t1 rc
+    log=$(mktemp); tmpdirs+=("$log")
+    NODES_DIR=$(mktemp -d /tmp/hlsim-tcp-mpi.XXXXXX); tmpdirs+=("$NODES_DIR")
+    NODES_DIR=$NODES_DIR timeout -k 10 300 \
+        mpirun --allow-run-as-root --oversubscribe -np 2 \
+        --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
+        --mca osc ^ucx --mca btl ^openib,uct \
+        -x NODES_DIR -x HLSIM_NUM_DEVICES -x LD_PRELOAD="$HLSIM_LIB" \
+        -x GAUDI_UCX_LIBDIR -x UCX_TLS -x UCX_WARN_UNUSED_ENV_VARS \
+        "$suites/rank-node.sh" "$GAUDI_UCX_RUN" \
+        "$GAUDI_UCX_BUILD/test/mpi/gaudi_mpi_test" --loop 240 > "$log" 2>&1 &
+    mpid=$!
+    if ! wait_line "$log" '^LOOP started' "$mpid" 240; then
+        fail "$name" "the loop did not start"
+        kill "$mpid" 2>/dev/null; wait "$mpid"
+        tail -n 15 "$log" | sed 's/^/      /'
+        return
+    fi
+    sleep 1   # a few 16 MiB exchanges are in flight
+    vpid=$(cat "$NODES_DIR/rank$victim.pid")
+    kill -9 "$vpid"
+    t0=$(date +%s.%N)
+    if ! wait_gone "$mpid" "$death_bound"; then
+        fail "$name" "the job still runs $death_bound s after the kill"
+        kill "$mpid" 2>/dev/null
+        wait "$mpid"
+        tail -n 15 "$log" | sed 's/^/      /'
+        return
+    fi
+    t1=$(date +%s.%N)
+    wait "$mpid"; rc=$?
+    # (the job ended long before timeout(1) could stop it: 137 is
+    # mpirun's report of the rank's SIGKILL)
+    if [ "$rc" -eq 0 ]; then
+        fail "$name" "exit status 0"
+    elif ! grep -Eq "process rank $victim .*(exited|killed|signal)" "$log"
+    then
+        fail "$name" "no message naming the dead rank"
+    else
+        pass "$name (job ended after $(printf '%.1f' \
+             "$(echo "$t1 - $t0" | bc)") s, exit $rc)"
+        return
+    fi
+    tail -n 15 "$log" | sed 's/^/      /'
+}
+
+for victim in 1 0; do
+    mpi_death $victim
+done
+
+finish
