@@ -71,11 +71,10 @@ node_pair() {
 # other node on tcp (UCX_LOG_LEVEL=debug lines "lane[N]: N:tl/dev ...");
 # gaudi_cpy lanes are the local memory-type endpoint, not the peer
 lanes_tcp_only() {
-    local name=$1 log=$2
+    local name=$1 log=$2 one_node='gaudi_ipc|sysv|posix|cma|knem|xpmem'
     if ! grep -Eq 'lane\[[0-9]+\]: +[0-9]+:tcp/' "$log"; then
         fail "$name" "no tcp lane"
-    elif grep -Eq 'lane\[[0-9]+\]: +[0-9]+:(gaudi_ipc|sysv|posix|cma|knem|xpmem)/' \
-            "$log"; then
+    elif grep -Eq "lane\\[[0-9]+\\]: +[0-9]+:($one_node)/" "$log"; then
         fail "$name" "a lane on a transport of one node"
         grep -E 'lane\[[0-9]+\]:' "$log" | sed 's/^.*ep /      ep /' | head
     else
@@ -85,10 +84,11 @@ lanes_tcp_only() {
 
 # The two nodes are two machines to UCX: distinct boot ids
 new_nodes
-a=$(HLSIM_ROOT=$NODE_A LD_PRELOAD=$HLSIM_LIB cat /proc/sys/kernel/random/boot_id)
-b=$(HLSIM_ROOT=$NODE_B LD_PRELOAD=$HLSIM_LIB cat /proc/sys/kernel/random/boot_id)
+boot_id=/proc/sys/kernel/random/boot_id
+a=$(HLSIM_ROOT=$NODE_A LD_PRELOAD=$HLSIM_LIB cat $boot_id)
+b=$(HLSIM_ROOT=$NODE_B LD_PRELOAD=$HLSIM_LIB cat $boot_id)
 if [ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ] &&
-   [ "$a" != "$(cat /proc/sys/kernel/random/boot_id)" ]; then
+   [ "$a" != "$(cat $boot_id)" ]; then
     pass "each emulated node has its own boot id"
 else
     fail "each emulated node has its own boot id" "'$a' / '$b'"
@@ -346,8 +346,7 @@ done
 # mpi_death RANK: both ranks exchange 16 MiB Gaudi buffers in a loop
 # (gaudi_mpi_test --loop); once it runs, SIGKILL RANK. The job must end
 # within death_bound seconds, non-zero, saying which rank died (Open MPI's
-# launcher aborts the job; its UCX PML creates endpoints without UCP error
-# handling, so the launcher is what bounds the survivor).
+# runtime aborts the job when a process dies: orte_enable_recovery is off).
 mpi_death() {
     local victim=$1 name="MPI peer death, rank $1 killed mid-transfer"
     local log mpid vpid t0 t1 rc
