@@ -171,6 +171,7 @@ static void test_nonblocking(void *sdev, void *rdev, uint8_t *host,
 static void test_loop(void *sdev, void *rdev, uint8_t *host, double seconds)
 {
     struct timespec t0, t;
+    int more;
 
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (rank == 0) {
@@ -179,9 +180,12 @@ static void test_loop(void *sdev, void *rdev, uint8_t *host, double seconds)
     }
     do {
         test_nonblocking(sdev, rdev, host, LOOP_SIZE);
+        /* rank 0's clock decides, so both ranks stop together */
         clock_gettime(CLOCK_MONOTONIC, &t);
-    } while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9 <
-             seconds);
+        more = (t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9 <
+               seconds;
+        MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    } while (more);
 }
 
 int main(int argc, char **argv)

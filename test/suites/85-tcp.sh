@@ -13,16 +13,8 @@ out=$(mktemp); srv=$(mktemp); tmpdirs+=("$out" "$srv")
 export UCX_WARN_UNUSED_ENV_VARS=n
 export HLSIM_NUM_DEVICES=1
 tls=tcp,gaudi_cpy,gaudi_ipc,self
-# how long a survivor may take to learn that its peer died (UCX's tcp
-# transport sees the reset connection at once; keepalive is not needed)
-death_bound=${GAUDI_UCX_PEER_DEATH_BOUND:-30}
-
-# Two fresh nodes, NODE_A and NODE_B
-new_nodes() {
-    NODE_A=$(mktemp -d /tmp/hlsim-tcp-a.XXXXXX)
-    NODE_B=$(mktemp -d /tmp/hlsim-tcp-b.XXXXXX)
-    tmpdirs+=("$NODE_A" "$NODE_B")
-}
+run() { on_node "$@"; }
+. "$suites/nodes.sh"
 
 # perftest_ok NAME LOG: the run reported a "Final:" line with numbers > 0
 perftest_ok() {
@@ -36,22 +28,14 @@ perftest_ok() {
     fi
 }
 
-# start_server PORT ARGS...: ucx_perftest server on node A (pid: $server)
-start_server() {
-    local port=$1; shift
-    HLSIM_ROOT=$NODE_A on_node ucx_perftest -p "$port" "$@" > "$srv" 2>&1 &
-    server=$!
-    wait_listen "$port" "$server" 60
-}
-
 # node_pair NAME ARGS...: server on node A, client on node B
 node_pair() {
     local name=$1; shift
-    local port=$((20000 + RANDOM % 20000)) rc
+    local port=$(free_port) rc
     new_nodes
     if ! start_server "$port" "$@"; then
         fail "$name" "the server did not listen on port $port"
-        kill "$server" 2>/dev/null; wait "$server"
+        stop_run "$server"
         tail -15 "$srv" | sed 's/^/      /'
         return
     fi
@@ -161,127 +145,7 @@ run_mpi "MPI UCP RMA between two nodes (UCX_PROTO_ENABLE=y)" \
 
 # --- peer death ---
 
-# wait_line LOG PATTERN PID SECONDS [FROM]: LOG has a line matching the
-# ERE (from line FROM on), or PID exited without one
-wait_line() {
-    local tries=$(($4 * 10)) from=${5:-1}
-    while [ "$tries" -gt 0 ]; do
-        tail -n +"$from" "$1" | grep -Eq -- "$2" && return 0
-        kill -0 "$3" 2>/dev/null ||
-            { tail -n +"$from" "$1" | grep -Eq -- "$2"; return; }
-        sleep 0.1
-        tries=$((tries - 1))
-    done
-    return 1
-}
-
-# wait_gone PID SECONDS: PID (not necessarily our child) has exited
-wait_gone() {
-    local tries=$(($2 * 10))
-    while kill -0 "$1" 2>/dev/null; do
-        [ "$tries" -gt 0 ] || return 1
-        sleep 0.1
-        tries=$((tries - 1))
-    done
-}
-
-# perftest_pid PID: the ucx_perftest process PID runs (through a subshell,
-# timeout(1) and the wrapper, which execs it)
-perftest_pid() {
-    local p=$1 c
-    while [ -n "$p" ]; do
-        if [ "$(cat /proc/"$p"/comm 2>/dev/null)" = ucx_perftest ]; then
-            echo "$p"
-            return
-        fi
-        c=$(pgrep -P "$p" | head -1)
-        p=$c
-    done
-}
-
-# perftest_death VICTIM NAME ARGS...: a long tag_bw of Gaudi buffers
-# between the nodes; once both sides have reported progress, SIGKILL
-# VICTIM (server or client). The survivor must, within death_bound
-# seconds, exit non-zero or report the peer's failure through UCX (with
-# -e: the endpoint's error handler; UCX 1.13's ucx_perftest only logs it
-# and then waits on its own bootstrap socket, whose EOF it does not check:
-# tools/perf/perftest.c, sock_io; UCX 1.22's exits from the handler). It
-# must never exit 0.
-perftest_death() {
-    local victim=$1 name=$2; shift 2
-    local port=$((20000 + RANDOM % 20000)) client vpid spid pid slog from
-    local t0 t1 rc
-    local pattern='error handler called with status|UCX  ERROR'
-    new_nodes
-    if ! start_server "$port" "$@"; then
-        fail "$name" "the server did not listen on port $port"
-        kill "$server" 2>/dev/null; wait "$server"
-        return
-    fi
-    HLSIM_ROOT=$NODE_B GAUDI_UCX_TEST_TIMEOUT=120 on_node ucx_perftest \
-        127.0.0.1 -p "$port" "$@" > "$out" 2>&1 &
-    client=$!
-    # the client's progress lines (the server prints none): Gaudi buffers
-    # are in flight, both sides are running
-    if ! wait_line "$out" '^\[thread 0\] +[0-9]' "$client" 60 ||
-       ! kill -0 "$server" 2>/dev/null; then
-        fail "$name" "no transfer started"
-        kill "$client" "$server" 2>/dev/null; wait
-        tail -n 10 "$out" "$srv" | sed 's/^/      /'
-        return
-    fi
-    if [ "$victim" = server ]; then
-        vpid=$server; spid=$client; slog=$out
-    else
-        vpid=$client; spid=$server; slog=$srv
-    fi
-    pid=$(perftest_pid "$vpid")
-    if [ -z "$pid" ]; then
-        fail "$name" "no ucx_perftest process to kill"
-        kill "$client" "$server" 2>/dev/null; wait
-        return
-    fi
-    from=$(($(wc -l < "$slog") + 1))   # only what the survivor says after
-    kill -9 "$pid"
-    t0=$(date +%s.%N)
-    wait "$vpid" 2>/dev/null
-    if wait_line "$slog" "$pattern" "$spid" "$death_bound" "$from"; then
-        t1=$(date +%s.%N)
-        if kill -0 "$spid" 2>/dev/null; then
-            # told by UCX, still in its bootstrap (UCX 1.13 perftest)
-            kill "$spid" 2>/dev/null
-            wait "$spid" 2>/dev/null
-            rc=running
-        else
-            wait "$spid"; rc=$?
-        fi
-        if [ "$rc" = 0 ]; then
-            fail "$name" "the survivor reported success"
-        else
-            pass "$name (error after $(printf '%.1f' \
-                 "$(echo "$t1 - $t0" | bc)") s: $(grep -Eo -- \
-                 "$pattern.*" <(tail -n +"$from" "$slog") | head -1 |
-                 cut -c1-70))"
-        fi
-        return
-    fi
-    if kill -0 "$spid" 2>/dev/null; then
-        fail "$name" "no error within $death_bound s, still running"
-        kill "$spid" 2>/dev/null
-        wait "$spid" 2>/dev/null
-    else
-        wait "$spid"; rc=$?
-        if [ "$rc" = 0 ]; then
-            fail "$name" "the survivor reported success"
-        elif [ "$rc" -ge 124 ]; then
-            fail "$name" "the survivor hung (stopped by timeout, exit $rc)"
-        else
-            pass "$name (exit $rc without a UCX error line)"
-        fi
-    fi
-    tail -n 8 "$slog" | sed 's/^/      /'
-}
-
+# perftest_death: test/suites/nodes.sh
 for victim in server client; do
     perftest_death $victim \
         "peer death, $victim killed, tag_bw -m rocm, error handling (-e)" \
@@ -296,11 +160,11 @@ done
 # (it polls; it is not stuck in the device).
 perftest_death_noerr() {
     local victim=$1 name=$2; shift 2
-    local port=$((20000 + RANDOM % 20000)) client vpid spid pid slog
+    local port=$(free_port) client vpid spid pid slog
     new_nodes
     if ! start_server "$port" "$@"; then
         fail "$name" "the server did not listen on port $port"
-        kill "$server" 2>/dev/null; wait "$server"
+        stop_run "$server"
         return
     fi
     HLSIM_ROOT=$NODE_B GAUDI_UCX_TEST_TIMEOUT=120 on_node ucx_perftest \
@@ -309,7 +173,7 @@ perftest_death_noerr() {
     if ! wait_line "$out" '^\[thread 0\] +[0-9]' "$client" 60 ||
        ! kill -0 "$server" 2>/dev/null; then
         fail "$name" "no transfer started"
-        kill "$client" "$server" 2>/dev/null; wait
+        stop_run "$client" "$server"
         return
     fi
     if [ "$victim" = server ]; then
@@ -333,8 +197,7 @@ perftest_death_noerr() {
     else
         fail "$name" "the survivor does not answer SIGTERM"
     fi
-    kill "$spid" 2>/dev/null
-    wait "$spid" 2>/dev/null
+    stop_run "$spid"
 }
 
 for victim in server client; do

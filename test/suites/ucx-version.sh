@@ -3,7 +3,8 @@
 # - stock ucx_info -d lists both components, without a warning;
 # - the op tables (test/ops);
 # - ucx_perftest tag_bw between two processes, Gaudi -> Gaudi and
-#   host -> host;
+#   host -> host; peer death (SIGKILL, either side) between two emulated
+#   nodes over tcp, with UCP error handling;
 # - Open MPI (Debian's 4.1, run on this UCX with LD_LIBRARY_PATH) moves
 #   Gaudi buffers with UCP tag messages, data checked (test/mpi);
 # - this release's own uct gtest suites for the Gaudi components.
@@ -132,6 +133,17 @@ for size in 8 1048576 16777216; do
 done
 perftest_pair "tag_bw -m host -s 16777216" -t tag_bw -m host -s 16777216 \
     -n 20 -w 2
+
+# Peer death between two emulated nodes over tcp (test/suites/nodes.sh):
+# with UCP error handling (-e), the survivor of a SIGKILL mid-transfer of
+# Gaudi buffers learns it within GAUDI_UCX_PEER_DEATH_BOUND; from UCX 1.16
+# on, ucx_perftest then exits non-zero
+. "$(dirname "$0")/nodes.sh"
+for victim in server client; do
+    UCX_TLS=tcp,gaudi_cpy,gaudi_ipc,self HLSIM_NUM_DEVICES=1 perftest_death \
+        $victim "peer death over tcp, $victim killed, tag_bw -m $mem (-e)" \
+        -t tag_bw -m "$mem" -s 16777216 -n 1000000 -w 1 -e
+done
 
 # Open MPI on this UCX: Gaudi buffers 1 B .. 64 MiB, data checked
 if [ -x "$GAUDI_UCX_BUILD/test/mpi/gaudi_mpi_test" ]; then
