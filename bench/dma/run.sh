@@ -17,7 +17,7 @@ trap 'rm -rf "$root"' EXIT
 export HLSIM_ROOT=$root HLSIM_NUM_DEVICES=1
 preload="$build/test/hlsim/.libs/libhlsim.so $build/src/uct/gaudi/.libs/libuct_gaudi.so"
 echo "# $(nproc) CPUs, HLSIM_ASIC=${HLSIM_ASIC:-gaudi2}, HLSIM_DMA_GBPS=${HLSIM_DMA_GBPS:-0}"
-LD_PRELOAD="$preload" "$bench" "$@"
+[ "${CALLGRIND_ONLY:-0}" = 1 ] || LD_PRELOAD="$preload" "$bench" "$@"
 
 # Inclusive instructions of function $2 in callgrind output $1
 incl() {
@@ -29,54 +29,66 @@ incl() {
 }
 
 if [ "${CALLGRIND:-0}" = 1 ]; then
-    # A fixed number of operations. The emulator's engines copy on their
-    # own threads (HLSIM_WAIT_RUNS=0), so progress counts the WAIT_CS
-    # polls, not the emulated copy. "ioctls": the CS / WAIT_CS ioctls, the
-    # module's wrapper and the emulator's in-process handling (a system
-    # call into the driver on hardware); "module": the rest. How many polls
-    # a copy takes depends on thread scheduling (valgrind runs one thread
-    # at a time), hence instructions per progress call, and the ioctl
-    # counts of a native run of the same operations.
+    # A fixed number of operations under callgrind, with MAX_BATCH=1 (one
+    # CS per copy) and the default batching; the counts of each run (CS
+    # and WAIT_CS ioctls, progress calls) come from the bench itself.
+    # Host instructions per operation, without the emulated engines' work
+    # (CB parsing and the copy, hlsim_dma_run_job, which WAIT_CS runs in
+    # the caller's thread when the engine is idle) and without the polls
+    # that found the copy still running (how many there are depends on
+    # thread scheduling; "busy" shows their cost): one poll per CS.
+    # "ioctls": the CS / WAIT_CS ioctls (the module's wrapper and the
+    # emulator's handling; a system call into the driver on hardware),
+    # "module": the rest.
     n=${CALLGRIND_OPS:-2048} size=${CALLGRIND_SIZE:-65536}
     win=${CALLGRIND_WINDOW:-16}
-    echo "# native: $n put_zcopy of $size B, window $win; $n put_short 8 B"
-    LD_PRELOAD="$preload" "$bench" count "$size" "$win" "$n" | grep ioctls
-    echo "# callgrind: instructions per operation (HLSIM_WAIT_RUNS=0)"
-    printf "%-24s %10s %10s %10s %8s\n" operation "instr/op" "ioctls" \
-        "module" "calls"
-    for op in zcopy short; do
-        out=$root/cg.$op
-        if [ $op = zcopy ]; then
-            toggles=(--toggle-collect=uct_gaudi_copy_ep_put_zcopy
-                     --toggle-collect=uct_gaudi_iface_progress)
-        else
-            toggles=(--toggle-collect=uct_gaudi_copy_ep_put_short)
-        fi
-        # the counts of this run come from the bench itself
-        counts=$(HLSIM_WAIT_RUNS=0 LD_PRELOAD="$preload" valgrind \
-            --tool=callgrind --callgrind-out-file="$out" "${toggles[@]}" \
-            "$bench" count "$size" "$win" "$n" 2>/dev/null)
-        ecs=$(incl "$out" uct_gaudi_hl_cs_submit)
-        ewait=$(incl "$out" uct_gaudi_hl_cs_wait)
-        if [ $op = zcopy ]; then
-            post=$(incl "$out" uct_gaudi_copy_ep_put_zcopy)
-            prog=$(incl "$out" uct_gaudi_iface_progress)
-            nprog=$(echo "$counts" | awk '/progress calls/ { print $(NF - 2) }')
-            nwait=$(echo "$counts" |
-                awk '/ioctls per zcopy/ { print $NF * '"$n"' }')
-            awk -v n=$n -v p=$post -v g=$prog -v np=$nprog -v ew=$ewait \
-                -v ec=$ecs -v nw=$nwait 'BEGIN {
-                f = "%-24s %10.0f %10.0f %10.0f %8.0f\n"
-                printf f, "put_zcopy (post)", p / n, ec / n, (p - ec) / n, n
-                printf f, "progress call", g / np, ew / np, (g - ew) / np, np
-                printf "%-24s %10.0f (%.1f progress calls, %.1f WAIT_CS" \
-                       " per zcopy)\n", "zcopy (post + progress)",
-                       (p + g) / n, np / n, nw / n }'
-        else
-            post=$(incl "$out" uct_gaudi_copy_ep_put_short)
-            awk -v n=$n -v p=$post -v e=$((ecs + ewait)) 'BEGIN {
-                printf "%-24s %10.0f %10.0f %10.0f %8.0f\n", "put_short 8 B",
-                       p / n, e / n, (p - e) / n, n }'
-        fi
+    echo "# callgrind: $n put_zcopy of $size B (window $win), $n put_short 8 B"
+    printf "%-6s %-10s %8s %8s %8s %7s %7s %8s %7s\n" batch operation \
+        "instr/op" "ioctls" "module" "CS/op" "WAIT/op" "prog/op" "busy"
+    for batch in ${CALLGRIND_BATCH:-1 32}; do
+        for op in zcopy short; do
+            out=$root/cg.$op.$batch
+            if [ $op = zcopy ]; then
+                toggles=(--toggle-collect=uct_gaudi_copy_ep_put_zcopy
+                         --toggle-collect=uct_gaudi_iface_progress)
+            else
+                toggles=(--toggle-collect=uct_gaudi_copy_ep_put_short)
+            fi
+            counts=$(UCX_GAUDI_COPY_MAX_BATCH=$batch LD_PRELOAD="$preload" \
+                valgrind --tool=callgrind --callgrind-out-file="$out" \
+                "${toggles[@]}" "$bench" count "$size" "$win" "$n" \
+                2>/dev/null)
+            job=$(incl "$out" hlsim_dma_run_job)
+            sub=$(incl "$out" uct_gaudi_hl_cs_submit)
+            wait=$(incl "$out" uct_gaudi_hl_cs_wait)
+            if [ $op = zcopy ]; then
+                post=$(incl "$out" uct_gaudi_copy_ep_put_zcopy)
+                prog=$(incl "$out" uct_gaudi_iface_progress)
+                csub=$(incl "$out" uct_gaudi_dma_cs_submit)
+                done=$(incl "$out" uct_gaudi_dma_batch_done)
+                line=$(echo "$counts" | awk '/ioctls per zcopy/ {
+                                                 print $(NF - 1), $NF }')
+                nprog=$(echo "$counts" |
+                    awk '/progress calls/ { print $(NF - 2) }')
+                name="put_zcopy"
+            else
+                post=$(incl "$out" uct_gaudi_copy_ep_put_short)
+                prog=0 csub=0 done=0 nprog=0
+                line=$(echo "$counts" | awk '/ioctls per put_short/ {
+                                                 print $(NF - 1), $NF }')
+                name="put_short"
+            fi
+            echo "$line" | awk -v b=$batch -v o=$name -v n=$n -v P=$post \
+                -v G=$prog -v J=$job -v S=$sub -v W=$wait -v C=$csub \
+                -v D=$done -v np=$nprog '{
+                ncs = $1 * n; nw = $2 * n
+                w   = (nw > 0) ? (W - J) / nw : 0       # one poll
+                oh  = (np > 0) ? (G - W - C - D) / np : 0 # call, no poll
+                tot = P + G - J - (nw - ncs) * w - (np - ncs) * oh
+                io  = S + ncs * w
+                printf "%-6s %-10s %8.0f %8.0f %8.0f %7.2f %7.2f %8.1f %7.0f\n",
+                       b, o, tot / n, io / n, (tot - io) / n, $1, $2,
+                       np / n, w + oh }'
+        done
     done
 fi
