@@ -19,13 +19,24 @@ preload="$build/test/hlsim/.libs/libhlsim.so $build/src/uct/gaudi/.libs/libuct_g
 echo "# $(nproc) CPUs, HLSIM_ASIC=${HLSIM_ASIC:-gaudi2}, HLSIM_DMA_GBPS=${HLSIM_DMA_GBPS:-0}"
 [ "${CALLGRIND_ONLY:-0}" = 1 ] || LD_PRELOAD="$preload" "$bench" "$@"
 
-# Inclusive instructions of function $2 in callgrind output $1
+# Inclusive instructions of function $2 in callgrind output $1 (from /,
+# where callgrind_annotate names every file by its absolute path)
 incl() {
-    callgrind_annotate --inclusive=yes --threshold=100 --auto=no "$1" \
-        2>/dev/null | awk -v f=":$2 " 'index($0, f) {
+    (cd / && callgrind_annotate --inclusive=yes --threshold=100 --auto=no \
+        "$1" 2>/dev/null) | awk -v f=":$2 " 'index($0, f) {
                                           gsub(",", "", $1)
                                           if ($1 + 0 > v) v = $1 + 0 }
                                       END { print v + 0 }'
+}
+
+# Inclusive instructions of function $2 when called from function $3
+incl_from() {
+    (cd / && callgrind_annotate --tree=caller --threshold=100 "$1" \
+        2>/dev/null) | awk -v f=":$2 " -v c=":$3 (" '
+            /^$/ { v = 0 }
+            / < / && index($0, c) { gsub(",", "", $1); v += $1 }
+            /\* / && index($0, f) { print v + 0; found = 1; exit }
+            END { if (!found) print 0 }'
 }
 
 if [ "${CALLGRIND:-0}" = 1 ]; then
@@ -64,7 +75,9 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
             if [ $op = zcopy ]; then
                 post=$(incl "$out" uct_gaudi_copy_ep_put_zcopy)
                 prog=$(incl "$out" uct_gaudi_iface_progress)
-                csub=$(incl "$out" uct_gaudi_dma_cs_submit)
+                kick=$(( $(incl "$out" uct_gaudi_dma_batch_kick) -
+                         $(incl_from "$out" uct_gaudi_dma_batch_kick \
+                                     uct_gaudi_dma_batch_submit) ))
                 done=$(incl "$out" uct_gaudi_dma_batch_done)
                 line=$(echo "$counts" | awk '/ioctls per zcopy/ {
                                                  print $(NF - 1), $NF }')
@@ -73,17 +86,18 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
                 name="put_zcopy"
             else
                 post=$(incl "$out" uct_gaudi_copy_ep_put_short)
-                prog=0 csub=0 done=0 nprog=0
+                prog=0 kick=0 done=0 nprog=0
                 line=$(echo "$counts" | awk '/ioctls per put_short/ {
                                                  print $(NF - 1), $NF }')
                 name="put_short"
             fi
             echo "$line" | awk -v b=$batch -v o=$name -v n=$n -v P=$post \
-                -v G=$prog -v J=$job -v S=$sub -v W=$wait -v C=$csub \
+                -v G=$prog -v J=$job -v S=$sub -v W=$wait -v K=$kick \
                 -v D=$done -v np=$nprog '{
                 ncs = $1 * n; nw = $2 * n
                 w   = (nw > 0) ? (W - J) / nw : 0       # one poll
-                oh  = (np > 0) ? (G - W - C - D) / np : 0 # call, no poll
+                # a progress call without its poll, submission, delivery
+                oh  = (np > 0) ? (G - W - K - D) / np : 0
                 tot = P + G - J - (nw - ncs) * w - (np - ncs) * oh
                 io  = S + ncs * w
                 printf "%-6s %-10s %8.0f %8.0f %8.0f %7.2f %7.2f %8.1f %7.0f\n",
