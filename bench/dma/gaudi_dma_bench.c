@@ -314,12 +314,15 @@ static int bench_count(bench_t *b, int argc, char **argv)
     int64_t cs0  = bench_counter(BENCH_COUNTER_CS_IOCTLS);
     int64_t w0   = bench_counter(BENCH_COUNTER_WAIT_CS_IOCTLS);
 
+    double bw;
+
     b->progress_calls = 0;
-    if (bench_zcopy(b, DIR_H2D, size, n, win) == 0) {
+    bw                = bench_zcopy(b, DIR_H2D, size, n, win);
+    if (bw == 0) {
         return 1;
     }
-    printf("put_zcopy %u of %zu B, window %u: %lu progress calls\n", n, size,
-           win, b->progress_calls);
+    printf("put_zcopy %u of %zu B, window %u: %.0f MB/s, %lu progress calls\n",
+           n, size, win, bw / UCS_MBYTE, b->progress_calls);
     printf("ioctls per zcopy: CS, WAIT_CS:");
     bench_print_ioctls(cs0, w0, n);
     cs0 = bench_counter(BENCH_COUNTER_CS_IOCTLS);
