@@ -75,7 +75,8 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
             if [ $op = zcopy ]; then
                 post=$(incl "$out" uct_gaudi_copy_ep_put_zcopy)
                 prog=$(incl "$out" uct_gaudi_iface_progress)
-                kick=$(( $(incl "$out" uct_gaudi_dma_batch_kick) -
+                # the submissions from progress (the doorbell)
+                kick=$(( $(incl "$out" uct_gaudi_dma_cs_submit) -
                          $(incl_from "$out" uct_gaudi_dma_batch_kick \
                                      uct_gaudi_dma_batch_submit) ))
                 done=$(incl "$out" uct_gaudi_dma_batch_done)
@@ -98,10 +99,13 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
                 w   = (nw > 0) ? (W - J) / nw : 0       # one poll
                 # a progress call without its poll, submission, delivery
                 oh  = (np > 0) ? (G - W - K - D) / np : 0
-                tot = P + G - J - (nw - ncs) * w - (np - ncs) * oh
+                # ioctls: every CS, one completing poll a CS; module: the
+                # post, the submissions from progress and the deliveries
+                # without their ioctls, one progress call a CS
                 io  = S + ncs * w
+                mod = (np > 0) ? P + K + D - S + ncs * oh : P - S - W
                 printf "%-6s %-10s %8.0f %8.0f %8.0f %7.2f %7.2f %8.1f %7.0f\n",
-                       b, o, tot / n, io / n, (tot - io) / n, $1, $2,
+                       b, o, (io + mod) / n, io / n, mod / n, $1, $2,
                        np / n, w + oh }'
         done
     done

@@ -340,11 +340,17 @@ unsigned uct_gaudi_dma_batch_progress(uct_gaudi_dma_t *dma, unsigned max)
     uct_gaudi_dma_batches_t *b = dma->batches;
 
     b->delivered = 0;
+    if (b->count == 0) {
+        return 0;   /* nothing posted */
+    }
+
     dma->ops->progress(dma, max);
     uct_gaudi_dma_batch_deliver_failed(b);
     /* what was posted since the last call, as one submission */
-    uct_gaudi_dma_batch_doorbell(dma);
-    uct_gaudi_dma_batch_deliver_failed(b);
+    if (uct_gaudi_dma_batch_open(b) != NULL) {
+        uct_gaudi_dma_batch_doorbell(dma);
+        uct_gaudi_dma_batch_deliver_failed(b);
+    }
     return b->delivered;
 }
 
