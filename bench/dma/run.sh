@@ -2,8 +2,10 @@
 #
 # gaudi_cpy benchmark on the emulated node (docs/performance.md): zcopy
 # bandwidth H2D/D2H/D2D at 64 KiB..16 MiB as a ratio to memcpy measured
-# in the same run, put_short latency; with CALLGRIND=1 also host
-# instructions per operation (valgrind --tool=callgrind).
+# in the same run (and to the engine model's limit when it is on), CS and
+# WAIT_CS ioctls per zcopy, put_short latency; with CALLGRIND=1 also host
+# instructions per operation (valgrind --tool=callgrind), before (one CS
+# per copy, UCX_GAUDI_COPY_MAX_BATCH=1) and after (batches).
 # Usage: bench/dma/run.sh [total_mib [window]]
 #   GAUDI_UCX_BUILD=<build dir> (default: the current directory)
 #   HLSIM_DMA_GBPS=<GB/s per engine> to model engine bandwidth (default off)
@@ -17,7 +19,20 @@ trap 'rm -rf "$root"' EXIT
 export HLSIM_ROOT=$root HLSIM_NUM_DEVICES=1
 preload="$build/test/hlsim/.libs/libhlsim.so $build/src/uct/gaudi/.libs/libuct_gaudi.so"
 echo "# $(nproc) CPUs, HLSIM_ASIC=${HLSIM_ASIC:-gaudi2}, HLSIM_DMA_GBPS=${HLSIM_DMA_GBPS:-0}"
-[ "${CALLGRIND_ONLY:-0}" = 1 ] || LD_PRELOAD="$preload" "$bench" "$@"
+# with the engine model on, also the fraction of its limit: the sum over
+# the queues a copy may use (Gaudi1 4, Gaudi2 3; docs/performance.md)
+gbps=${HLSIM_DMA_GBPS:-0}
+queues=$([ "${HLSIM_ASIC:-gaudi2}" = gaudi1 ] && echo 4 || echo 3)
+if [ "${CALLGRIND_ONLY:-0}" != 1 ]; then
+    LD_PRELOAD="$preload" "$bench" "$@" |
+        awk -v g="$gbps" -v q="$queues" '
+            g > 0 && /^dir / { print $0 "   model"; next }
+            g > 0 && /^(H2D|D2H|D2D) / {
+                printf "%s %7.2f\n", $0, $3 / (g * q * 1000); next }
+            g > 0 && /^# zcopy/ { print; printf "# model: %s GB/s x %d " \
+                "queues = %.0f MB/s\n", g, q, g * q * 1000; next }
+            { print }'
+fi
 
 # Inclusive instructions of function $2 in callgrind output $1 (from /,
 # where callgrind_annotate names every file by its absolute path)
