@@ -19,6 +19,7 @@ extern "C" {
 }
 
 #include <dirent.h>
+#include <limits.h>
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -496,6 +497,49 @@ TEST_F(dma_test, many_outstanding) {
     }
     EXPECT_EQ(0u, uct_gaudi_dma_inflight(m_dma));
     ASSERT_EQ(UCS_OK, copy1(m_dev, d, n * len, true));
+    EXPECT_EQ(src, dst);
+}
+
+/* Copies submitted while the engine is busy share submissions (batches)
+ * and complete one by one, in submission order */
+TEST_F(dma_test, batch_in_order) {
+    SKIP_GAUDI3();
+    const unsigned n = 40, len = 4096;
+    std::vector<uint8_t> src(n * len), dst(n * len, 0);
+    uint64_t s = host_map(src), d = host_map(dst);
+    struct ocomp {
+        unsigned *next;
+        unsigned order;
+        ucs_status_t status;
+    };
+    std::vector<ocomp> comps(n);
+    unsigned i, next = 0;
+
+    fill(src, 8);
+    int64_t cs0 = hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED);
+    for (i = 0; i < n; ++i) {
+        uct_gaudi_dma_xfer_t x = { s + i * len, m_dev + i * len, len };
+        comps[i] = { &next, UINT_MAX, UCS_ERR_LAST };
+        ASSERT_EQ(UCS_INPROGRESS, uct_gaudi_dma_submit(
+                m_dma, &x, 1, "test", [](void *arg, ucs_status_t status) {
+                    ocomp *c  = (ocomp*)arg;
+                    c->status = status;
+                    c->order  = (*c->next)++;
+                }, &comps[i])) << i;
+    }
+    EXPECT_EQ(n, uct_gaudi_dma_inflight(m_dma));
+    for (i = 0; (next < n) && (i < 100000000); ++i) {
+        uct_gaudi_dma_progress(m_dma, 64);
+    }
+    ASSERT_EQ(n, next) << "copies never completed";
+    for (i = 0; i < n; ++i) {
+        EXPECT_EQ(UCS_OK, comps[i].status) << i;
+        EXPECT_EQ(i, comps[i].order) << "completed out of order";
+    }
+    /* the first alone (idle engine), then full batches */
+    EXPECT_LE(hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED) - cs0,
+              1 + (n - 1 + m_params.max_batch - 1) / m_params.max_batch);
+    ASSERT_EQ(UCS_OK, copy1(m_dev, d, n * len, false));
     EXPECT_EQ(src, dst);
 }
 
