@@ -5,13 +5,19 @@
  * (get_zcopy Gaudi -> host) and D2D (put_zcopy Gaudi -> Gaudi) at several
  * sizes, each as a ratio to a plain memcpy of the same size measured in
  * the same run (on the emulator memcpy is the physical limit), and
- * put_short latency. Usage: gaudi_dma_bench [total_mib [window]].
+ * put_short latency. On the emulator (libhlsim preloaded) also the CS and
+ * WAIT_CS ioctls per zcopy, from its counters.
+ * Usage: gaudi_dma_bench [total_mib [window]]
+ *        gaudi_dma_bench count [size [window [n]]]: n H2D put_zcopies of
+ *        size, then n put_shorts of 8 B, and the operation counts (for
+ *        instruction counts per operation under callgrind).
  * Run by bench/dma/run.sh. Reports only, asserts nothing.
  */
 
 #include <uct/api/uct.h>
 #include <ucs/async/async.h>
 #include <ucs/time/time.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +36,35 @@ typedef struct {
     void            *host[2];
     uct_mem_h       host_memh[2];
     unsigned        outstanding;
+    unsigned long   progress_calls;
 } bench_t;
+
+/* The emulator's counters (test/hlsim/hlsim.h), when it is preloaded */
+enum {
+    BENCH_COUNTER_CS_IOCTLS      = 10, /* HLSIM_COUNTER_CS_IOCTLS */
+    BENCH_COUNTER_WAIT_CS_IOCTLS = 11  /* HLSIM_COUNTER_WAIT_CS_IOCTLS */
+};
+
+typedef int64_t (*bench_counter_func_t)(int counter, int dev);
+
+static int64_t bench_counter(int counter)
+{
+    static bench_counter_func_t func;
+    static int looked_up;
+
+    if (!looked_up) {
+        func      = (bench_counter_func_t)dlsym(RTLD_DEFAULT,
+                                                "hlsim_get_counter");
+        looked_up = 1;
+    }
+    return (func != NULL) ? func(counter, 0) : -1;
+}
+
+static void bench_progress(bench_t *b)
+{
+    uct_worker_progress(b->worker);
+    ++b->progress_calls;
+}
 
 typedef struct {
     uct_completion_t uct;
@@ -190,7 +224,7 @@ static double bench_zcopy(bench_t *b, bench_dir_t dir, size_t size,
         bench_comp_t *c = &comps[posted % window];
 
         if (b->outstanding >= window) {
-            uct_worker_progress(b->worker);
+            bench_progress(b);
             continue;
         }
         c->uct.func   = bench_done;
@@ -207,7 +241,7 @@ static double bench_zcopy(bench_t *b, bench_dir_t dir, size_t size,
             if (status == UCS_OK) {
                 ++posted;
             } else if (status == UCS_ERR_NO_RESOURCE) {
-                uct_worker_progress(b->worker);
+                bench_progress(b);
             } else {
                 fprintf(stderr, "zcopy failed: %s\n",
                         ucs_status_string(status));
@@ -217,7 +251,7 @@ static double bench_zcopy(bench_t *b, bench_dir_t dir, size_t size,
         }
     }
     while (b->outstanding > 0) {
-        uct_worker_progress(b->worker);
+        bench_progress(b);
     }
     free(comps);
     return (double)size * iters / ucs_time_to_sec(ucs_get_time() - start);
@@ -259,15 +293,62 @@ static int bench_cmp_double(const void *a, const void *b)
 
 #define BENCH_ROUNDS 5
 
+/* Ioctls of the emulator since @a cs0 / @a wait0, per operation */
+static void bench_print_ioctls(int64_t cs0, int64_t wait0, double ops)
+{
+    if (cs0 < 0) {
+        printf(" %7s %7s\n", "-", "-");
+        return;
+    }
+    printf(" %7.2f %7.2f\n",
+           (bench_counter(BENCH_COUNTER_CS_IOCTLS) - cs0) / ops,
+           (bench_counter(BENCH_COUNTER_WAIT_CS_IOCTLS) - wait0) / ops);
+}
+
+/* A fixed number of operations, for instruction counts per operation */
+static int bench_count(bench_t *b, int argc, char **argv)
+{
+    size_t size  = (argc > 2) ? strtoul(argv[2], NULL, 0) : 65536;
+    unsigned win = (argc > 3) ? strtoul(argv[3], NULL, 0) : 16;
+    unsigned n   = (argc > 4) ? strtoul(argv[4], NULL, 0) : 2048;
+    int64_t cs0  = bench_counter(BENCH_COUNTER_CS_IOCTLS);
+    int64_t w0   = bench_counter(BENCH_COUNTER_WAIT_CS_IOCTLS);
+
+    double bw;
+
+    b->progress_calls = 0;
+    bw                = bench_zcopy(b, DIR_H2D, size, n, win);
+    if (bw == 0) {
+        return 1;
+    }
+    printf("put_zcopy %u of %zu B, window %u: %.0f MB/s, %lu progress calls\n",
+           n, size, win, bw / UCS_MBYTE, b->progress_calls);
+    printf("ioctls per zcopy: CS, WAIT_CS:");
+    bench_print_ioctls(cs0, w0, n);
+    cs0 = bench_counter(BENCH_COUNTER_CS_IOCTLS);
+    w0  = bench_counter(BENCH_COUNTER_WAIT_CS_IOCTLS);
+    if (bench_put_short_usec(b, 8, n) < 0) {
+        return 1;
+    }
+    printf("put_short %u of 8 B\n", n);
+    printf("ioctls per put_short: CS, WAIT_CS:");
+    bench_print_ioctls(cs0, w0, n);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const size_t sizes[] = { 64ul << 10, 1ul << 20, 4ul << 20,
                                     16ul << 20 };
-    size_t total  = ((argc > 1) ? strtoul(argv[1], NULL, 0) : 256) << 20;
+    int count     = (argc > 1) && !strcmp(argv[1], "count");
+    size_t total  = ((argc > 1) && !count ?
+                     strtoul(argv[1], NULL, 0) : 256) << 20;
     unsigned win  = (argc > 2) ? strtoul(argv[2], NULL, 0) : 16;
     bench_t b;
     unsigned s, d, r, iters;
     double bw[BENCH_ROUNDS], mbw[BENCH_ROUNDS], ratio[BENCH_ROUNDS];
+    int64_t cs0, wait0;
+    int ret;
 
     memset(&b, 0, sizeof(b));
     if (bench_open(&b) != 0) {
@@ -275,15 +356,24 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    if (count) {
+        ret = bench_count(&b, argc, argv);
+        bench_close(&b);
+        return ret;
+    }
+
     printf("# zcopy bandwidth vs memcpy, %zu MiB per point, window %u,\n"
-           "# median of %d rounds of (memcpy, zcopy) measured back to back\n",
+           "# median of %d rounds of (memcpy, zcopy) measured back to back;\n"
+           "# CS, WAIT: ioctls per zcopy (emulator counters, all rounds)\n",
            total >> 20, win, BENCH_ROUNDS);
-    printf("%-4s %10s %12s %12s %7s\n", "dir", "size", "dma MB/s",
-           "memcpy MB/s", "ratio");
+    printf("%-4s %10s %12s %12s %7s %7s %7s\n", "dir", "size", "dma MB/s",
+           "memcpy MB/s", "ratio", "CS", "WAIT");
     for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); ++s) {
         iters = ucs_max(8, total / sizes[s]);
         for (d = DIR_H2D; d <= DIR_D2D; ++d) {
             bench_zcopy(&b, d, sizes[s], ucs_max(2, iters / 8), win); /* warm */
+            cs0   = bench_counter(BENCH_COUNTER_CS_IOCTLS);
+            wait0 = bench_counter(BENCH_COUNTER_WAIT_CS_IOCTLS);
             for (r = 0; r < BENCH_ROUNDS; ++r) {
                 mbw[r]   = bench_memcpy(&b, sizes[s], iters);
                 bw[r]    = bench_zcopy(&b, d, sizes[s], iters, win);
@@ -292,10 +382,11 @@ int main(int argc, char **argv)
             qsort(bw, BENCH_ROUNDS, sizeof(double), bench_cmp_double);
             qsort(mbw, BENCH_ROUNDS, sizeof(double), bench_cmp_double);
             qsort(ratio, BENCH_ROUNDS, sizeof(double), bench_cmp_double);
-            printf("%-4s %9zuK %12.0f %12.0f %7.2f\n", bench_dir_name[d],
+            printf("%-4s %9zuK %12.0f %12.0f %7.2f", bench_dir_name[d],
                    sizes[s] >> 10, bw[BENCH_ROUNDS / 2] / UCS_MBYTE,
                    mbw[BENCH_ROUNDS / 2] / UCS_MBYTE,
                    ratio[BENCH_ROUNDS / 2]);
+            bench_print_ioctls(cs0, wait0, (double)iters * BENCH_ROUNDS);
         }
     }
 

@@ -53,6 +53,8 @@ typedef enum {
     HLSIM_COUNTER_ALLOCS,        /* live ALLOC handles (process) */
     HLSIM_COUNTER_DMABUFS,       /* dma-buf fds exported here, open */
     HLSIM_COUNTER_DRAM_USED,     /* device-wide bytes, @dev required */
+    HLSIM_COUNTER_CS_IOCTLS,     /* CS ioctls, refused ones too (process) */
+    HLSIM_COUNTER_WAIT_CS_IOCTLS, /* WAIT_CS ioctls (process) */
     HLSIM_COUNTER_LAST
 } hlsim_counter_t;
 

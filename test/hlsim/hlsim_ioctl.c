@@ -150,9 +150,13 @@ int hlsim_ioctl(hlsim_file_t *f, int fd, unsigned long req, void *arg)
         rc = hlsim_cb(f, &k.cb);
         break;
     case GAUDI_HL_OP_CS:
+        __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_CS_IOCTLS], 1,
+                           __ATOMIC_RELAXED);
         rc = hlsim_cs(f, &k.cs);
         break;
     case GAUDI_HL_OP_WAIT_CS:
+        __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_WAIT_CS_IOCTLS], 1,
+                           __ATOMIC_RELAXED);
         rc = hlsim_wait_cs(f, &k.wait);
         break;
     case GAUDI_HL_OP_MEMORY:

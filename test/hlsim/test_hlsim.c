@@ -2173,13 +2173,21 @@ static void t_wait_errors(void)
     uint8_t *buf = malloc(8192);
     uint64_t va, seq, i;
     uint32_t status, flags;
+    int64_t  ncs, nwait;
     hcb_t    cb;
     int      fd;
 
     CHECK_OK(fd = open_dev(0), "open");
     cb = hcb_new(fd, 4096);
     CHECK_OK(map_host(fd, buf, 8192, &va), "map");
+    ncs   = API(hlsim_get_counter)(HLSIM_COUNTER_CS_IOCTLS, 0);
+    nwait = API(hlsim_get_counter)(HLSIM_COUNTER_WAIT_CS_IOCTLS, 0);
     CHECK_ERR(wait_cs(fd, 1, 0, NULL, NULL), EINVAL, "never issued");
+    /* every ioctl is counted, refused ones too */
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_WAIT_CS_IOCTLS, 0) ==
+          nwait + 1, "WAIT_CS ioctls counted");
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_CS_IOCTLS, 0) == ncs,
+          "no CS ioctl");
     /* reset_on_lockup=0 (HLSIM_RESET_ON_LOCKUP=0): a timeout, no reset */
     CHECK_OK(add("cs_timeout", 1, ETIMEDOUT), "fault");
     CHECK_ERR(g2_dma(fd, &cb, 0, va, va + 4096, 4096, 0, &status),

@@ -360,16 +360,17 @@ TEST_F(cpy_test, zcopy_all_directions) {
     }
 }
 
-/* More outstanding copies than the CS window: NO_RESOURCE + pending */
+/* More outstanding copies than the transport holds (CS window times the
+ * copies a CS takes): NO_RESOURCE + pending */
 TEST_F(cpy_test, many_outstanding_pending) {
     SKIP_NO_TL();
-    const unsigned n = 300, len = 8192;
+    const unsigned max_n = 12000, len = 4096;
     uct_rkey_t rkey;
-    char *dev = (char*)dev_alloc(n * len, &rkey);
-    std::vector<uint8_t> src(n * len), dst(n * len, 0);
+    char *dev = (char*)dev_alloc(max_n * len, &rkey);
+    std::vector<uint8_t> src(max_n * len);
     uct_mem_h smemh = host_reg(src);
-    std::vector<comp_t> comps(n);
-    unsigned i, posted = 0, no_resource = 0, pend_calls = 0;
+    std::vector<comp_t> comps(max_n);
+    unsigned i, n, posted = 0, no_resource = 0, pend_calls = 0;
 
     struct pend_t {
         uct_pending_req_t req;
@@ -383,10 +384,11 @@ TEST_F(cpy_test, many_outstanding_pending) {
     };
     pend.calls = &pend_calls;
 
-    for (i = 0; i < n; ++i) {
+    for (i = 0; i < max_n; ++i) {
         comp_init(comps[i]);
     }
-    while (posted < n) {
+    /* at least 300 copies, and on until the pending path ran twice */
+    while ((posted < max_n) && ((posted < 300) || (no_resource < 2))) {
         uct_iov_t iov = { src.data() + posted * len, len, smemh, 0, 1 };
         ucs_status_t status = uct_ep_put_zcopy(m_ep, &iov, 1,
                                                (uintptr_t)dev + posted * len,
@@ -408,6 +410,7 @@ TEST_F(cpy_test, many_outstanding_pending) {
         ASSERT_EQ(UCS_INPROGRESS, status);
         ++posted;
     }
+    n = posted;
     EXPECT_GT(no_resource, 0u);
     EXPECT_GT(pend_calls, 0u);
 
@@ -428,7 +431,7 @@ TEST_F(cpy_test, many_outstanding_pending) {
     std::vector<uint8_t> back(n * len);
     ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), n * len,
                                        (uintptr_t)dev, rkey));
-    EXPECT_EQ(src, back);
+    EXPECT_EQ(0, memcmp(src.data(), back.data(), n * len));
 }
 
 /*
@@ -440,9 +443,9 @@ TEST_F(cpy_test, many_outstanding_pending) {
 TEST_F(cpy_test, pending_queue_drains) {
     SKIP_NO_TL();
     const unsigned n_parked = 8, len = 65536;
-    const unsigned max_fill = 4096;
+    const unsigned max_fill = 20000;
     uct_rkey_t rkey;
-    char *dev = (char*)dev_alloc((max_fill + n_parked) * len, &rkey);
+    char *dev = (char*)dev_alloc((n_parked + 1) * len, &rkey);
     std::vector<uint8_t> src(n_parked * len), back(n_parked * len, 0);
     uct_mem_h smemh = host_reg(src);
     std::vector<comp_t> fill_comps(max_fill);
@@ -461,14 +464,14 @@ TEST_F(cpy_test, pending_queue_drains) {
 
     fill(src, 21);
 
-    /* fill the transport's window with copies of a scratch area */
+    /* fill the transport's window with copies to a scratch area */
     for (;;) {
         ASSERT_LT(filled, max_fill) << "window never filled";
         uct_iov_t iov = { src.data(), len, smemh, 0, 1 };
         comp_init(fill_comps[filled]);
         ucs_status_t status = uct_ep_put_zcopy(m_ep, &iov, 1,
                                                (uintptr_t)dev +
-                                               (n_parked + filled) * len,
+                                               n_parked * len,
                                                rkey, &fill_comps[filled].uct);
         if (status == UCS_ERR_NO_RESOURCE) {
             break;
@@ -531,9 +534,9 @@ TEST_F(cpy_test, pending_queue_drains) {
  * (never dispatched) and flushes what was posted */
 TEST_F(cpy_test, flush_cancel_drops_pending) {
     SKIP_NO_TL();
-    const unsigned len = 65536, max_fill = 4096;
+    const unsigned len = 65536, max_fill = 20000;
     uct_rkey_t rkey;
-    char *dev = (char*)dev_alloc(max_fill * len, &rkey);
+    char *dev = (char*)dev_alloc(len, &rkey);
     std::vector<uint8_t> src(len);
     uct_mem_h smemh = host_reg(src);
     std::vector<comp_t> comps(max_fill);
@@ -549,8 +552,8 @@ TEST_F(cpy_test, flush_cancel_drops_pending) {
         uct_iov_t iov = { src.data(), len, smemh, 0, 1 };
         comp_init(comps[filled]);
         ucs_status_t status = uct_ep_put_zcopy(m_ep, &iov, 1,
-                                               (uintptr_t)dev + filled * len,
-                                               rkey, &comps[filled].uct);
+                                               (uintptr_t)dev, rkey,
+                                               &comps[filled].uct);
         if (status == UCS_ERR_NO_RESOURCE) {
             break;
         }
@@ -710,6 +713,183 @@ TEST_F(cpy_test, faults) {
     flush();
 }
 
+
+/* Completions that record the order they come in */
+struct ordered_comp_t {
+    uct_completion_t uct;
+    ucs_status_t     status;
+    int              order;
+    int              *next;
+};
+
+static void ordered_comp_cb(uct_completion_t *self)
+{
+    ordered_comp_t *c = ucs_container_of(self, ordered_comp_t, uct);
+
+    c->status = self->status;
+    c->order  = (*c->next)++;
+}
+
+static void ordered_comp_init(ordered_comp_t &c, int *next)
+{
+    c.uct.func   = ordered_comp_cb;
+    c.uct.count  = 1;
+    c.uct.status = UCS_OK;
+    c.status     = UCS_ERR_LAST;
+    c.order      = -1;
+    c.next       = next;
+}
+
+/* Post put_zcopy @a i of @a len bytes from @a src to @a dev */
+#define BATCH_PUT(_src, _memh, _dev, _rkey, _i, _len, _comp) \
+    do { \
+        uct_iov_t _iov = { (_src) + (_i) * (_len), (_len), (_memh), 0, 1 }; \
+        ASSERT_EQ(UCS_INPROGRESS, \
+                  uct_ep_put_zcopy(m_ep, &_iov, 1, \
+                                   (uintptr_t)(_dev) + (_i) * (_len), \
+                                   (_rkey), &(_comp).uct)) << (_i); \
+    } while (0)
+
+/*
+ * Copies posted while the engine is busy share a command submission
+ * (MAX_BATCH, default 32): the first goes alone, the next 32 as one CS,
+ * the rest as another. Each completes on its own, in posting order.
+ */
+TEST_F(cpy_test, batch_completes_in_order) {
+    SKIP_NO_TL();
+    const unsigned n = 40, len = 65536;
+    uct_rkey_t rkey;
+    char *dev = (char*)dev_alloc(n * len, &rkey);
+    std::vector<uint8_t> src(n * len), back(n * len, 0);
+    uct_mem_h smemh = host_reg(src);
+    std::vector<ordered_comp_t> comps(n);
+    int next = 0;
+    unsigned i;
+
+    fill(src, 11);
+    int64_t cs0 = hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED);
+    for (i = 0; i < n; ++i) {
+        ordered_comp_init(comps[i], &next);
+        BATCH_PUT(src.data(), smemh, dev, rkey, i, len, comps[i]);
+    }
+    flush();
+    for (i = 0; i < n; ++i) {
+        EXPECT_EQ(UCS_OK, comps[i].status) << i;
+        EXPECT_EQ((int)i, comps[i].order) << "completed out of order";
+    }
+    EXPECT_EQ(3, hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED) - cs0)
+        << "1 + 32 + 7 copies in 3 submissions";
+    ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), n * len,
+                                       (uintptr_t)dev, rkey));
+    EXPECT_EQ(src, back);
+}
+
+/*
+ * A batch that fails fails each of its copies, and only those: on the
+ * device (CS timeout without reset) and at its submission (the CS ioctl
+ * refused). The copy before it and the ones after it succeed.
+ */
+TEST_F(cpy_test, batch_fault_fails_its_copies) {
+    SKIP_NO_TL();
+    const unsigned n = 6, len = 65536;
+    uct_rkey_t rkey;
+    char *dev = (char*)dev_alloc(n * len, &rkey);
+    std::vector<uint8_t> src(n * len), back(n * len, 0);
+    uct_mem_h smemh = host_reg(src);
+    std::vector<ordered_comp_t> comps(n);
+    int next;
+    unsigned i, round;
+
+    ASSERT_TRUE(gaudi_gtest::hlsim_loaded());
+    fill(src, 12);
+    setenv("HLSIM_RESET_ON_LOCKUP", "0", 1);
+    for (round = 0; round < 2; ++round) {
+        /* the first copy is a CS of its own, the others queue behind it
+         * and are the second CS */
+        if (round == 0) {
+            ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs_timeout", 2,
+                                                      ETIMEDOUT));
+        } else {
+            ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs", 2, ENOMEM));
+        }
+        next = 0;
+        for (i = 0; i < n; ++i) {
+            ordered_comp_init(comps[i], &next);
+            BATCH_PUT(src.data(), smemh, dev, rkey, i, len, comps[i]);
+        }
+        flush();
+        EXPECT_EQ(UCS_OK, comps[0].status) << "round " << round;
+        for (i = 0; i < n; ++i) {
+            EXPECT_EQ((int)i, comps[i].order) << "round " << round;
+            if (i > 0) {
+                EXPECT_EQ((round == 0) ? UCS_ERR_TIMED_OUT :
+                          UCS_ERR_NO_MEMORY, comps[i].status)
+                    << "round " << round << " copy " << i;
+            }
+        }
+    }
+    unsetenv("HLSIM_RESET_ON_LOCKUP");
+
+    /* the iface goes on: a batch after the faults succeeds */
+    next = 0;
+    for (i = 0; i < n; ++i) {
+        ordered_comp_init(comps[i], &next);
+        BATCH_PUT(src.data(), smemh, dev, rkey, i, len, comps[i]);
+    }
+    flush();
+    for (i = 0; i < n; ++i) {
+        EXPECT_EQ(UCS_OK, comps[i].status) << i;
+    }
+    ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), n * len,
+                                       (uintptr_t)dev, rkey));
+    EXPECT_EQ(src, back);
+}
+
+/* A flush completes after every copy of a queued batch; a fence makes a
+ * get wait for the queued puts before it */
+TEST_F(cpy_test, batch_flush_fence) {
+    SKIP_NO_TL();
+    const unsigned n = 20, len = 65536;
+    uct_rkey_t rkey;
+    char *dev = (char*)dev_alloc(n * len, &rkey);
+    std::vector<uint8_t> src(n * len), src2(n * len), dst(n * len, 0);
+    uct_mem_h smemh = host_reg(src), s2memh = host_reg(src2);
+    uct_mem_h dmemh = host_reg(dst);
+    std::vector<ordered_comp_t> comps(n);
+    ordered_comp_t fc, gc;
+    int next = 0;
+    unsigned i;
+
+    fill(src, 13);
+    fill(src2, 14);
+    for (i = 0; i < n; ++i) {
+        ordered_comp_init(comps[i], &next);
+        BATCH_PUT(src.data(), smemh, dev, rkey, i, len, comps[i]);
+    }
+    ordered_comp_init(fc, &next);
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_flush(m_ep, 0, &fc.uct));
+    while (fc.uct.count > 0) {
+        uct_worker_progress(m_worker);
+    }
+    EXPECT_EQ((int)n, fc.order) << "the flush completed before its copies";
+    for (i = 0; i < n; ++i) {
+        EXPECT_EQ((int)i, comps[i].order);
+    }
+
+    /* overwrite by queued puts, fence, read back in one get */
+    for (i = 0; i < n; ++i) {
+        ordered_comp_init(comps[i], &next);
+        BATCH_PUT(src2.data(), s2memh, dev, rkey, i, len, comps[i]);
+    }
+    ASSERT_EQ(UCS_OK, uct_ep_fence(m_ep, 0));
+    ordered_comp_init(gc, &next);
+    uct_iov_t iov = { dst.data(), dst.size(), dmemh, 0, 1 };
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_get_zcopy(m_ep, &iov, 1, (uintptr_t)dev,
+                                               rkey, &gc.uct));
+    flush();
+    EXPECT_EQ(UCS_OK, gc.status);
+    EXPECT_EQ(src2, dst) << "the get overtook the puts before the fence";
+}
 
 int main(int argc, char **argv)
 {

@@ -19,6 +19,7 @@ extern "C" {
 }
 
 #include <dirent.h>
+#include <limits.h>
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -466,7 +467,8 @@ TEST_F(dma_test, copy_sync_any_pair) {
 /* More copies than the in-flight window: NO_RESOURCE, then all complete */
 TEST_F(dma_test, many_outstanding) {
     SKIP_GAUDI3();
-    const unsigned n = 3 * m_dma->num_slots + 10, len = 4096;
+    const unsigned n = 3 * uct_gaudi_dma_max_inflight(m_dma) + 10;
+    const unsigned len = 4096;
     std::vector<uint8_t> src(n * len), dst(n * len, 0);
     uint64_t s = host_map(src), d = host_map(dst);
     std::vector<comp> comps(n);
@@ -485,7 +487,8 @@ TEST_F(dma_test, many_outstanding) {
             uct_gaudi_dma_progress(m_dma, 1);
         }
         ASSERT_EQ(UCS_INPROGRESS, status);
-        EXPECT_LE(uct_gaudi_dma_inflight(m_dma), m_dma->num_slots);
+        EXPECT_LE(uct_gaudi_dma_inflight(m_dma),
+                  uct_gaudi_dma_max_inflight(m_dma));
     }
     EXPECT_GT(no_resource, 0u);
     for (i = 0; i < n; ++i) {
@@ -497,29 +500,74 @@ TEST_F(dma_test, many_outstanding) {
     EXPECT_EQ(src, dst);
 }
 
+/* Copies submitted while the engine is busy share submissions (batches)
+ * and complete one by one, in submission order */
+TEST_F(dma_test, batch_in_order) {
+    SKIP_GAUDI3();
+    const unsigned n = 40, len = 4096;
+    std::vector<uint8_t> src(n * len), dst(n * len, 0);
+    uint64_t s = host_map(src), d = host_map(dst);
+    struct ocomp {
+        unsigned *next;
+        unsigned order;
+        ucs_status_t status;
+    };
+    std::vector<ocomp> comps(n);
+    unsigned i, next = 0;
+
+    fill(src, 8);
+    int64_t cs0 = hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED);
+    for (i = 0; i < n; ++i) {
+        uct_gaudi_dma_xfer_t x = { s + i * len, m_dev + i * len, len };
+        comps[i] = { &next, UINT_MAX, UCS_ERR_LAST };
+        ASSERT_EQ(UCS_INPROGRESS, uct_gaudi_dma_submit(
+                m_dma, &x, 1, "test", [](void *arg, ucs_status_t status) {
+                    ocomp *c  = (ocomp*)arg;
+                    c->status = status;
+                    c->order  = (*c->next)++;
+                }, &comps[i])) << i;
+    }
+    EXPECT_EQ(n, uct_gaudi_dma_inflight(m_dma));
+    for (i = 0; (next < n) && (i < 100000000); ++i) {
+        uct_gaudi_dma_progress(m_dma, 64);
+    }
+    ASSERT_EQ(n, next) << "copies never completed";
+    for (i = 0; i < n; ++i) {
+        EXPECT_EQ(UCS_OK, comps[i].status) << i;
+        EXPECT_EQ(i, comps[i].order) << "completed out of order";
+    }
+    /* the first alone (idle engine), then full batches */
+    EXPECT_LE(hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED) - cs0,
+              1 + (n - 1 + m_params.max_batch - 1) / m_params.max_batch);
+    ASSERT_EQ(UCS_OK, copy1(m_dev, d, n * len, false));
+    EXPECT_EQ(src, dst);
+}
+
 /* A synchronous copy while the async ring is full still goes through */
 TEST_F(dma_test, sync_with_full_ring) {
     SKIP_GAUDI3();
-    std::vector<comp> comps(m_dma->num_slots);
+    std::vector<comp> comps(uct_gaudi_dma_max_inflight(m_dma));
     uint8_t a[64], b[64];
-    unsigned i;
+    unsigned i, n;
 
     memset(a, 0x5a, sizeof(a));
-    for (i = 0; i < m_dma->num_slots; ++i) {
+    /* fill it: copies queue up in batches until the ring is full */
+    for (n = 0; uct_gaudi_dma_can_submit(m_dma); ++n) {
         uct_gaudi_dma_xfer_t x = { m_dev + (1 << 20), m_dev + (2 << 20),
                                    1 << 16 };
+        ASSERT_LT(n, comps.size());
         ASSERT_EQ(UCS_INPROGRESS, uct_gaudi_dma_submit(m_dma, &x, 1, "test",
-                                                       comp_cb, &comps[i]));
+                                                       comp_cb, &comps[n]));
     }
-    EXPECT_FALSE(uct_gaudi_dma_can_submit(m_dma));
+    EXPECT_GE(n, m_dma->num_slots);
     ASSERT_EQ(UCS_OK, uct_gaudi_dma_short(m_dma, 1, a, m_dev, 64, "put"));
     ASSERT_EQ(UCS_OK, uct_gaudi_dma_short(m_dma, 0, b, m_dev, 64, "get"));
     EXPECT_EQ(0, memcmp(a, b, 64));
     /* the sync copies did not deliver async completions */
-    for (i = 0; i < m_dma->num_slots; ++i) {
+    for (i = 0; i < n; ++i) {
         EXPECT_FALSE(comps[i].done);
     }
-    for (i = 0; i < m_dma->num_slots; ++i) {
+    for (i = 0; i < n; ++i) {
         progress_until(comps[i].done);
         EXPECT_EQ(UCS_OK, comps[i].status);
     }

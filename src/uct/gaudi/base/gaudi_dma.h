@@ -11,9 +11,11 @@
  *   run on the thread of the worker that owns the iface. Engines of one
  *   device share the driver's in-flight CS window; EAGAIN from the driver
  *   is reported as UCS_ERR_NO_RESOURCE like a full ring.
- * - A copy is one CS: its transfers are split into pieces and spread over
- *   the ASIC's DMA queues (one chunk a queue) so that engines run in
- *   parallel. A CS either is submitted whole or not at all.
+ * - A submission is one CS: its transfers are split into pieces and spread
+ *   over the ASIC's DMA queues (one chunk a queue) so that engines run in
+ *   parallel. A CS either is submitted whole or not at all. Asynchronous
+ *   copies posted while the backend is busy share a submission
+ *   (gaudi_dma_batch.c).
  * - An engine is not thread-safe: like a UCT iface it is used by one
  *   thread at a time (the ioctls themselves are, so engines of different
  *   threads need no common lock).
@@ -39,6 +41,10 @@ BEGIN_C_DECLS
 /* Largest piece one LIN_DMA packet carries (tsize is a u32, facts 5.5) */
 #define UCT_GAUDI_DMA_MAX_PIECE     (1ul << 30)
 
+/* Transfers of one asynchronous copy for which uct_gaudi_dma_can_submit()
+ * is exact (the transports' largest iov) */
+#define UCT_GAUDI_DMA_BATCH_OP_XFERS 16
+
 
 typedef struct uct_gaudi_dma uct_gaudi_dma_t;
 
@@ -51,6 +57,7 @@ typedef struct uct_gaudi_dma_params {
     size_t   bounce_size;   /* host bounce bytes of the synchronous slot */
     size_t   split_min;     /* smallest piece a transfer is split into */
     double   sync_timeout;  /* seconds a synchronous copy may wait */
+    unsigned max_batch;     /* async copies per submission (1: no batching) */
 } uct_gaudi_dma_params_t;
 
 
@@ -103,9 +110,14 @@ ucs_status_t uct_gaudi_dma_create(uct_gaudi_ctx_t *ctx,
 void uct_gaudi_dma_destroy(uct_gaudi_dma_t *dma);
 
 /**
- * Submit an asynchronous copy of @a count transfers as one CS. @a name
- * ("put_zcopy", ...) appears in error messages.
- * UCS_INPROGRESS: @a cb(@a arg, status) will be called from progress;
+ * Submit an asynchronous copy of @a count transfers. @a name
+ * ("put_zcopy", ...) appears in error messages. While the backend is busy
+ * copies are queued and submitted together (up to params.max_batch, one CS
+ * on the kernel backend) from the next progress call or when the batch is
+ * full; an idle backend gets the copy at once.
+ * UCS_INPROGRESS: @a cb(@a arg, status) will be called from progress, in
+ *   submission order; a copy queued in a batch that fails (on the device
+ *   or at its submission) gets the batch's error;
  * UCS_OK: nothing to copy (zero length), @a cb is not called;
  * UCS_ERR_NO_RESOURCE: ring full or driver EAGAIN, or the device is in
  *   reset: nothing was submitted, retry later;
@@ -116,11 +128,21 @@ ucs_status_t uct_gaudi_dma_submit(uct_gaudi_dma_t *dma,
                                   unsigned count, const char *name,
                                   uct_gaudi_dma_comp_cb_t cb, void *arg);
 
-/* Poll completions (WAIT_CS timeout 0) and call up to @a max callbacks */
+/*
+ * Poll completions (the oldest submission only) and deliver the copies of
+ * up to @a max submissions; then submit the copies queued since the last
+ * call. Returns the number of copies delivered.
+ */
 unsigned uct_gaudi_dma_progress(uct_gaudi_dma_t *dma, unsigned max);
+
+/* Submit the copies queued so far now rather than at the next progress */
+void uct_gaudi_dma_doorbell(uct_gaudi_dma_t *dma);
 
 /* Asynchronous copies submitted and not yet delivered */
 unsigned uct_gaudi_dma_inflight(const uct_gaudi_dma_t *dma);
+
+/* Asynchronous copies the engine holds at most (queued and submitted) */
+unsigned uct_gaudi_dma_max_inflight(const uct_gaudi_dma_t *dma);
 
 /* Whether an asynchronous submit would find a free slot now */
 int uct_gaudi_dma_can_submit(const uct_gaudi_dma_t *dma);

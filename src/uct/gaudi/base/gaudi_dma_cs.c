@@ -187,15 +187,20 @@ static int uct_gaudi_dma_cs_can_submit(const uct_gaudi_dma_t *base)
 
 /* Packets: split, spread, encode */
 
-/* Number of pieces @a length is split into */
+/*
+ * Number of pieces @a length is split into: pieces of at least @a share
+ * bytes (0: no split), one a queue at most. The share is what each queue
+ * gets of the whole CS, so a CS of several copies spreads whole copies
+ * over the queues (fewer, longer packets) and splits only those larger
+ * than a queue's share.
+ */
 static unsigned uct_gaudi_dma_num_pieces(const uct_gaudi_dma_cs_t *dma,
-                                         size_t length, int split)
+                                         size_t length, size_t share)
 {
     unsigned n = 1;
 
-    if (split) {
-        n = ucs_max(1, ucs_min(dma->num_queues,
-                               length / dma->super.params.split_min));
+    if (share > 0) {
+        n = ucs_max(1, ucs_min(dma->num_queues, length / share));
     }
 
     return ucs_max(n, ucs_div_round_up(length, UCT_GAUDI_DMA_MAX_PIECE));
@@ -241,15 +246,21 @@ static int uct_gaudi_dma_build(uct_gaudi_dma_cs_t *dma,
     void *pkt;
     size_t bytes[UCT_GAUDI_DMA_MAX_QUEUES]   = {0};
     unsigned npkts[UCT_GAUDI_DMA_MAX_QUEUES] = {0};
-    size_t total_pieces = 0, piece, off, len;
+    size_t total_pieces = 0, total = 0, share, piece, off, len;
     unsigned i, n, p;
-    int q, split, nchunks;
+    int q, nchunks;
 
     for (i = 0; i < count; i++) {
-        total_pieces += uct_gaudi_dma_num_pieces(dma, xfers[i].length, 1);
+        total += xfers[i].length;
+    }
+    share = ucs_max(dma->super.params.split_min, total / dma->num_queues);
+    for (i = 0; i < count; i++) {
+        total_pieces += uct_gaudi_dma_num_pieces(dma, xfers[i].length, share);
     }
     /* too many pieces: do not split (each transfer still fits) */
-    split = total_pieces <= (size_t)dma->cb_capacity * dma->num_queues;
+    if (total_pieces > (size_t)dma->cb_capacity * dma->num_queues) {
+        share = 0;
+    }
 
     slot->length = 0;
     for (i = 0; i < count; i++) {
@@ -258,7 +269,7 @@ static int uct_gaudi_dma_build(uct_gaudi_dma_cs_t *dma,
             continue;
         }
 
-        n     = uct_gaudi_dma_num_pieces(dma, len, split);
+        n     = uct_gaudi_dma_num_pieces(dma, len, share);
         piece = ucs_align_up(ucs_div_round_up(len, n),
                              UCT_GAUDI_DMA_PIECE_ALIGN);
         for (p = 0, off = 0; off < len; p++, off += piece) {

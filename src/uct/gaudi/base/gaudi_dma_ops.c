@@ -11,7 +11,7 @@
 #  include "config.h"
 #endif
 
-#include "gaudi_dma_ops.h"
+#include "gaudi_dma_batch.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/math.h>
@@ -74,17 +74,34 @@ void uct_gaudi_dma_params_default(const uct_gaudi_ctx_t *ctx,
                                   uct_gaudi_dma_params_t *params)
 {
     uct_gaudi_dma_ops_of(ctx)->params_default(ctx, params);
+    params->max_batch = UCT_GAUDI_DMA_DEF_BATCH;
 }
 
 ucs_status_t uct_gaudi_dma_create(uct_gaudi_ctx_t *ctx,
                                   const uct_gaudi_dma_params_t *params,
                                   uct_gaudi_dma_t **dma_p)
 {
-    return uct_gaudi_dma_ops_of(ctx)->create(ctx, params, dma_p);
+    uct_gaudi_dma_t *dma;
+    ucs_status_t status;
+
+    status = uct_gaudi_dma_ops_of(ctx)->create(ctx, params, &dma);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_dma_batch_init(dma);
+    if (status != UCS_OK) {
+        dma->ops->destroy(dma);
+        return status;
+    }
+
+    *dma_p = dma;
+    return UCS_OK;
 }
 
 void uct_gaudi_dma_destroy(uct_gaudi_dma_t *dma)
 {
+    uct_gaudi_dma_batch_cleanup(dma);
     dma->ops->destroy(dma);
 }
 
@@ -98,27 +115,37 @@ ucs_status_t uct_gaudi_dma_submit(uct_gaudi_dma_t *dma,
                                   unsigned count, const char *name,
                                   uct_gaudi_dma_comp_cb_t cb, void *arg)
 {
-    return dma->ops->submit(dma, xfers, count, name, cb, arg);
+    return uct_gaudi_dma_batch_submit(dma, xfers, count, name, cb, arg);
 }
 
 unsigned uct_gaudi_dma_progress(uct_gaudi_dma_t *dma, unsigned max)
 {
-    return dma->ops->progress(dma, max);
+    return uct_gaudi_dma_batch_progress(dma, max);
+}
+
+void uct_gaudi_dma_doorbell(uct_gaudi_dma_t *dma)
+{
+    uct_gaudi_dma_batch_doorbell(dma);
 }
 
 unsigned uct_gaudi_dma_inflight(const uct_gaudi_dma_t *dma)
 {
-    return dma->ops->inflight(dma);
+    return dma->batches->inflight;
+}
+
+unsigned uct_gaudi_dma_max_inflight(const uct_gaudi_dma_t *dma)
+{
+    return dma->batches->num * dma->batches->max_ops;
 }
 
 int uct_gaudi_dma_can_submit(const uct_gaudi_dma_t *dma)
 {
-    return dma->ops->can_submit(dma);
+    return uct_gaudi_dma_batch_can_submit(dma);
 }
 
 ucs_status_t uct_gaudi_dma_quiesce(uct_gaudi_dma_t *dma)
 {
-    return dma->ops->quiesce(dma);
+    return uct_gaudi_dma_batch_quiesce(dma);
 }
 
 unsigned uct_gaudi_dma_max_xfers(const uct_gaudi_dma_t *dma)

@@ -13,6 +13,9 @@
 
 #define UCT_GAUDI_DMA_NAME_MAX    64
 
+/* Copies per submission when the user does not say (gaudi_dma_batch.c) */
+#define UCT_GAUDI_DMA_DEF_BATCH   32
+
 
 /* What a backend implements; the front end documents the semantics */
 typedef struct uct_gaudi_dma_ops {
@@ -54,6 +57,8 @@ struct uct_gaudi_dma {
     uct_gaudi_dma_params_t    params;     /* applied (defaults, clamps) */
     unsigned                  num_slots;  /* async copies in flight at most */
     uint8_t                   *bounce;    /* params.bounce_size host bytes */
+    struct uct_gaudi_dma_batches *batches; /* queued async copies, front
+                                               end (gaudi_dma_batch.c) */
     char                      name[UCT_GAUDI_DMA_NAME_MAX];
 };
 

@@ -147,6 +147,8 @@ unsigned uct_gaudi_iface_progress(uct_iface_h tl_iface)
 
     if (!ucs_queue_is_empty(&iface->pending)) {
         uct_gaudi_iface_pending_progress(iface);
+        /* what the requests posted goes now, not at the next call */
+        uct_gaudi_dma_doorbell(iface->dma);
     }
 
     return count;
@@ -457,11 +459,12 @@ void uct_gaudi_iface_dma_close(uct_gaudi_iface_t *iface)
         return;
     }
 
-    if (uct_gaudi_dma_quiesce(iface->dma) == UCS_OK) {
-        iface->closing = 1;
-        while (uct_gaudi_dma_inflight(iface->dma) > 0) {
-            uct_gaudi_dma_progress(iface->dma, UINT_MAX);
-        }
+    /* queued copies are submitted by the quiesce and released by progress
+     * like the others, without calling back the user */
+    iface->closing = 1;
+    while ((uct_gaudi_dma_inflight(iface->dma) > 0) &&
+           (uct_gaudi_dma_quiesce(iface->dma) == UCS_OK)) {
+        uct_gaudi_dma_progress(iface->dma, UINT_MAX);
     }
 
     uct_gaudi_dma_destroy(iface->dma);

@@ -109,8 +109,14 @@ static ucs_config_field_t uct_gaudi_copy_iface_config_table[] = {
      UCS_CONFIG_TYPE_TIME},
 
     {"MAX_POLL", "16",
-     "Completions delivered per progress call",
+     "Submissions whose copies are delivered per progress call",
      ucs_offsetof(uct_gaudi_copy_iface_config_t, max_poll),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"MAX_BATCH", "32",
+     "Asynchronous copies posted while the engine is busy that share one\n"
+     "command submission (1: one submission per copy)",
+     ucs_offsetof(uct_gaudi_copy_iface_config_t, max_batch),
      UCS_CONFIG_TYPE_UINT},
 
     {NULL}
@@ -370,6 +376,7 @@ uct_gaudi_copy_iface_dma_params(const uct_gaudi_copy_iface_t *iface,
         params->cb_size = config->cb_size;
     }
     params->sync_timeout = config->sync_timeout;
+    params->max_batch    = config->max_batch;
 }
 
 static UCS_CLASS_INIT_FUNC(uct_gaudi_copy_iface_t, uct_md_h md,

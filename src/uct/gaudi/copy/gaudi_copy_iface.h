@@ -43,6 +43,7 @@ typedef struct uct_gaudi_copy_iface_config {
     size_t             cb_size;      /* CB_SIZE */
     double             sync_timeout; /* SYNC_TIMEOUT */
     unsigned           max_poll;     /* MAX_POLL */
+    unsigned           max_batch;    /* MAX_BATCH */
 } uct_gaudi_copy_iface_config_t;
 
 

@@ -68,8 +68,14 @@ static ucs_config_field_t uct_gaudi_ipc_iface_config_table[] = {
      UCS_CONFIG_TYPE_TIME},
 
     {"MAX_POLL", "16",
-     "Most completions delivered by one progress call.",
+     "Most submissions whose copies one progress call delivers.",
      ucs_offsetof(uct_gaudi_ipc_iface_config_t, max_poll),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"MAX_BATCH", "32",
+     "Copies posted while the engine is busy that share one command\n"
+     "submission (1: one submission per copy).",
+     ucs_offsetof(uct_gaudi_ipc_iface_config_t, max_batch),
      UCS_CONFIG_TYPE_UINT},
 
     {"PEER_CHECK_INTERVAL", "100ms",
@@ -319,6 +325,7 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
     }
 
     uct_gaudi_dma_params_default(ipc_md->ctx, &dma_params);
+    dma_params.max_batch = config->max_batch;
     status = uct_gaudi_dma_create(ipc_md->ctx, &dma_params, &self->super.dma);
     if (status != UCS_OK) {
         goto err_reg;

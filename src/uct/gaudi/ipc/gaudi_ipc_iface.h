@@ -49,6 +49,7 @@ typedef struct uct_gaudi_ipc_iface_config {
     double                    bw;                /* BW */
     double                    latency;           /* LAT */
     unsigned                  max_poll;          /* MAX_POLL */
+    unsigned                  max_batch;         /* MAX_BATCH */
     double                    peer_check;        /* PEER_CHECK_INTERVAL */
 } uct_gaudi_ipc_iface_config_t;
 
