@@ -73,14 +73,18 @@ stop_run() {
 # perftest_pid PID: the ucx_perftest process PID runs (through a subshell,
 # timeout(1) and the wrapper, which execs it)
 perftest_pid() {
-    local p=$1 c
-    while [ -n "$p" ]; do
-        if [ "$(cat /proc/"$p"/comm 2>/dev/null)" = ucx_perftest ]; then
-            echo "$p"
-            return
-        fi
-        c=$(pgrep -P "$p" | head -1)
-        p=$c
+    local todo=$1 p n
+    # breadth-first over the whole process tree below $1: a wrapper may
+    # have short-lived children beside the one that runs ucx_perftest
+    for n in $(seq 20); do
+        for p in $todo; do
+            if [ "$(cat /proc/"$p"/comm 2>/dev/null)" = ucx_perftest ]; then
+                echo "$p"
+                return
+            fi
+        done
+        todo=$(for p in $todo; do pgrep -P "$p"; done)
+        [ -n "$todo" ] || return
     done
 }
 
