@@ -370,6 +370,32 @@ ucs_status_t uct_gaudi_syn_device_fd(const uct_gaudi_syn_t *syn,
     return UCS_OK;
 }
 
+ucs_status_t uct_gaudi_syn_held_fd(const uct_gaudi_syn_t *syn, int *fd_p)
+{
+    uint8_t buf[UCT_GAUDI_SYN_INFO_BUF_SIZE];
+    int type, fd;
+
+    /* any failure means "no device acquired yet": not an error here */
+    memset(buf, 0xff, sizeof(buf));
+    if (syn->ops.device_get_info(UCT_GAUDI_SYN_DEVICE_ANY, buf) !=
+        UCT_GAUDI_SYN_SUCCESS) {
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    fd = uct_gaudi_syn_info_fd(buf, UCT_GAUDI_SYN_INFO_FD_OFFSET,
+                               UCT_GAUDI_SYN_INFO_TYPE_OFFSET, &type);
+    if (fd < 0) {
+        fd = uct_gaudi_syn_info_fd(buf, UCT_GAUDI_SYN_INFO_OLD_FD_OFFSET,
+                                   UCT_GAUDI_SYN_INFO_OLD_TYPE_OFFSET, &type);
+    }
+    if (fd < 0) {
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    *fd_p = fd;
+    return UCS_OK;
+}
+
 ucs_status_t uct_gaudi_syn_device_malloc(const uct_gaudi_syn_t *syn,
                                          uct_gaudi_syn_device_t device,
                                          size_t size, uint64_t *addr_p)

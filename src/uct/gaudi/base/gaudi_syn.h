@@ -90,6 +90,10 @@ ucs_status_t uct_gaudi_syn_device_fd(const uct_gaudi_syn_t *syn,
                                      uct_gaudi_syn_device_t device,
                                      int *fd_p, int *type_p);
 
+/* The fd of the device the process already acquired (the application's
+ * SynapseAI), quietly UCS_ERR_NO_DEVICE if none */
+ucs_status_t uct_gaudi_syn_held_fd(const uct_gaudi_syn_t *syn, int *fd_p);
+
 /* Device memory and host registration */
 ucs_status_t uct_gaudi_syn_device_malloc(const uct_gaudi_syn_t *syn,
                                          uct_gaudi_syn_device_t device,
