@@ -713,6 +713,38 @@ TEST_F(cpy_test, faults) {
     flush();
 }
 
+/* SynapseAI backend: a copy the PDMA engine fails completes with an
+ * error, a device reset fails the copies after it (the stream of a failed
+ * copy stays failed, as SynapseAI's does) */
+TEST_F(cpy_test, synapse_faults) {
+    SKIP_NO_TL();
+    const char *backend = getenv("UCX_GAUDI_COPY_BACKEND");
+    if ((backend == NULL) || (strcmp(backend, "synapse") != 0)) {
+        GTEST_SKIP() << "UCX_GAUDI_COPY_BACKEND is not synapse";
+    }
+    uct_rkey_t rkey;
+    char *dev = (char*)dev_alloc(1 << 20, &rkey);
+    std::vector<uint8_t> buf(65536), back(65536);
+    uct_mem_h memh = host_reg(buf);
+    uct_iov_t iov  = { buf.data(), buf.size(), memh, 0, 1 };
+
+    ASSERT_TRUE(gaudi_gtest::hlsim_loaded());
+    fill(buf, 9);
+    /* a good round trip first: the data is really moved */
+    ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, buf.data(), 4096,
+                                       (uintptr_t)dev, rkey));
+    ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), 4096,
+                                       (uintptr_t)dev, rkey));
+    EXPECT_EQ(0, memcmp(buf.data(), back.data(), 4096));
+
+    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("pdma", 1, EIO));
+    EXPECT_EQ(UCS_ERR_IO_ERROR, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
+
+    ASSERT_EQ(0, gaudi_gtest::hlsim_reset_device(0, 200));
+    EXPECT_NE(UCS_OK, uct_ep_put_short(m_ep, buf.data(), 64,
+                                       (uintptr_t)dev, rkey));
+}
+
 
 /* Completions that record the order they come in */
 struct ordered_comp_t {

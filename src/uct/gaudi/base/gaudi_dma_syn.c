@@ -352,10 +352,10 @@ static ucs_status_t uct_gaudi_dma_syn_quiesce(uct_gaudi_dma_t *base)
 
 /* Synchronous copies: a stream of their own, never delivering others */
 
-static ucs_status_t uct_gaudi_dma_syn_sync_run(uct_gaudi_dma_syn_t *dma,
-                                               const uct_gaudi_dma_xfer_t *xfers,
-                                               unsigned count,
-                                               const char *name)
+static ucs_status_t
+uct_gaudi_dma_syn_sync_run(uct_gaudi_dma_syn_t *dma,
+                           const uct_gaudi_dma_xfer_t *xfers, unsigned count,
+                           const char *name)
 {
     ucs_status_t status;
 
@@ -505,9 +505,10 @@ static void uct_gaudi_dma_syn_cleanup(uct_gaudi_dma_syn_t *dma)
     ucs_free(dma);
 }
 
-static ucs_status_t uct_gaudi_dma_syn_create(uct_gaudi_ctx_t *ctx,
-                                             const uct_gaudi_dma_params_t *params,
-                                             uct_gaudi_dma_t **dma_p)
+static ucs_status_t
+uct_gaudi_dma_syn_create(uct_gaudi_ctx_t *ctx,
+                         const uct_gaudi_dma_params_t *params,
+                         uct_gaudi_dma_t **dma_p)
 {
     uct_gaudi_dma_syn_t *dma;
     ucs_status_t status;
