@@ -253,6 +253,7 @@ static void uct_gaudi_ctx_syn_close(uct_gaudi_syn_t *syn,
                                     uct_gaudi_syn_device_t device,
                                     int acquired)
 {
+    uct_gaudi_syn_maps_cleanup(syn, device, &syn->maps);
     if (acquired) {
         /* SynapseAI closes the fd we borrowed */
         (void)uct_gaudi_syn_release(syn, device);

@@ -60,16 +60,23 @@ static __thread int uct_gaudi_reg_rcache_missed;
  * host pointers: the DMA address is the host address itself)
  */
 static ucs_status_t uct_gaudi_mem_host_map_dev(uct_gaudi_ctx_t *ctx,
+                                               void *addr, size_t len,
                                                void *start, size_t size,
                                                uint64_t *va_p)
 {
-    if (ctx->syn != NULL) {
-        *va_p = (uintptr_t)start;
-        return uct_gaudi_syn_host_map(ctx->syn, ctx->syn_device, start,
-                                      size);
+    uintptr_t key;
+    ucs_status_t status;
+
+    if (ctx->syn == NULL) {
+        return uct_gaudi_hl_mem_map_host(&ctx->hl, start, size, 0, va_p);
     }
 
-    return uct_gaudi_hl_mem_map_host(&ctx->hl, start, size, 0, va_p);
+    status = uct_gaudi_syn_map_get(ctx->syn, ctx->syn_device,
+                                   &ctx->syn->maps, (uintptr_t)addr, len,
+                                   (uintptr_t)start,
+                                   (uintptr_t)start + size, &key);
+    *va_p  = key;
+    return status;
 }
 
 ucs_status_t uct_gaudi_mem_host_map(uct_gaudi_heap_t *heap, void *addr,
@@ -88,7 +95,7 @@ ucs_status_t uct_gaudi_mem_host_map(uct_gaudi_heap_t *heap, void *addr,
     /* The driver pins whole pages anyway (facts 3.3); mapping them keeps the
      * VA page-aligned, so the DMA address is va + (addr - start) */
     pthread_mutex_lock(&heap->ctx->lock);
-    status = uct_gaudi_mem_host_map_dev(heap->ctx, (void*)start,
+    status = uct_gaudi_mem_host_map_dev(heap->ctx, addr, len, (void*)start,
                                         end - start, &va);
     pthread_mutex_unlock(&heap->ctx->lock);
     if (status != UCS_OK) {
@@ -105,7 +112,9 @@ ucs_status_t uct_gaudi_mem_host_map(uct_gaudi_heap_t *heap, void *addr,
     memh->address   = (uintptr_t)addr;
     memh->length    = len;
     memh->map_va    = va;
-    memh->dma_base  = va + ((uintptr_t)addr - start);
+    /* SynapseAI: host DMA addresses are host addresses */
+    memh->dma_base  = (heap->ctx->syn != NULL) ? (uintptr_t)addr :
+                      va + ((uintptr_t)addr - start);
     memh->buf       = NULL;
     memh->user_refs = 0;
     UCT_GAUDI_MEM_COUNTER_ADD(heap, host_maps, 1);
@@ -129,9 +138,10 @@ void uct_gaudi_mem_host_unmap(uct_gaudi_heap_t *heap,
 
     pthread_mutex_lock(&heap->ctx->lock);
     if (heap->ctx->syn != NULL) {
-        status = uct_gaudi_syn_host_unmap(heap->ctx->syn,
-                                          heap->ctx->syn_device,
-                                          (void*)(uintptr_t)memh->map_va);
+        status = uct_gaudi_syn_map_put(heap->ctx->syn,
+                                       heap->ctx->syn_device,
+                                       &heap->ctx->syn->maps,
+                                       memh->map_va);
     } else {
         status = uct_gaudi_hl_mem_unmap(&heap->ctx->hl, memh->map_va);
     }

@@ -43,12 +43,25 @@ typedef struct uct_gaudi_syn_ops {
 } uct_gaudi_syn_ops_t;
 
 
+/*
+ * The module's host maps on a device (gaudi_syn_map.c): SynapseAI keys a
+ * map by its start address, so a range is served by a live map that
+ * covers it, else mapped from a start no live map has (the whole pages
+ * [page_start, page_end), else exactly [addr, +length)); *key_p is what
+ * uct_gaudi_syn_map_put() takes. The caller serializes calls per table.
+ */
+typedef struct uct_gaudi_syn_maps {
+    struct uct_gaudi_syn_map *head;
+} uct_gaudi_syn_maps_t;
+
+
 /* A loaded libSynapse */
 typedef struct uct_gaudi_syn {
     void                *handle;     /* our dlopen() reference */
     int                 preloaded;   /* the process had loaded it before */
     char                path[256];   /* where it was found */
     uct_gaudi_syn_ops_t ops;
+    uct_gaudi_syn_maps_t maps;       /* the module's host maps */
 } uct_gaudi_syn_t;
 
 
@@ -107,6 +120,20 @@ ucs_status_t uct_gaudi_syn_host_map(const uct_gaudi_syn_t *syn,
 ucs_status_t uct_gaudi_syn_host_unmap(const uct_gaudi_syn_t *syn,
                                       uct_gaudi_syn_device_t device,
                                       const void *buffer);
+
+
+ucs_status_t uct_gaudi_syn_map_get(const uct_gaudi_syn_t *syn,
+                                   uct_gaudi_syn_device_t device,
+                                   uct_gaudi_syn_maps_t *maps,
+                                   uintptr_t addr, size_t length,
+                                   uintptr_t page_start, uintptr_t page_end,
+                                   uintptr_t *key_p);
+ucs_status_t uct_gaudi_syn_map_put(const uct_gaudi_syn_t *syn,
+                                   uct_gaudi_syn_device_t device,
+                                   uct_gaudi_syn_maps_t *maps, uintptr_t key);
+void uct_gaudi_syn_maps_cleanup(const uct_gaudi_syn_t *syn,
+                                uct_gaudi_syn_device_t device,
+                                uct_gaudi_syn_maps_t *maps);
 
 /* Streams and copies: queued, in order per stream */
 ucs_status_t uct_gaudi_syn_stream_create(const uct_gaudi_syn_t *syn,
