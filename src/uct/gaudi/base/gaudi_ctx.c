@@ -263,6 +263,43 @@ static void uct_gaudi_ctx_syn_close(uct_gaudi_syn_t *syn,
 }
 
 /*
+ * Have SynapseAI acquire @a info (NULL: the first free device), retrying
+ * with back-off like an open while the device resets after its previous
+ * user, or, when it is named, while someone else still holds it
+ */
+static ucs_status_t uct_gaudi_ctx_syn_acquire(const uct_gaudi_syn_t *syn,
+                                              const uct_gaudi_dev_info_t *info,
+                                              uct_gaudi_syn_device_t *device_p)
+{
+    double timeout      = uct_gaudi_global_config()->open_timeout;
+    ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(timeout);
+    unsigned delay_us   = UCT_GAUDI_OPEN_BACKOFF_MIN_US;
+    const char *bus     = ((info != NULL) && info->has_bus_id) ?
+                          info->pci_addr : NULL;
+    ucs_status_t status;
+
+    for (;;) {
+        status = uct_gaudi_syn_acquire(syn, bus, device_p);
+        if ((status != UCS_ERR_NO_RESOURCE) &&
+            ((info == NULL) || (status != UCS_ERR_BUSY))) {
+            break;
+        } else if (ucs_get_time() >= deadline) {
+            ucs_error("gaudi %s: SynapseAI cannot acquire the device for "
+                      "%.1f s (UCX_GAUDI_OPEN_TIMEOUT): %s",
+                      (info != NULL) ? info->name : "(any)", timeout,
+                      (status == UCS_ERR_BUSY) ? "held by another process" :
+                      "still in reset");
+            break;
+        }
+
+        usleep(delay_us);
+        delay_us = ucs_min(delay_us * 2, UCT_GAUDI_OPEN_BACKOFF_MAX_US);
+    }
+
+    return status;
+}
+
+/*
  * Context of the device SynapseAI holds: the application's (it acquired a
  * device already), else the one SynapseAI acquires for us, @a info or with
  * NULL the first free one. SynapseAI opens the compute node itself and
@@ -293,9 +330,7 @@ static ucs_status_t uct_gaudi_ctx_syn_open(const uct_gaudi_dev_info_t *info,
     }
 
     if (uct_gaudi_syn_held_fd(syn, &fd) != UCS_OK) {
-        status = uct_gaudi_syn_acquire(syn, ((info != NULL) &&
-                                             info->has_bus_id) ?
-                                       info->pci_addr : NULL, &device);
+        status = uct_gaudi_ctx_syn_acquire(syn, info, &device);
         if (status != UCS_OK) {
             goto err_unload;
         }
@@ -360,7 +395,9 @@ uct_gaudi_ctx_syn_fallback(uct_gaudi_ctx_choice_t *choice,
     const char *libname = uct_gaudi_global_config()->synapse_lib;
     const char *reason;
 
-    if (choice->explicit) {
+    if (status != UCS_ERR_UNSUPPORTED) {
+        return status;   /* the library works, the device does not */
+    } else if (choice->explicit) {
         ucs_error("gaudi: UCX_GAUDI_COPY_BACKEND=synapse but SynapseAI "
                   "('%s') cannot provide the device: %s", libname,
                   ucs_status_string(status));

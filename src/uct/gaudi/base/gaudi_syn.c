@@ -294,7 +294,11 @@ ucs_status_t uct_gaudi_syn_acquire(const uct_gaudi_syn_t *syn,
     }
 
     ret = syn->ops.device_acquire(device_p, pci_bus);
-    if (ret != UCT_GAUDI_SYN_SUCCESS) {
+    if (ret == UCT_GAUDI_SYN_DEVICE_RESET) {
+        /* still resetting after its previous user: retry later, like an
+         * open that says EAGAIN (driver-facts 7.1) */
+        return UCS_ERR_NO_RESOURCE;
+    } else if (ret != UCT_GAUDI_SYN_SUCCESS) {
         ucs_diag("gaudi: SynapseAI cannot acquire device %s: %s (%s)",
                  ((pci_bus != NULL) && (*pci_bus != '\0')) ? pci_bus :
                  "(any)", uct_gaudi_syn_status_str(ret),

@@ -86,7 +86,8 @@ const char *uct_gaudi_syn_status_name(uct_gaudi_syn_status_t syn_status);
 const char *uct_gaudi_syn_status_str(uct_gaudi_syn_status_t syn_status);
 
 
-/* Device: acquire (initializing SynapseAI if needed), release, info */
+/* Device: acquire (initializing SynapseAI if needed; UCS_ERR_NO_RESOURCE
+ * while the device resets, UCS_ERR_BUSY if someone holds it), release */
 ucs_status_t uct_gaudi_syn_acquire(const uct_gaudi_syn_t *syn,
                                    const char *pci_bus,
                                    uct_gaudi_syn_device_t *device_p);
