@@ -106,6 +106,20 @@ for run in auto:gaudi3 synapse:gaudi2; do
     unset HLSIM_ASIC
 done
 
+# An application that uses SynapseAI itself (links libSynapse, allocates
+# with synDeviceMalloc, copies on its own stream) and MPI at once: the
+# module finds SynapseAI loaded and borrows its device (auto)
+for asic in gaudi3 gaudi2; do
+    HLSIM_ASIC=$asic PROG=$GAUDI_UCX_BUILD/test/mpi/gaudi_syn_mpi_test \
+        run_mpi "SynapseAI application and MPI, $asic" -x HLSIM_ASIC \
+        -x UCX_LOG_LEVEL=diag
+    if [ "$(grep -c 'copy backend synapse (auto: libSynapse.so is loaded' \
+            "$last_log")" -ne 2 ]; then
+        echo "FAIL SynapseAI application, $asic: not both ranks on its device"
+        total_fail=$((total_fail + 1))
+    fi
+done
+
 faults_dir=$(cd "$(dirname "$0")" && pwd)
 for fault in cs:6:EIO cs:38:EIO mem_reg_dmabuf:3:EINVAL \
              cs_timeout:6:ETIMEDOUT cs_timeout:38:ETIMEDOUT; do

@@ -329,7 +329,7 @@ static ucs_status_t uct_gaudi_ctx_syn_open(const uct_gaudi_dev_info_t *info,
         return status;
     }
 
-    if (uct_gaudi_syn_held_fd(syn, &fd) != UCS_OK) {
+    if (uct_gaudi_syn_held_fd(syn, &fd, &device) != UCS_OK) {
         status = uct_gaudi_ctx_syn_acquire(syn, info, &device);
         if (status != UCS_OK) {
             goto err_unload;

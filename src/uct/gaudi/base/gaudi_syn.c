@@ -374,16 +374,16 @@ ucs_status_t uct_gaudi_syn_device_fd(const uct_gaudi_syn_t *syn,
     return UCS_OK;
 }
 
-ucs_status_t uct_gaudi_syn_held_fd(const uct_gaudi_syn_t *syn, int *fd_p)
+/* The fd SynapseAI reports for @a device, quietly -1 if none */
+static int uct_gaudi_syn_info_any_fd(const uct_gaudi_syn_t *syn,
+                                     uct_gaudi_syn_device_t device)
 {
     uint8_t buf[UCT_GAUDI_SYN_INFO_BUF_SIZE];
     int type, fd;
 
-    /* any failure means "no device acquired yet": not an error here */
     memset(buf, 0xff, sizeof(buf));
-    if (syn->ops.device_get_info(UCT_GAUDI_SYN_DEVICE_ANY, buf) !=
-        UCT_GAUDI_SYN_SUCCESS) {
-        return UCS_ERR_NO_DEVICE;
+    if (syn->ops.device_get_info(device, buf) != UCT_GAUDI_SYN_SUCCESS) {
+        return -1;
     }
 
     fd = uct_gaudi_syn_info_fd(buf, UCT_GAUDI_SYN_INFO_FD_OFFSET,
@@ -392,12 +392,34 @@ ucs_status_t uct_gaudi_syn_held_fd(const uct_gaudi_syn_t *syn, int *fd_p)
         fd = uct_gaudi_syn_info_fd(buf, UCT_GAUDI_SYN_INFO_OLD_FD_OFFSET,
                                    UCT_GAUDI_SYN_INFO_OLD_TYPE_OFFSET, &type);
     }
+    return fd;
+}
+
+ucs_status_t uct_gaudi_syn_held_fd(const uct_gaudi_syn_t *syn, int *fd_p,
+                                   uct_gaudi_syn_device_t *device_p)
+{
+    uct_gaudi_syn_device_t id;
+    int fd;
+
+    /* any failure means "no device acquired yet": not an error here */
+    fd = uct_gaudi_syn_info_any_fd(syn, UCT_GAUDI_SYN_DEVICE_ANY);
     if (fd < 0) {
         return UCS_ERR_NO_DEVICE;
     }
 
-    *fd_p = fd;
-    return UCS_OK;
+    /* the calls that take a device need its id: the one with that fd
+     * (SynapseAI numbers the devices it acquired from 0) */
+    for (id = 0; id < UCT_GAUDI_SYN_MAX_DEVICES; id++) {
+        if (uct_gaudi_syn_info_any_fd(syn, id) == fd) {
+            *fd_p     = fd;
+            *device_p = id;
+            return UCS_OK;
+        }
+    }
+
+    ucs_diag("gaudi: SynapseAI holds fd %d but no device id up to %u has "
+             "it", fd, UCT_GAUDI_SYN_MAX_DEVICES - 1);
+    return UCS_ERR_NO_DEVICE;
 }
 
 ucs_status_t uct_gaudi_syn_device_malloc(const uct_gaudi_syn_t *syn,

@@ -19,6 +19,9 @@
 /* Default library name, looked up like any dlopen() name */
 #define UCT_GAUDI_SYN_LIB_DEFAULT "libSynapse.so"
 
+/* Device ids looked at for the application's device */
+#define UCT_GAUDI_SYN_MAX_DEVICES 64
+
 
 /* The resolved entry points */
 typedef struct uct_gaudi_syn_ops {
@@ -104,9 +107,10 @@ ucs_status_t uct_gaudi_syn_device_fd(const uct_gaudi_syn_t *syn,
                                      uct_gaudi_syn_device_t device,
                                      int *fd_p, int *type_p);
 
-/* The fd of the device the process already acquired (the application's
- * SynapseAI), quietly UCS_ERR_NO_DEVICE if none */
-ucs_status_t uct_gaudi_syn_held_fd(const uct_gaudi_syn_t *syn, int *fd_p);
+/* The fd and id of the device the process already acquired (the
+ * application's SynapseAI), quietly UCS_ERR_NO_DEVICE if none */
+ucs_status_t uct_gaudi_syn_held_fd(const uct_gaudi_syn_t *syn, int *fd_p,
+                                   uct_gaudi_syn_device_t *device_p);
 
 /* Device memory and host registration */
 ucs_status_t uct_gaudi_syn_device_malloc(const uct_gaudi_syn_t *syn,
