@@ -714,8 +714,8 @@ TEST_F(cpy_test, faults) {
 }
 
 /* SynapseAI backend: a copy the PDMA engine fails completes with an
- * error, a device reset fails the copies after it (the stream of a failed
- * copy stays failed, as SynapseAI's does) */
+ * error and the engine recovers (a new stream: the failed one stays
+ * failed, as SynapseAI's does); a device reset fails the copies after it */
 TEST_F(cpy_test, synapse_faults) {
     SKIP_NO_TL();
     const char *backend = getenv("UCX_GAUDI_COPY_BACKEND");
@@ -737,8 +737,25 @@ TEST_F(cpy_test, synapse_faults) {
                                        (uintptr_t)dev, rkey));
     EXPECT_EQ(0, memcmp(buf.data(), back.data(), 4096));
 
-    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("pdma", 1, EIO));
+    /* a failed engine copy: the zcopy completes with the error; the
+     * engine's next stream works again, the data proves it */
+    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("pdma", 1, EFAULT));
     EXPECT_EQ(UCS_ERR_IO_ERROR, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
+    fill(buf, 11);
+    EXPECT_EQ(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
+    std::fill(back.begin(), back.end(), 0);
+    ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), back.size(),
+                                       (uintptr_t)dev, rkey));
+    EXPECT_EQ(buf, back);
+
+    /* the same for a synchronous copy */
+    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("pdma", 1, EFAULT));
+    EXPECT_EQ(UCS_ERR_IO_ERROR, uct_ep_put_short(m_ep, buf.data(), 64,
+                                                 (uintptr_t)dev, rkey));
+    EXPECT_EQ(UCS_OK, uct_ep_put_short(m_ep, buf.data(), 64,
+                                       (uintptr_t)dev, rkey));
+
+    /* a device reset fails the copies after it */
 
     ASSERT_EQ(0, gaudi_gtest::hlsim_reset_device(0, 200));
     EXPECT_NE(UCS_OK, uct_ep_put_short(m_ep, buf.data(), 64,

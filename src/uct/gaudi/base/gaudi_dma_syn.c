@@ -64,6 +64,7 @@ typedef struct uct_gaudi_dma_syn {
     uct_gaudi_dma_syn_slot_t *slots;      /* super.num_slots + 1 (sync) */
     uct_gaudi_dma_syn_slot_t *sync;
     size_t                   bounce_map;  /* bytes synHostMap'ed */
+    int                      failed;      /* async stream saw a failure */
 } uct_gaudi_dma_syn_t;
 
 
@@ -255,6 +256,29 @@ static ucs_status_t uct_gaudi_dma_syn_wait(uct_gaudi_dma_syn_t *dma,
 }
 
 
+/*
+ * A stream whose copy failed reports the failure from then on (as
+ * SynapseAI's does): replace it once nothing queued on it is pending, so
+ * that a transient DMA error does not fail every later copy
+ */
+static ucs_status_t uct_gaudi_dma_syn_renew(uct_gaudi_dma_syn_t *dma,
+                                            uct_gaudi_syn_stream_t *stream_p)
+{
+    uct_gaudi_syn_stream_t stream;
+    ucs_status_t status;
+
+    status = uct_gaudi_syn_stream_create(dma->syn, dma->device, &stream);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    (void)uct_gaudi_syn_stream_destroy(dma->syn, *stream_p);
+    *stream_p = stream;
+    ucs_debug("%s: stream replaced after a failed copy", dma->super.name);
+    return UCS_OK;
+}
+
+
 /* Asynchronous copies */
 
 static ucs_status_t uct_gaudi_dma_syn_submit(uct_gaudi_dma_t *base,
@@ -274,6 +298,17 @@ static ucs_status_t uct_gaudi_dma_syn_submit(uct_gaudi_dma_t *base,
 
     if (dma->count == base->num_slots) {
         return UCS_ERR_NO_RESOURCE;
+    }
+
+    if (ucs_unlikely(dma->failed)) {
+        if (dma->count > 0) {
+            return UCS_ERR_NO_RESOURCE;  /* until the failed ones drain */
+        }
+        status = uct_gaudi_dma_syn_renew(dma, &dma->stream);
+        if (status != UCS_OK) {
+            return status;
+        }
+        dma->failed = 0;
     }
 
     slot   = &dma->slots[(dma->head + dma->count) % base->num_slots];
@@ -307,6 +342,7 @@ static unsigned uct_gaudi_dma_syn_progress(uct_gaudi_dma_t *base,
         dma->head   = (dma->head + 1) % base->num_slots;
         dma->count--;
         slot->state = UCT_GAUDI_DMA_SYN_FREE;
+        dma->failed |= (slot->status != UCS_OK);
         delivered++;
         if (slot->cb != NULL) {
             slot->cb(slot->arg, slot->status);
@@ -381,6 +417,9 @@ uct_gaudi_dma_syn_sync_run(uct_gaudi_dma_syn_t *dma,
     }
 
     dma->sync->state = UCT_GAUDI_DMA_SYN_FREE;
+    if (dma->sync->status != UCS_OK) {
+        (void)uct_gaudi_dma_syn_renew(dma, &dma->sync_stream);
+    }
     return dma->sync->status;
 }
 
