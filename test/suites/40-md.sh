@@ -36,13 +36,10 @@ for run in gaudi2 gaudi1 gaudi3 upstream:gaudi2 upstream:gaudi1 \
 done
 
 # The SynapseAI copy backend (emulated libSynapse) on Gaudi3 and Gaudi2:
-# device memory comes from synDeviceMalloc, host registration is
-# synHostMap. Not run there: the driver-level fault injections of MAP
-# USERPTR and the freed-pointer registration (SynapseAI reports them with
-# its own statuses), the borrowed-fd tests (a UCX_GAUDI_DEVICE_FD device
-# cannot be SynapseAI's), and the deferred chunk release when the driver
-# refuses an UNMAP (a dma-buf held, an injected EBUSY): synDeviceFree does
-# not UNMAP through the module, SynapseAI owns the pages (docs/synapse.md).
+# host registration is synHostMap. Not run there: the driver-level fault
+# injections of MAP USERPTR and the freed-pointer registration (SynapseAI
+# reports them with its own statuses), and the borrowed-fd tests (a
+# UCX_GAUDI_DEVICE_FD device cannot be SynapseAI's, docs/synapse.md).
 for asic in gaudi3 gaudi2; do
     new_node
     log=$(mktemp); tmpdirs+=("$log")
@@ -50,8 +47,7 @@ for asic in gaudi3 gaudi2; do
     HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=1 UCX_GAUDI_COPY_BACKEND=synapse \
         UCX_GAUDI_SYNAPSE_LIB=$GAUDI_UCX_BUILD/test/synsim/.libs/libSynapse.so \
         on_emulator "$gtest" \
-        --gtest_filter='*:-*bad_input:*driver_faults:*borrowed_fd*:*dmabuf_held*:*deferred_teardown*:*chunk_release' \
-        2>&1 |
+        --gtest_filter='*:-*bad_input:*driver_faults:*borrowed_fd*' 2>&1 |
         tee "$log"
     gtest_add "synapse:$asic" "$log" "${PIPESTATUS[0]}"
 done

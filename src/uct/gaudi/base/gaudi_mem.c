@@ -10,7 +10,6 @@
 #endif
 
 #include "gaudi_mem.h"
-#include "gaudi_syn.h"
 
 #include <ucs/datastruct/khash.h>
 #include <ucs/debug/log.h>
@@ -203,61 +202,25 @@ static void uct_gaudi_chunk_delete(uct_gaudi_chunk_t *chunk)
 }
 
 
-/*
- * Device memory of a chunk from its provider: on the SynapseAI backend
- * SynapseAI's allocator (synDeviceMalloc), so that the module and
- * SynapseAI never hand out the same DRAM; else the driver, ALLOC of whole
- * pages then MAP (Gaudi2/3, facts 3.2, 3.3). Called with the ctx lock.
- */
-static ucs_status_t uct_gaudi_chunk_provide(uct_gaudi_heap_t *heap,
-                                            uint64_t size, uint64_t *handle_p,
-                                            uint64_t *va_p)
-{
-    const uct_gaudi_hl_t *hl = &heap->ctx->hl;
-    ucs_status_t status;
-
-    if (heap->ctx->syn != NULL) {
-        *handle_p = 0;
-        return uct_gaudi_syn_device_malloc(heap->ctx->syn,
-                                           heap->ctx->syn_device, size, va_p);
-    }
-
-    status = uct_gaudi_hl_mem_alloc(hl, size, 0, handle_p);
-    if (status == UCS_OK) {
-        status = uct_gaudi_hl_mem_map_device(hl, *handle_p, 0, va_p);
-        if (status != UCS_OK) {
-            (void)uct_gaudi_hl_mem_free(hl, *handle_p);
-        }
-    }
-    return status;
-}
-
-/* Give a chunk's memory back to its provider (with the ctx lock) */
-static void uct_gaudi_chunk_unprovide(uct_gaudi_heap_t *heap,
-                                      uint64_t handle, uint64_t va)
-{
-    if (heap->ctx->syn != NULL) {
-        (void)uct_gaudi_syn_device_free(heap->ctx->syn,
-                                        heap->ctx->syn_device, va);
-        return;
-    }
-
-    (void)uct_gaudi_hl_mem_unmap(&heap->ctx->hl, va);
-    (void)uct_gaudi_hl_mem_free(&heap->ctx->hl, handle);
-}
-
-/* Chunks of Gaudi2/3 */
+/* Driver chunks (Gaudi2/3): ALLOC whole pages, then MAP (facts 3.2, 3.3) */
 
 static ucs_status_t uct_gaudi_chunk_create(uct_gaudi_heap_t *heap,
                                            uint64_t size, int dedicated,
                                            uct_gaudi_chunk_t **chunk_p)
 {
+    const uct_gaudi_hl_t *hl = &heap->ctx->hl;
     uct_gaudi_chunk_t *chunk;
     uint64_t handle, va;
     ucs_status_t status;
 
     pthread_mutex_lock(&heap->ctx->lock);
-    status = uct_gaudi_chunk_provide(heap, size, &handle, &va);
+    status = uct_gaudi_hl_mem_alloc(hl, size, 0, &handle);
+    if (status == UCS_OK) {
+        status = uct_gaudi_hl_mem_map_device(hl, handle, 0, &va);
+        if (status != UCS_OK) {
+            (void)uct_gaudi_hl_mem_free(hl, handle);
+        }
+    }
     pthread_mutex_unlock(&heap->ctx->lock);
     if (status != UCS_OK) {
         return status;
@@ -266,7 +229,8 @@ static ucs_status_t uct_gaudi_chunk_create(uct_gaudi_heap_t *heap,
     chunk = uct_gaudi_chunk_new(va, va, size);
     if (chunk == NULL) {
         pthread_mutex_lock(&heap->ctx->lock);
-        uct_gaudi_chunk_unprovide(heap, handle, va);
+        (void)uct_gaudi_hl_mem_unmap(hl, va);
+        (void)uct_gaudi_hl_mem_free(hl, handle);
         pthread_mutex_unlock(&heap->ctx->lock);
         return UCS_ERR_NO_MEMORY;
     }
@@ -296,13 +260,6 @@ static ucs_status_t uct_gaudi_chunk_release(uct_gaudi_heap_t *heap,
     ucs_status_t status      = UCS_OK;
 
     pthread_mutex_lock(&heap->ctx->lock);
-    if (heap->ctx->syn != NULL) {
-        status = uct_gaudi_syn_device_free(heap->ctx->syn,
-                                           heap->ctx->syn_device, chunk->ptr);
-        chunk->mapped = (status != UCS_OK);
-        pthread_mutex_unlock(&heap->ctx->lock);
-        goto out;
-    }
     if (chunk->mapped) {
         status = uct_gaudi_hl_mem_unmap_exported(hl, chunk->ptr);
         if (status == UCS_OK) {
@@ -314,7 +271,6 @@ static ucs_status_t uct_gaudi_chunk_release(uct_gaudi_heap_t *heap,
     }
     pthread_mutex_unlock(&heap->ctx->lock);
 
-out:
     if (status == UCS_OK) {
         UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_count, -1);
         UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_bytes, -chunk->size);
