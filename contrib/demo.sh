@@ -1,7 +1,9 @@
 #!/bin/bash
 #
 # The ucx-gaudi demo: build, then show stock UCX using the Gaudi transports
-# on an emulated node of two Gaudi2 devices (test/hlsim).
+# on an emulated node of two Gaudi2 devices (test/hlsim), then on a node of
+# two Gaudi3 devices, where the copies go through SynapseAI (the emulated
+# libSynapse of test/synsim, docs/synapse.md).
 #
 set -euo pipefail
 
@@ -13,7 +15,8 @@ export HLSIM_ROOT=$(mktemp -d /tmp/hlsim-demo.XXXXXX)
 export HLSIM_NUM_DEVICES=${HLSIM_NUM_DEVICES:-2}
 export HLSIM_ASIC=${HLSIM_ASIC:-gaudi2}
 export GAUDI_UCX_LIBDIR="$build/lib"
-trap 'rm -rf "$HLSIM_ROOT"' EXIT
+g3_root=$(mktemp -d /tmp/hlsim-demo.XXXXXX)
+trap 'rm -rf "$HLSIM_ROOT" "$g3_root"' EXIT
 
 run() {
     LD_PRELOAD="$build/lib/libhlsim.so" "$build/contrib/ucx-gaudi-run" "$@"
@@ -60,3 +63,18 @@ done
 echo
 echo "Gaudi memory is presented as the '$mem_name' memory type on UCX"\
      "$(ucx_info -v | sed -n 's/^# Version //p') (docs/configuration.md)."
+
+echo
+echo "== A Gaudi3 node: no kernel DMA queue, the copies go through SynapseAI"
+export HLSIM_ROOT=$g3_root HLSIM_ASIC=gaudi3
+export UCX_GAUDI_SYNAPSE_LIB="$build/test/synsim/.libs/libSynapse.so"
+UCX_LOG_LEVEL=diag run ucx_info -d 2>&1 | awk '
+    /copy backend/ { sub(/.*UCX  DIAG  /, ""); print "  " $0 }
+    /^# Memory domain:/ { show = ($0 ~ /gaudi/) }
+    /[Cc]onnection manager/ { show = 0 }
+    show && /Memory domain:|Transport:/'
+printf "%-10s %14s\n" size "Gaudi3 ($mem_name)"
+for size in 65536 16777216; do
+    dev_bw=$(perftest_bw "$mem_name" $size)
+    printf "%-10s %14s\n" $size "${dev_bw:-failed}"
+done

@@ -390,7 +390,7 @@ int main(int argc, char **argv)
         }
     }
 
-    printf("# put_short latency (synchronous: submit + WAIT_CS)\n");
+    printf("# put_short latency (synchronous: submit + wait for completion)\n");
     printf("%-10s %10s\n", "size", "usec");
     printf("%-10u %10.2f\n", 8, bench_put_short_usec(&b, 8, 2000));
     printf("%-10u %10.2f\n", 4096, bench_put_short_usec(&b, 4096, 2000));

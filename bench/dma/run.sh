@@ -6,25 +6,44 @@
 # WAIT_CS ioctls per zcopy, put_short latency; with CALLGRIND=1 also host
 # instructions per operation (valgrind --tool=callgrind), before (one CS
 # per copy, UCX_GAUDI_COPY_MAX_BATCH=1) and after (batches).
-# Usage: bench/dma/run.sh [total_mib [window]]
+# Usage: bench/dma/run.sh [--backend kernel|synapse|all] [total_mib [window]]
+#   --backend: the copy backend (UCX_GAUDI_COPY_BACKEND; synapse uses the
+#   emulated libSynapse of the build, test/synsim); all: every backend the
+#   ASIC has, one after the other (Gaudi2: kernel, synapse; Gaudi3:
+#   synapse). Default: the module's own choice (auto). CALLGRIND measures
+#   the module's own choice.
 #   GAUDI_UCX_BUILD=<build dir> (default: the current directory)
 #   HLSIM_DMA_GBPS=<GB/s per engine> to model engine bandwidth (default off)
 #
 set -eu
+backends=auto
+if [ "${1:-}" = --backend ]; then
+    backends=$2
+    shift 2
+fi
+if [ "$backends" = all ]; then
+    case ${HLSIM_ASIC:-gaudi2} in
+    gaudi3) backends=synapse ;;
+    *)      backends="kernel synapse" ;;
+    esac
+fi
 build=${GAUDI_UCX_BUILD:-$PWD}
 bench=$build/test/gtest/dma/gaudi_dma_bench
 [ -x "$bench" ] || make -C "$build/test/gtest/dma" gaudi_dma_bench >/dev/null
 root=$(mktemp -d /tmp/hlsim-bench.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 export HLSIM_ROOT=$root HLSIM_NUM_DEVICES=1
+export UCX_GAUDI_SYNAPSE_LIB=$build/test/synsim/.libs/libSynapse.so
 preload="$build/test/hlsim/.libs/libhlsim.so $build/src/uct/gaudi/.libs/libuct_gaudi.so"
-echo "# $(nproc) CPUs, HLSIM_ASIC=${HLSIM_ASIC:-gaudi2}, HLSIM_DMA_GBPS=${HLSIM_DMA_GBPS:-0}"
 # with the engine model on, also the fraction of its limit: the sum over
 # the queues a copy may use (Gaudi1 4, Gaudi2 3; docs/performance.md)
 gbps=${HLSIM_DMA_GBPS:-0}
 queues=$([ "${HLSIM_ASIC:-gaudi2}" = gaudi1 ] && echo 4 || echo 3)
-if [ "${CALLGRIND_ONLY:-0}" != 1 ]; then
-    LD_PRELOAD="$preload" "$bench" "$@" |
+for backend in $backends; do
+    [ "${CALLGRIND_ONLY:-0}" != 1 ] || break
+    echo "# $(nproc) CPUs, HLSIM_ASIC=${HLSIM_ASIC:-gaudi2}," \
+         "HLSIM_DMA_GBPS=${HLSIM_DMA_GBPS:-0}, copy backend $backend"
+    UCX_GAUDI_COPY_BACKEND=$backend LD_PRELOAD="$preload" "$bench" "$@" |
         awk -v g="$gbps" -v q="$queues" '
             g > 0 && /^dir / { print $0 "   model"; next }
             g > 0 && /^(H2D|D2H|D2D) / {
@@ -32,7 +51,7 @@ if [ "${CALLGRIND_ONLY:-0}" != 1 ]; then
             g > 0 && /^# zcopy/ { print; printf "# model: %s GB/s x %d " \
                 "queues = %.0f MB/s\n", g, q, g * q * 1000; next }
             { print }'
-fi
+done
 
 # Inclusive instructions of function $2 in callgrind output $1 (from /,
 # where callgrind_annotate names every file by its absolute path)

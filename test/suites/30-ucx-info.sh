@@ -42,6 +42,10 @@ new_node
 HLSIM_NUM_DEVICES=2 on_node ucx_info -c -f > "$out" 2>&1
 expect_match "UCX_GAUDI_DEVICE in ucx_info -c" "$out" '^UCX_GAUDI_DEVICE='
 expect_match "UCX_GAUDI_COPY_ variables in ucx_info -c" "$out" '^UCX_GAUDI_COPY_'
+expect_match "UCX_GAUDI_COPY_BACKEND in ucx_info -c" "$out" \
+    '^UCX_GAUDI_COPY_BACKEND=auto$'
+expect_match "UCX_GAUDI_SYNAPSE_LIB in ucx_info -c" "$out" \
+    '^UCX_GAUDI_SYNAPSE_LIB=libSynapse.so$'
 
 # without the module nothing Gaudi appears (stock UCX is untouched)
 LD_PRELOAD="$(in_device_mode || echo "$HLSIM_LIB")" ucx_info -d > "$out" 2>&1

@@ -35,4 +35,21 @@ for run in gaudi2 gaudi1 gaudi3 upstream:gaudi2 upstream:gaudi1 \
     gtest_add "$run" "$log" "${PIPESTATUS[0]}"
 done
 
+# The SynapseAI copy backend (emulated libSynapse) on Gaudi3 and Gaudi2:
+# host registration is synHostMap. Not run there: the driver-level fault
+# injections of MAP USERPTR and the freed-pointer registration (SynapseAI
+# reports them with its own statuses), and the borrowed-fd tests (a
+# UCX_GAUDI_DEVICE_FD device cannot be SynapseAI's, docs/synapse.md).
+for asic in gaudi3 gaudi2; do
+    new_node
+    log=$(mktemp); tmpdirs+=("$log")
+    echo "=== UCX_GAUDI_COPY_BACKEND=synapse HLSIM_ASIC=$asic"
+    HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=1 UCX_GAUDI_COPY_BACKEND=synapse \
+        UCX_GAUDI_SYNAPSE_LIB=$GAUDI_UCX_BUILD/test/synsim/.libs/libSynapse.so \
+        on_emulator "$gtest" \
+        --gtest_filter='*:-*bad_input:*driver_faults:*borrowed_fd*' 2>&1 |
+        tee "$log"
+    gtest_add "synapse:$asic" "$log" "${PIPESTATUS[0]}"
+done
+
 gtest_summary "all models and flavours"

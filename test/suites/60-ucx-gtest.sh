@@ -1,5 +1,6 @@
 # UCX 1.13.1's own uct gtest suites, instantiated for the Gaudi components
-# (test/gtest/ucx), on the emulated node.
+# (test/gtest/ucx), on the emulated node, on the kernel and on the SynapseAI
+# copy backend.
 #
 # Gaudi buffers come from UCX's mem_buffer, compiled with HAVE_ROCM over
 # test/gtest/ucx/hip_gaudi.cc (Gaudi memory is the ROCM type on UCX 1.13).
@@ -19,10 +20,18 @@ gtest=$GAUDI_UCX_BUILD/test/gtest/ucx/ucx_gtest
 filter='gaudi_copy/test_md.*:gaudi_ipc/test_md.*:gaudi_cpy/*'
 exclude='*mem_type_detect_mds*'
 
-new_node
+# Once on the default (Gaudi2, kernel backend), then on the SynapseAI copy
+# backend (the emulated libSynapse): Gaudi3, where auto picks it, and
+# Gaudi2 with UCX_GAUDI_COPY_BACKEND=synapse
 export HLSIM_NUM_DEVICES=2
-on_node "$gtest" --gtest_filter="$filter-$exclude"
-rc=$?
-finish_dirs() { local d; for d in "${tmpdirs[@]}"; do rm -rf "$d"; done; }
-finish_dirs
-exit $rc
+synsim_lib=$GAUDI_UCX_BUILD/test/synsim/.libs/libSynapse.so
+for run in kernel:gaudi2 auto:gaudi3 synapse:gaudi2; do
+    echo "=== UCX_GAUDI_COPY_BACKEND=${run%%:*} HLSIM_ASIC=${run#*:}"
+    new_node
+    log=$(mktemp); tmpdirs+=("$log")
+    HLSIM_ASIC=${run#*:} UCX_GAUDI_COPY_BACKEND=${run%%:*} \
+        UCX_GAUDI_SYNAPSE_LIB=$synsim_lib \
+        on_node "$gtest" --gtest_filter="$filter-$exclude" 2>&1 | tee "$log"
+    gtest_add "$run" "$log" "${PIPESTATUS[0]}"
+done
+gtest_summary "kernel and SynapseAI backends"

@@ -23,4 +23,18 @@ for run in gaudi2:habana gaudi2:upstream gaudi1:habana gaudi1:upstream \
     gtest_add "$asic $flavour" "$log" "${PIPESTATUS[0]}"
 done
 
+# The SynapseAI copy backend (emulated libSynapse): Gaudi3, where auto
+# picks it and the driver imports dma-bufs (op 99), and Gaudi2 with
+# UCX_GAUDI_COPY_BACKEND=synapse; both processes of every test use it
+for run in auto:gaudi3 synapse:gaudi2; do
+    new_node
+    log=$(mktemp); tmpdirs+=("$log")
+    echo "=== UCX_GAUDI_COPY_BACKEND=${run%%:*} HLSIM_ASIC=${run#*:}"
+    HLSIM_ASIC=${run#*:} HLSIM_NUM_DEVICES=3 \
+        UCX_GAUDI_COPY_BACKEND=${run%%:*} \
+        UCX_GAUDI_SYNAPSE_LIB=$UCX_GAUDI_BUILD/test/synsim/.libs/libSynapse.so \
+        on_emulator "$gtest" 2>&1 | tee "$log"
+    gtest_add "${run#*:} ${run%%:*}" "$log" "${PIPESTATUS[0]}"
+done
+
 gtest_summary "all models and flavours"

@@ -123,4 +123,33 @@ for size in 65536 16777216; do
     uct_loop "UCT get zcopy -s $size" -t get -D zcopy -s $size -n 20
 done
 
+# The SynapseAI copy backend (emulated libSynapse): Gaudi3, where auto
+# picks it, and Gaudi2 with UCX_GAUDI_COPY_BACKEND=synapse; UCP eager and
+# rendezvous (gaudi_ipc) in every direction, latency, and the UCT loops
+if ! in_device_mode; then
+    export UCX_GAUDI_SYNAPSE_LIB=$GAUDI_UCX_BUILD/test/synsim/.libs/libSynapse.so
+    for run in auto:gaudi3 synapse:gaudi2; do
+        new_node
+        export HLSIM_ASIC=${run#*:} UCX_GAUDI_COPY_BACKEND=${run%%:*}
+        tag="[$HLSIM_ASIC, backend $UCX_GAUDI_COPY_BACKEND]"
+        for mem in rocm rocm,host host,rocm; do
+            for size in 8 1048576 67108864; do
+                ucp_pair "tag_bw -m $mem -s $size $tag" -t tag_bw -m $mem \
+                    -s $size -n 3 -w 1
+            done
+        done
+        ucp_pair "tag_lat -m rocm -s 8 $tag" -t tag_lat -m rocm -s 8 -n 200 \
+            -w 10
+        UCX_TLS=^gaudi_ipc ucp_pair "staged tag_bw -m rocm -s 67108864 $tag" \
+            -t tag_bw -m rocm -s 67108864 -n 4 -w 2
+        for layout in short bcopy zcopy; do
+            uct_loop "UCT put_bw $layout -s 8 $tag" -t put_bw -D $layout \
+                -s 8 -n 100
+        done
+        uct_loop "UCT get zcopy -s 16777216 $tag" -t get -D zcopy \
+            -s 16777216 -n 20
+    done
+    unset HLSIM_ASIC UCX_GAUDI_COPY_BACKEND UCX_GAUDI_SYNAPSE_LIB
+fi
+
 finish

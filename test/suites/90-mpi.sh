@@ -86,6 +86,40 @@ HLSIM_NODES=legacy NOERR=1 PROG=$rma run_mpi \
 # phase (6, import: 3) or in the get phase (38) of "gg". A CS timeout is
 # survivable with reset_on_lockup=0; a DMA error and a reset are hard
 # resets, in which the driver kills the device's user (test/hlsim).
+# The SynapseAI copy backend (emulated libSynapse): Gaudi3 (auto) and
+# Gaudi2 (explicit), the MPI test and UCP RMA
+synsim_lib=$GAUDI_UCX_BUILD/test/synsim/.libs/libSynapse.so
+# (HLSIM_ASIC also for mpirun: the first process on a node records it)
+for run in auto:gaudi3 synapse:gaudi2; do
+    export HLSIM_ASIC=${run#*:}
+    syn_env=(-x HLSIM_ASIC -x UCX_GAUDI_COPY_BACKEND="${run%%:*}"
+             -x UCX_GAUDI_SYNAPSE_LIB="$synsim_lib")
+    run_mpi "SynapseAI backend, $HLSIM_ASIC" "${syn_env[@]}" \
+        -x UCX_LOG_LEVEL=diag
+    if [ "$(grep -c 'copy backend synapse' "$last_log")" -ne 2 ]; then
+        echo "FAIL SynapseAI backend, $HLSIM_ASIC: not both ranks on it"
+        total_fail=$((total_fail + 1))
+    fi
+    PROG=$rma run_mpi \
+        "UCP RMA, UCX_PROTO_ENABLE=y, SynapseAI backend, $HLSIM_ASIC" \
+        -x UCX_PROTO_ENABLE=y "${syn_env[@]}"
+    unset HLSIM_ASIC
+done
+
+# An application that uses SynapseAI itself (links libSynapse, allocates
+# with synDeviceMalloc, copies on its own stream) and MPI at once: the
+# module finds SynapseAI loaded and borrows its device (auto)
+for asic in gaudi3 gaudi2; do
+    HLSIM_ASIC=$asic PROG=$GAUDI_UCX_BUILD/test/mpi/gaudi_syn_mpi_test \
+        run_mpi "SynapseAI application and MPI, $asic" -x HLSIM_ASIC \
+        -x UCX_LOG_LEVEL=diag
+    if [ "$(grep -c 'copy backend synapse (auto: libSynapse.so is loaded' \
+            "$last_log")" -ne 2 ]; then
+        echo "FAIL SynapseAI application, $asic: not both ranks on its device"
+        total_fail=$((total_fail + 1))
+    fi
+done
+
 faults_dir=$(cd "$(dirname "$0")" && pwd)
 for fault in cs:6:EIO cs:38:EIO mem_reg_dmabuf:3:EINVAL \
              cs_timeout:6:ETIMEDOUT cs_timeout:38:ETIMEDOUT; do

@@ -713,6 +713,55 @@ TEST_F(cpy_test, faults) {
     flush();
 }
 
+/* SynapseAI backend: a copy the PDMA engine fails completes with an
+ * error and the engine recovers (a new stream: the failed one stays
+ * failed, as SynapseAI's does); a device reset fails the copies after it */
+TEST_F(cpy_test, synapse_faults) {
+    SKIP_NO_TL();
+    const char *backend = getenv("UCX_GAUDI_COPY_BACKEND");
+    if ((backend == NULL) || (strcmp(backend, "synapse") != 0)) {
+        GTEST_SKIP() << "UCX_GAUDI_COPY_BACKEND is not synapse";
+    }
+    uct_rkey_t rkey;
+    char *dev = (char*)dev_alloc(1 << 20, &rkey);
+    std::vector<uint8_t> buf(65536), back(65536);
+    uct_mem_h memh = host_reg(buf);
+    uct_iov_t iov  = { buf.data(), buf.size(), memh, 0, 1 };
+
+    ASSERT_TRUE(gaudi_gtest::hlsim_loaded());
+    fill(buf, 9);
+    /* a good round trip first: the data is really moved */
+    ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, buf.data(), 4096,
+                                       (uintptr_t)dev, rkey));
+    ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), 4096,
+                                       (uintptr_t)dev, rkey));
+    EXPECT_EQ(0, memcmp(buf.data(), back.data(), 4096));
+
+    /* a failed engine copy: the zcopy completes with the error; the
+     * engine's next stream works again, the data proves it */
+    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("pdma", 1, EFAULT));
+    EXPECT_EQ(UCS_ERR_IO_ERROR, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
+    fill(buf, 11);
+    EXPECT_EQ(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
+    std::fill(back.begin(), back.end(), 0);
+    ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), back.size(),
+                                       (uintptr_t)dev, rkey));
+    EXPECT_EQ(buf, back);
+
+    /* the same for a synchronous copy */
+    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("pdma", 1, EFAULT));
+    EXPECT_EQ(UCS_ERR_IO_ERROR, uct_ep_put_short(m_ep, buf.data(), 64,
+                                                 (uintptr_t)dev, rkey));
+    EXPECT_EQ(UCS_OK, uct_ep_put_short(m_ep, buf.data(), 64,
+                                       (uintptr_t)dev, rkey));
+
+    /* a device reset fails the copies after it */
+
+    ASSERT_EQ(0, gaudi_gtest::hlsim_reset_device(0, 200));
+    EXPECT_NE(UCS_OK, uct_ep_put_short(m_ep, buf.data(), 64,
+                                       (uintptr_t)dev, rkey));
+}
+
 
 /* Completions that record the order they come in */
 struct ordered_comp_t {

@@ -68,12 +68,25 @@ typedef struct uct_gaudi_devices {
 } uct_gaudi_devices_t;
 
 
+/* The engine that copies for a device (UCX_GAUDI_COPY_BACKEND) */
+typedef enum {
+    UCT_GAUDI_BACKEND_AUTO,
+    UCT_GAUDI_BACKEND_KERNEL,   /* kernel command submission (Gaudi1/2) */
+    UCT_GAUDI_BACKEND_SYNAPSE,  /* SynapseAI streams and events */
+    UCT_GAUDI_BACKEND_LAST
+} uct_gaudi_backend_t;
+
+extern const char *uct_gaudi_backend_names[];
+
+
 /* UCX_GAUDI_* global configuration (prefix "GAUDI_") */
 typedef struct uct_gaudi_global_config {
     char             *device;        /* auto | <index> | module:<id> */
     int              device_fd;      /* -1: none */
     ucs_ternary_auto_value_t synapse; /* try (auto) | yes | no */
     double           open_timeout;   /* seconds of EAGAIN back-off */
+    int              copy_backend;   /* uct_gaudi_backend_t */
+    char             *synapse_lib;   /* libSynapse name or path */
 } uct_gaudi_global_config_t;
 
 
@@ -87,6 +100,11 @@ typedef struct uct_gaudi_ctx {
     const char                  *source;  /* for messages: "opened",
                                              "UCX_GAUDI_DEVICE_FD", "SynapseAI" */
     uct_gaudi_driver_t          driver;   /* who drives it (DRM identity) */
+    uct_gaudi_backend_t         backend;  /* KERNEL or SYNAPSE, for good */
+    char                        backend_why[160]; /* how it was chosen */
+    struct uct_gaudi_syn        *syn;     /* SYNAPSE: the loaded library */
+    uint32_t                    syn_device; /* SYNAPSE: synDeviceId */
+    int                         syn_acquired; /* we acquired: we release */
 } uct_gaudi_ctx_t;
 
 

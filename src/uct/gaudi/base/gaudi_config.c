@@ -20,6 +20,13 @@
 #include <stddef.h>
 
 
+const char *uct_gaudi_backend_names[] = {
+    [UCT_GAUDI_BACKEND_AUTO]    = "auto",
+    [UCT_GAUDI_BACKEND_KERNEL]  = "kernel",
+    [UCT_GAUDI_BACKEND_SYNAPSE] = "synapse",
+    [UCT_GAUDI_BACKEND_LAST]    = NULL
+};
+
 static ucs_config_field_t uct_gaudi_global_config_table[] = {
     {"DEVICE", "auto",
      "Gaudi device this process uses:\n"
@@ -42,6 +49,24 @@ static ucs_config_field_t uct_gaudi_global_config_table[] = {
      "already loaded in the process: yes, no or try.",
      ucs_offsetof(uct_gaudi_global_config_t, synapse),
      UCS_CONFIG_TYPE_TERNARY},
+
+    {"COPY_BACKEND", "auto",
+     "Engine that copies for the device (gaudi_cpy, gaudi_ipc, public API):\n"
+     " auto    - SynapseAI if the process has already loaded it, or if the\n"
+     "           ASIC has no kernel command-submission queue (Gaudi3);\n"
+     "           else kernel\n"
+     " kernel  - command buffers submitted through the driver (Gaudi1/2)\n"
+     " synapse - synMemCopyAsync on streams of SynapseAI (every Gaudi);\n"
+     "           SynapseAI then owns the device and the module borrows it.\n"
+     "The choice is made once per device and process.",
+     ucs_offsetof(uct_gaudi_global_config_t, copy_backend),
+     UCS_CONFIG_TYPE_ENUM(uct_gaudi_backend_names)},
+
+    {"SYNAPSE_LIB", "libSynapse.so",
+     "SynapseAI library loaded (dlopen) for the synapse copy backend: a name\n"
+     "looked up like any library, or a path.",
+     ucs_offsetof(uct_gaudi_global_config_t, synapse_lib),
+     UCS_CONFIG_TYPE_STRING},
 
     {"OPEN_TIMEOUT", "5s",
      "How long to keep retrying, with back-off, to open a device that is\n"

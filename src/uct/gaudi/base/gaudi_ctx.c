@@ -13,10 +13,13 @@
 #endif
 
 #include "gaudi_base.h"
+#include "gaudi_dma.h"
+#include "gaudi_syn.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
+#include <ucs/sys/string.h>
 #include <ucs/time/time.h>
 
 #include <dlfcn.h>
@@ -66,6 +69,15 @@ typedef int (*uct_gaudi_syn_device_get_info_t)(uint32_t device_id,
                                                void *info);
 
 #define UCT_GAUDI_SYN_ANY_DEVICE ((uint32_t)-1)
+
+
+/* The copy backend a device is to get, decided before it is opened: on
+ * SynapseAI the library owns the device and the module borrows its fd */
+typedef struct {
+    uct_gaudi_backend_t backend;
+    int                 explicit;  /* named by UCX_GAUDI_COPY_BACKEND */
+    char                why[160];
+} uct_gaudi_ctx_choice_t;
 
 
 typedef enum {
@@ -121,6 +133,81 @@ int uct_gaudi_ctx_owned(const uct_gaudi_ctx_t *ctx)
 static ucs_status_t uct_gaudi_ctx_create(const uct_gaudi_dev_info_t *info,
                                          const uct_gaudi_hl_t *hl,
                                          const char *source,
+                                         uct_gaudi_ctx_t **ctx_p);
+
+/*
+ * The backend for a device of @a asic: UCX_GAUDI_COPY_BACKEND, or in auto
+ * SynapseAI when the process already loaded it (its stream work and ours
+ * then share one owner of the device) or when the ASIC has no kernel
+ * queue (Gaudi3, facts 6), else the kernel CS path.
+ */
+static void uct_gaudi_ctx_choose(uct_gaudi_asic_t asic,
+                                 uct_gaudi_ctx_choice_t *choice)
+{
+    const uct_gaudi_global_config_t *config = uct_gaudi_global_config();
+    const char *reason;
+
+    choice->explicit = (config->copy_backend != UCT_GAUDI_BACKEND_AUTO);
+    if (choice->explicit) {
+        choice->backend = config->copy_backend;
+        ucs_snprintf_zero(choice->why, sizeof(choice->why),
+                          "UCX_GAUDI_COPY_BACKEND=%s",
+                          uct_gaudi_backend_names[config->copy_backend]);
+    } else if (uct_gaudi_syn_is_loaded(config->synapse_lib)) {
+        choice->backend = UCT_GAUDI_BACKEND_SYNAPSE;
+        ucs_snprintf_zero(choice->why, sizeof(choice->why),
+                          "auto: %s is loaded in the process",
+                          config->synapse_lib);
+    } else if (uct_gaudi_dma_kernel_check(asic, &reason) != UCS_OK) {
+        choice->backend = UCT_GAUDI_BACKEND_SYNAPSE;
+        ucs_snprintf_zero(choice->why, sizeof(choice->why),
+                          "auto: %s has no kernel DMA queue",
+                          uct_gaudi_asic_name(asic));
+    } else {
+        choice->backend = UCT_GAUDI_BACKEND_KERNEL;
+        ucs_snprintf_zero(choice->why, sizeof(choice->why),
+                          "auto: %s not loaded, %s has kernel DMA queues",
+                          config->synapse_lib, uct_gaudi_asic_name(asic));
+    }
+}
+
+/* An existing context serves a later user only with the backend it has */
+static ucs_status_t uct_gaudi_ctx_check_choice(const uct_gaudi_ctx_t *ctx)
+{
+    uct_gaudi_ctx_choice_t choice;
+
+    uct_gaudi_ctx_choose(ctx->info->asic, &choice);
+    if (choice.explicit && (choice.backend != ctx->backend)) {
+        ucs_error("gaudi %s: copy backend %s (%s) refused: the device "
+                  "already copies with %s (%s), one backend per device and "
+                  "process", ctx->info->name,
+                  uct_gaudi_backend_names[choice.backend], choice.why,
+                  uct_gaudi_backend_names[ctx->backend], ctx->backend_why);
+        return UCS_ERR_ALREADY_EXISTS;
+    }
+
+    return UCS_OK;
+}
+
+/* Set the backend of a new context (the kernel one unless @a syn) */
+static void uct_gaudi_ctx_set_backend(uct_gaudi_ctx_t *ctx,
+                                      const char *why, uct_gaudi_syn_t *syn,
+                                      uct_gaudi_syn_device_t device,
+                                      int acquired)
+{
+    ctx->backend      = (syn != NULL) ? UCT_GAUDI_BACKEND_SYNAPSE :
+                        UCT_GAUDI_BACKEND_KERNEL;
+    ctx->syn          = syn;
+    ctx->syn_device   = device;
+    ctx->syn_acquired = acquired;
+    ucs_strncpy_zero(ctx->backend_why, why, sizeof(ctx->backend_why));
+    ucs_diag("gaudi %s: copy backend %s (%s)", ctx->info->name,
+             uct_gaudi_backend_names[ctx->backend], ctx->backend_why);
+}
+
+static ucs_status_t uct_gaudi_ctx_create(const uct_gaudi_dev_info_t *info,
+                                         const uct_gaudi_hl_t *hl,
+                                         const char *source,
                                          uct_gaudi_ctx_t **ctx_p)
 {
     uct_gaudi_ctx_t *ctx;
@@ -138,6 +225,8 @@ static ucs_status_t uct_gaudi_ctx_create(const uct_gaudi_dev_info_t *info,
     ctx->source   = source;
     pthread_mutex_init(&ctx->lock, NULL);
     uct_gaudi_driver_identify(&ctx->hl, &ctx->driver);
+    ctx->backend = UCT_GAUDI_BACKEND_KERNEL;
+    ucs_strncpy_zero(ctx->backend_why, source, sizeof(ctx->backend_why));
 
     uct_gaudi_ctx_by_minor[info->minor] = ctx;
     ucs_debug("gaudi %s: device context on %s fd %d (%s)", info->name,
@@ -158,6 +247,172 @@ static int uct_gaudi_ctx_lookup(const uct_gaudi_dev_info_t *info,
     ++ctx->refcount;
     *ctx_p = ctx;
     return 1;
+}
+
+static void uct_gaudi_ctx_syn_close(uct_gaudi_syn_t *syn,
+                                    uct_gaudi_syn_device_t device,
+                                    int acquired)
+{
+    uct_gaudi_syn_maps_cleanup(syn, device, &syn->maps);
+    if (acquired) {
+        /* SynapseAI closes the fd we borrowed */
+        (void)uct_gaudi_syn_release(syn, device);
+    }
+    uct_gaudi_syn_unload(syn);
+    ucs_free(syn);
+}
+
+/*
+ * Have SynapseAI acquire @a info (NULL: the first free device), retrying
+ * with back-off like an open while the device resets after its previous
+ * user, or, when it is named, while someone else still holds it
+ */
+static ucs_status_t uct_gaudi_ctx_syn_acquire(const uct_gaudi_syn_t *syn,
+                                              const uct_gaudi_dev_info_t *info,
+                                              uct_gaudi_syn_device_t *device_p)
+{
+    double timeout      = uct_gaudi_global_config()->open_timeout;
+    ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(timeout);
+    unsigned delay_us   = UCT_GAUDI_OPEN_BACKOFF_MIN_US;
+    const char *bus     = ((info != NULL) && info->has_bus_id) ?
+                          info->pci_addr : NULL;
+    ucs_status_t status;
+
+    for (;;) {
+        status = uct_gaudi_syn_acquire(syn, bus, device_p);
+        if ((status != UCS_ERR_NO_RESOURCE) &&
+            ((info == NULL) || (status != UCS_ERR_BUSY))) {
+            break;
+        } else if (ucs_get_time() >= deadline) {
+            ucs_error("gaudi %s: SynapseAI cannot acquire the device for "
+                      "%.1f s (UCX_GAUDI_OPEN_TIMEOUT): %s",
+                      (info != NULL) ? info->name : "(any)", timeout,
+                      (status == UCS_ERR_BUSY) ? "held by another process" :
+                      "still in reset");
+            break;
+        }
+
+        usleep(delay_us);
+        delay_us = ucs_min(delay_us * 2, UCT_GAUDI_OPEN_BACKOFF_MAX_US);
+    }
+
+    return status;
+}
+
+/*
+ * Context of the device SynapseAI holds: the application's (it acquired a
+ * device already), else the one SynapseAI acquires for us, @a info or with
+ * NULL the first free one. SynapseAI opens the compute node itself and
+ * the driver allows one compute context per device (facts 7.1), so the
+ * module borrows its fd.
+ */
+static ucs_status_t uct_gaudi_ctx_syn_open(const uct_gaudi_dev_info_t *info,
+                                           const uct_gaudi_ctx_choice_t *choice,
+                                           uct_gaudi_ctx_t **ctx_p)
+{
+    const char *libname = uct_gaudi_global_config()->synapse_lib;
+    uct_gaudi_syn_device_t device = UCT_GAUDI_SYN_DEVICE_ANY;
+    const uct_gaudi_dev_info_t *held;
+    int fd, type, acquired = 0;
+    uct_gaudi_syn_t *syn;
+    ucs_status_t status;
+    uct_gaudi_hl_t hl;
+
+    syn = ucs_calloc(1, sizeof(*syn), "gaudi syn");
+    if (syn == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = uct_gaudi_syn_load(libname, syn);
+    if (status != UCS_OK) {
+        ucs_free(syn);
+        return status;
+    }
+
+    if (uct_gaudi_syn_held_fd(syn, &fd, &device) != UCS_OK) {
+        status = uct_gaudi_ctx_syn_acquire(syn, info, &device);
+        if (status != UCS_OK) {
+            goto err_unload;
+        }
+        acquired = 1;
+        status   = uct_gaudi_syn_device_fd(syn, device, &fd, &type);
+        if (status != UCS_OK) {
+            goto err_close;
+        }
+    }
+
+    status = uct_gaudi_hl_attach_fd(fd, &hl);
+    if (status != UCS_OK) {
+        ucs_error("gaudi: SynapseAI's fd %d is not a usable Gaudi compute "
+                  "node", fd);
+        goto err_close;
+    }
+
+    held = uct_gaudi_device_by_minor(hl.minor);
+    if ((held == NULL) || ((info != NULL) && (held != info))) {
+        ucs_error("gaudi: SynapseAI holds %s, not the selected %s",
+                  (held != NULL) ? held->name : hl.name,
+                  (info != NULL) ? info->name : "device");
+        status = UCS_ERR_NO_DEVICE;
+        goto err_close;
+    }
+
+    if (uct_gaudi_ctx_by_minor[held->minor] != NULL) {
+        ucs_error("gaudi %s: SynapseAI holds a device this process already "
+                  "uses with the kernel backend", held->name);
+        status = UCS_ERR_ALREADY_EXISTS;
+        goto err_close;
+    }
+
+    status = uct_gaudi_ctx_create(held, &hl, acquired ?
+                                  "SynapseAI (acquired by UCX)" :
+                                  "SynapseAI", ctx_p);
+    if (status != UCS_OK) {
+        goto err_close;
+    }
+
+    uct_gaudi_ctx_set_backend(*ctx_p, choice->why, syn, device, acquired);
+    return UCS_OK;
+
+err_close:
+    uct_gaudi_ctx_syn_close(syn, device, acquired);
+    return status;
+err_unload:
+    uct_gaudi_syn_unload(syn);
+    ucs_free(syn);
+    return status;
+}
+
+/*
+ * SynapseAI could not be used for the device: an explicit choice fails,
+ * auto falls back to opening the device for the kernel backend (which
+ * Gaudi3 lacks: then no copy transport, the memory domain still works)
+ */
+static ucs_status_t
+uct_gaudi_ctx_syn_fallback(uct_gaudi_ctx_choice_t *choice,
+                           uct_gaudi_asic_t asic, ucs_status_t status)
+{
+    const char *libname = uct_gaudi_global_config()->synapse_lib;
+    const char *reason;
+
+    if (status != UCS_ERR_UNSUPPORTED) {
+        return status;   /* the library works, the device does not */
+    } else if (choice->explicit) {
+        ucs_error("gaudi: UCX_GAUDI_COPY_BACKEND=synapse but SynapseAI "
+                  "('%s') cannot provide the device: %s", libname,
+                  ucs_status_string(status));
+        return status;
+    }
+
+    ucs_diag("gaudi: %s; SynapseAI ('%s') unusable (%s): kernel backend%s",
+             choice->why, libname, ucs_status_string(status),
+             (uct_gaudi_dma_kernel_check(asic, &reason) != UCS_OK) ?
+             ", no copy transport" : "");
+    ucs_snprintf_zero(choice->why, sizeof(choice->why),
+                      "auto: SynapseAI unusable (%s)",
+                      ucs_status_string(status));
+    choice->backend = UCT_GAUDI_BACKEND_KERNEL;
+    return UCS_OK;
 }
 
 /*
@@ -230,11 +485,28 @@ static ucs_status_t uct_gaudi_ctx_get_dev(const uct_gaudi_dev_info_t *info,
                                           uct_gaudi_ctx_t **ctx_p)
 {
     double timeout = uct_gaudi_global_config()->open_timeout;
+    uct_gaudi_ctx_choice_t choice;
     ucs_status_t status;
     uct_gaudi_hl_t hl;
 
     if (uct_gaudi_ctx_lookup(info, ctx_p)) {
-        return UCS_OK;
+        status = uct_gaudi_ctx_check_choice(*ctx_p);
+        if (status != UCS_OK) {
+            --(*ctx_p)->refcount;
+        }
+        return status;
+    }
+
+    uct_gaudi_ctx_choose(info->asic, &choice);
+    if (choice.backend == UCT_GAUDI_BACKEND_SYNAPSE) {
+        status = uct_gaudi_ctx_syn_open(info, &choice, ctx_p);
+        if (status == UCS_OK) {
+            return UCS_OK;
+        }
+        status = uct_gaudi_ctx_syn_fallback(&choice, info->asic, status);
+        if (status != UCS_OK) {
+            return status;
+        }
     }
 
     /* the named device: wait for a previous user's context to go too */
@@ -247,9 +519,11 @@ static ucs_status_t uct_gaudi_ctx_get_dev(const uct_gaudi_dev_info_t *info,
     status = uct_gaudi_ctx_create(info, &hl, "opened", ctx_p);
     if (status != UCS_OK) {
         uct_gaudi_hl_close(&hl);
+        return status;
     }
 
-    return status;
+    uct_gaudi_ctx_set_backend(*ctx_p, choice.why, NULL, 0, 0);
+    return UCS_OK;
 }
 
 /* Context around an fd the application owns; its device must be
@@ -511,9 +785,29 @@ static ucs_status_t uct_gaudi_ctx_get_free(uct_gaudi_ctx_t **ctx_p)
     double timeout = uct_gaudi_global_config()->open_timeout;
     const uct_gaudi_dev_info_t *info;
     unsigned i, pass, num_busy = 0;
+    uct_gaudi_ctx_choice_t choice;
     ucs_status_t status;
     int *state;   /* 0: untried, 1: hint busy, 2: EAGAIN, 3: done */
     uct_gaudi_hl_t hl;
+
+    /* a node has one kind of device; SynapseAI picks the first free one */
+    uct_gaudi_ctx_choose(devs->dev[0].asic, &choice);
+    if (choice.backend == UCT_GAUDI_BACKEND_SYNAPSE) {
+        for (i = 0; i < devs->count; ++i) {
+            if (uct_gaudi_ctx_lookup(&devs->dev[i], ctx_p)) {
+                return uct_gaudi_ctx_check_choice(*ctx_p);
+            }
+        }
+        status = uct_gaudi_ctx_syn_open(NULL, &choice, ctx_p);
+        if (status == UCS_OK) {
+            return UCS_OK;
+        }
+        status = uct_gaudi_ctx_syn_fallback(&choice, devs->dev[0].asic,
+                                            status);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
 
     state = ucs_calloc(ucs_max(devs->count, 1), sizeof(*state),
                        "gaudi state");
@@ -543,6 +837,9 @@ static ucs_status_t uct_gaudi_ctx_get_free(uct_gaudi_ctx_t **ctx_p)
                 status = uct_gaudi_ctx_create(info, &hl, "opened", ctx_p);
                 if (status != UCS_OK) {
                     uct_gaudi_hl_close(&hl);
+                } else {
+                    uct_gaudi_ctx_set_backend(*ctx_p, choice.why, NULL, 0,
+                                              0);
                 }
                 goto out;
             }
@@ -570,6 +867,7 @@ static ucs_status_t uct_gaudi_ctx_get_selected(uct_gaudi_ctx_t **ctx_p)
     const uct_gaudi_global_config_t *config = uct_gaudi_global_config();
     const uct_gaudi_devices_t *devs         = uct_gaudi_devices();
     const uct_gaudi_dev_info_t *info;
+    uct_gaudi_ctx_choice_t choice;
     const char *rank_var;
     ucs_status_t status;
     int fd, rank;
@@ -577,6 +875,23 @@ static ucs_status_t uct_gaudi_ctx_get_selected(uct_gaudi_ctx_t **ctx_p)
     status = uct_gaudi_configured_device(&info);
     if (status != UCS_OK) {
         return status;
+    }
+
+    /* SynapseAI loaded (the application's device, or the first free one)
+     * or wanted: it owns the device, selection is its own */
+    if ((config->device_fd < 0) && (devs->count > 0)) {
+        uct_gaudi_ctx_choose((info != NULL) ? info->asic : devs->dev[0].asic,
+                             &choice);
+        if ((choice.backend == UCT_GAUDI_BACKEND_SYNAPSE) &&
+            (config->synapse != UCS_NO) &&
+            uct_gaudi_syn_is_loaded(config->synapse_lib)) {
+            status = uct_gaudi_ctx_syn_open(info, &choice, ctx_p);
+            if ((status == UCS_OK) ||
+                (uct_gaudi_ctx_syn_fallback(&choice, devs->dev[0].asic,
+                                            status) != UCS_OK)) {
+                return status;
+            }
+        }
     }
 
     fd = config->device_fd;
@@ -590,6 +905,15 @@ static ucs_status_t uct_gaudi_ctx_get_selected(uct_gaudi_ctx_t **ctx_p)
     }
 
     if (fd >= 0) {
+        /* the application's fd: kernel CS beside its work */
+        if (config->copy_backend == UCT_GAUDI_BACKEND_SYNAPSE) {
+            ucs_error("gaudi: UCX_GAUDI_COPY_BACKEND=synapse refused: the "
+                      "device is the %s fd %d, which SynapseAI does not "
+                      "hold through %s", (config->device_fd >= 0) ?
+                      "UCX_GAUDI_DEVICE_FD" : "application's", fd,
+                      config->synapse_lib);
+            return UCS_ERR_UNSUPPORTED;
+        }
         return uct_gaudi_ctx_attach(fd, (config->device_fd >= 0) ?
                                     "UCX_GAUDI_DEVICE_FD" : "SynapseAI",
                                     info, ctx_p);
@@ -666,6 +990,10 @@ void uct_gaudi_ctx_put(uct_gaudi_ctx_t *ctx)
     ucs_debug("gaudi %s: releasing device context (%s)", ctx->info->name,
               ctx->source);
     uct_gaudi_hl_close(&ctx->hl);   /* only closes what we opened */
+    if (ctx->syn != NULL) {
+        uct_gaudi_ctx_syn_close(ctx->syn, ctx->syn_device,
+                                ctx->syn_acquired);
+    }
     pthread_mutex_destroy(&ctx->lock);
     ucs_free(ctx);
 }

@@ -29,6 +29,7 @@
 
 #include "gaudi_base.h"
 
+#include <ucs/sys/compiler_def.h>
 #include <ucs/type/status.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -61,11 +62,21 @@ typedef struct uct_gaudi_dma_params {
 } uct_gaudi_dma_params_t;
 
 
+/* Which sides of a transfer are host memory (else device memory). The
+ * kernel backend does not need it (one address space of DMA addresses);
+ * SynapseAI takes a direction and host sides as host pointers. The memory
+ * layer sets it (uct_gaudi_reg_xfer), the engine's own buffers likewise. */
+enum {
+    UCT_GAUDI_DMA_XFER_SRC_HOST = UCS_BIT(0),
+    UCT_GAUDI_DMA_XFER_DST_HOST = UCS_BIT(1)
+};
+
 /* One contiguous transfer between two DMA addresses */
 typedef struct uct_gaudi_dma_xfer {
     uint64_t src;
     uint64_t dst;
     size_t   length;
+    unsigned flags;   /* UCT_GAUDI_DMA_XFER_* */
 } uct_gaudi_dma_xfer_t;
 
 
@@ -82,12 +93,22 @@ typedef void (*uct_gaudi_dma_comp_cb_t)(void *arg, ucs_status_t status);
 
 
 /**
+ * Whether @a asic has kernel command-submission DMA queues (the kernel
+ * backend); UCS_ERR_UNSUPPORTED with the reason if not (Gaudi3, facts 6)
+ */
+ucs_status_t uct_gaudi_dma_kernel_check(uct_gaudi_asic_t asic,
+                                        const char **reason_p);
+
+/**
  * Whether the ASIC of @a ctx offers user DMA through the CS path.
  * UCS_OK, or UCS_ERR_UNSUPPORTED with @a reason_p set to a sentence that
  * says why (Gaudi3: no user-visible CS queue, facts 6).
  */
 ucs_status_t uct_gaudi_dma_check(const uct_gaudi_ctx_t *ctx,
                                  const char **reason_p);
+
+/* "kernel" or "synapse": the backend of @a ctx's engines */
+const char *uct_gaudi_dma_backend_name(const uct_gaudi_ctx_t *ctx);
 
 /* Fill @a params with the defaults of the ASIC of @a ctx */
 void uct_gaudi_dma_params_default(const uct_gaudi_ctx_t *ctx,

@@ -4,7 +4,8 @@
  * DMA engine front end: picks the backend of a device and dispatches the
  * engine interface (gaudi_dma.h) to it; what every backend shares (limits,
  * bounce staging, the choice of copy by side) lives here once.
- * Backends: gaudi_dma_cs.c (kernel command submission).
+ * Backends: gaudi_dma_cs.c (kernel command submission), gaudi_dma_syn.c
+ * (SynapseAI streams).
  */
 
 #ifdef HAVE_CONFIG_H
@@ -20,11 +21,17 @@
 #include <string.h>
 
 
-/* The backend that copies for @a ctx */
+/* The backend that copies for @a ctx, chosen with its device */
 static const uct_gaudi_dma_ops_t *
 uct_gaudi_dma_ops_of(const uct_gaudi_ctx_t *ctx)
 {
-    return &uct_gaudi_dma_cs_ops;
+    return (ctx->backend == UCT_GAUDI_BACKEND_SYNAPSE) ?
+           &uct_gaudi_dma_syn_ops : &uct_gaudi_dma_cs_ops;
+}
+
+const char *uct_gaudi_dma_backend_name(const uct_gaudi_ctx_t *ctx)
+{
+    return uct_gaudi_dma_ops_of(ctx)->name;
 }
 
 void uct_gaudi_dma_init_base(uct_gaudi_dma_t *dma,
@@ -229,8 +236,10 @@ ucs_status_t uct_gaudi_dma_copy_sync(uct_gaudi_dma_t *dma,
                                    name);
     }
 
+    /* both device memory: host sides went through the bounce buffer */
     xfer.src    = src->dma_addr;
     xfer.dst    = dst->dma_addr;
     xfer.length = length;
+    xfer.flags  = 0;
     return uct_gaudi_dma_copy(dma, &xfer, 1, name);
 }

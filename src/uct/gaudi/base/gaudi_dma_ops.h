@@ -74,5 +74,6 @@ ucs_status_t uct_gaudi_dma_check_xfers(const uct_gaudi_dma_t *dma,
 
 /* The backends */
 extern const uct_gaudi_dma_ops_t uct_gaudi_dma_cs_ops;
+extern const uct_gaudi_dma_ops_t uct_gaudi_dma_syn_ops;
 
 #endif

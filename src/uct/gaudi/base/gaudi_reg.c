@@ -10,6 +10,7 @@
 #endif
 
 #include "gaudi_reg.h"
+#include "gaudi_syn.h"
 
 #include <ucm/api/ucm.h>
 #include <ucs/debug/log.h>
@@ -53,6 +54,31 @@ static ucs_stats_class_t uct_gaudi_reg_stats_class = {
 static __thread int uct_gaudi_reg_rcache_missed;
 
 
+/*
+ * Map host pages for the device: MAP USERPTR on the kernel backend (the
+ * DMA address is the device VA), synHostMap on SynapseAI (which takes
+ * host pointers: the DMA address is the host address itself)
+ */
+static ucs_status_t uct_gaudi_mem_host_map_dev(uct_gaudi_ctx_t *ctx,
+                                               void *addr, size_t len,
+                                               void *start, size_t size,
+                                               uint64_t *va_p)
+{
+    uintptr_t key;
+    ucs_status_t status;
+
+    if (ctx->syn == NULL) {
+        return uct_gaudi_hl_mem_map_host(&ctx->hl, start, size, 0, va_p);
+    }
+
+    status = uct_gaudi_syn_map_get(ctx->syn, ctx->syn_device,
+                                   &ctx->syn->maps, (uintptr_t)addr, len,
+                                   (uintptr_t)start,
+                                   (uintptr_t)start + size, &key);
+    *va_p  = key;
+    return status;
+}
+
 ucs_status_t uct_gaudi_mem_host_map(uct_gaudi_heap_t *heap, void *addr,
                                     size_t len, unsigned flags,
                                     uct_gaudi_memh_t *memh)
@@ -69,8 +95,8 @@ ucs_status_t uct_gaudi_mem_host_map(uct_gaudi_heap_t *heap, void *addr,
     /* The driver pins whole pages anyway (facts 3.3); mapping them keeps the
      * VA page-aligned, so the DMA address is va + (addr - start) */
     pthread_mutex_lock(&heap->ctx->lock);
-    status = uct_gaudi_hl_mem_map_host(&heap->ctx->hl, (void*)start,
-                                       end - start, 0, &va);
+    status = uct_gaudi_mem_host_map_dev(heap->ctx, addr, len, (void*)start,
+                                        end - start, &va);
     pthread_mutex_unlock(&heap->ctx->lock);
     if (status != UCS_OK) {
         if (!(flags & UCT_MD_MEM_FLAG_HIDE_ERRORS)) {
@@ -86,7 +112,9 @@ ucs_status_t uct_gaudi_mem_host_map(uct_gaudi_heap_t *heap, void *addr,
     memh->address   = (uintptr_t)addr;
     memh->length    = len;
     memh->map_va    = va;
-    memh->dma_base  = va + ((uintptr_t)addr - start);
+    /* SynapseAI: host DMA addresses are host addresses */
+    memh->dma_base  = (heap->ctx->syn != NULL) ? (uintptr_t)addr :
+                      va + ((uintptr_t)addr - start);
     memh->buf       = NULL;
     memh->user_refs = 0;
     UCT_GAUDI_MEM_COUNTER_ADD(heap, host_maps, 1);
@@ -109,7 +137,14 @@ void uct_gaudi_mem_host_unmap(uct_gaudi_heap_t *heap,
     }
 
     pthread_mutex_lock(&heap->ctx->lock);
-    status = uct_gaudi_hl_mem_unmap(&heap->ctx->hl, memh->map_va);
+    if (heap->ctx->syn != NULL) {
+        status = uct_gaudi_syn_map_put(heap->ctx->syn,
+                                       heap->ctx->syn_device,
+                                       &heap->ctx->syn->maps,
+                                       memh->map_va);
+    } else {
+        status = uct_gaudi_hl_mem_unmap(&heap->ctx->hl, memh->map_va);
+    }
     pthread_mutex_unlock(&heap->ctx->lock);
     if (status == UCS_OK) {
         UCT_GAUDI_MEM_COUNTER_ADD(heap, host_unmaps, 1);
@@ -474,6 +509,7 @@ ucs_status_t uct_gaudi_reg_dma_resolve(uct_gaudi_reg_t *reg,
     ucs_status_t status;
 
     ref->region = NULL;
+    ref->host   = 0;
     if (uct_gaudi_heap_in_window(reg->heap, address, ucs_max(length, 1))) {
         return uct_gaudi_heap_dma_addr(reg->heap, addr, length,
                                        &ref->dma_addr);
@@ -484,6 +520,8 @@ ucs_status_t uct_gaudi_reg_dma_resolve(uct_gaudi_reg_t *reg,
         (gmemh->tag == UCT_GAUDI_MEMH_TAG) &&
         uct_gaudi_reg_memh_covers(gmemh, address, length)) {
         ref->dma_addr = gmemh->dma_base + (address - gmemh->address);
+        ref->host     = (gmemh->kind == UCT_GAUDI_MEMH_HOST_REG) ||
+                        (gmemh->kind == UCT_GAUDI_MEMH_HOST_RCACHE);
         return UCS_OK;
     }
 
@@ -495,6 +533,8 @@ ucs_status_t uct_gaudi_reg_dma_resolve(uct_gaudi_reg_t *reg,
 
     ref->dma_addr = gmemh->dma_base + (address - gmemh->address);
     ref->region   = gmemh;
+    ref->host     = (gmemh->kind == UCT_GAUDI_MEMH_HOST_REG) ||
+                    (gmemh->kind == UCT_GAUDI_MEMH_HOST_RCACHE);
     return UCS_OK;
 }
 

@@ -57,7 +57,33 @@ typedef struct uct_gaudi_reg_region {
 typedef struct uct_gaudi_dma_ref {
     uint64_t dma_addr;   /* DMA address of the first byte */
     void     *region;    /* registration held for the transfer, or NULL */
+    int      host;       /* host memory (a host registration) */
 } uct_gaudi_dma_ref_t;
+
+
+/* A device-memory ref (imported or translated elsewhere) */
+static UCS_F_ALWAYS_INLINE void
+uct_gaudi_reg_dev_ref(uct_gaudi_dma_ref_t *ref, uint64_t dma_addr)
+{
+    ref->dma_addr = dma_addr;
+    ref->region   = NULL;
+    ref->host     = 0;
+}
+
+/* The transfer of @a length bytes from @a src + @a src_off to @a dst +
+ * @a dst_off: the one place the memory kind of each side reaches the
+ * engine */
+static UCS_F_ALWAYS_INLINE void
+uct_gaudi_reg_xfer(uct_gaudi_dma_xfer_t *xfer, const uct_gaudi_dma_ref_t *dst,
+                   uint64_t dst_off, const uct_gaudi_dma_ref_t *src,
+                   uint64_t src_off, size_t length)
+{
+    xfer->dst    = dst->dma_addr + dst_off;
+    xfer->src    = src->dma_addr + src_off;
+    xfer->length = length;
+    xfer->flags  = (src->host ? UCT_GAUDI_DMA_XFER_SRC_HOST : 0) |
+                   (dst->host ? UCT_GAUDI_DMA_XFER_DST_HOST : 0);
+}
 
 
 /* MAP USERPTR of the pages of [addr, addr+len); fills memh (no registry) */

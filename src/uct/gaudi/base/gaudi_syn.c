@@ -294,7 +294,11 @@ ucs_status_t uct_gaudi_syn_acquire(const uct_gaudi_syn_t *syn,
     }
 
     ret = syn->ops.device_acquire(device_p, pci_bus);
-    if (ret != UCT_GAUDI_SYN_SUCCESS) {
+    if (ret == UCT_GAUDI_SYN_DEVICE_RESET) {
+        /* still resetting after its previous user: retry later, like an
+         * open that says EAGAIN (driver-facts 7.1) */
+        return UCS_ERR_NO_RESOURCE;
+    } else if (ret != UCT_GAUDI_SYN_SUCCESS) {
         ucs_diag("gaudi: SynapseAI cannot acquire device %s: %s (%s)",
                  ((pci_bus != NULL) && (*pci_bus != '\0')) ? pci_bus :
                  "(any)", uct_gaudi_syn_status_str(ret),
@@ -368,6 +372,54 @@ ucs_status_t uct_gaudi_syn_device_fd(const uct_gaudi_syn_t *syn,
 
     *fd_p = fd;
     return UCS_OK;
+}
+
+/* The fd SynapseAI reports for @a device, quietly -1 if none */
+static int uct_gaudi_syn_info_any_fd(const uct_gaudi_syn_t *syn,
+                                     uct_gaudi_syn_device_t device)
+{
+    uint8_t buf[UCT_GAUDI_SYN_INFO_BUF_SIZE];
+    int type, fd;
+
+    memset(buf, 0xff, sizeof(buf));
+    if (syn->ops.device_get_info(device, buf) != UCT_GAUDI_SYN_SUCCESS) {
+        return -1;
+    }
+
+    fd = uct_gaudi_syn_info_fd(buf, UCT_GAUDI_SYN_INFO_FD_OFFSET,
+                               UCT_GAUDI_SYN_INFO_TYPE_OFFSET, &type);
+    if (fd < 0) {
+        fd = uct_gaudi_syn_info_fd(buf, UCT_GAUDI_SYN_INFO_OLD_FD_OFFSET,
+                                   UCT_GAUDI_SYN_INFO_OLD_TYPE_OFFSET, &type);
+    }
+    return fd;
+}
+
+ucs_status_t uct_gaudi_syn_held_fd(const uct_gaudi_syn_t *syn, int *fd_p,
+                                   uct_gaudi_syn_device_t *device_p)
+{
+    uct_gaudi_syn_device_t id;
+    int fd;
+
+    /* any failure means "no device acquired yet": not an error here */
+    fd = uct_gaudi_syn_info_any_fd(syn, UCT_GAUDI_SYN_DEVICE_ANY);
+    if (fd < 0) {
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    /* the calls that take a device need its id: the one with that fd
+     * (SynapseAI numbers the devices it acquired from 0) */
+    for (id = 0; id < UCT_GAUDI_SYN_MAX_DEVICES; id++) {
+        if (uct_gaudi_syn_info_any_fd(syn, id) == fd) {
+            *fd_p     = fd;
+            *device_p = id;
+            return UCS_OK;
+        }
+    }
+
+    ucs_diag("gaudi: SynapseAI holds fd %d but no device id up to %u has "
+             "it", fd, UCT_GAUDI_SYN_MAX_DEVICES - 1);
+    return UCS_ERR_NO_DEVICE;
 }
 
 ucs_status_t uct_gaudi_syn_device_malloc(const uct_gaudi_syn_t *syn,

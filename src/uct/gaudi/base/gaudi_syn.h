@@ -19,6 +19,9 @@
 /* Default library name, looked up like any dlopen() name */
 #define UCT_GAUDI_SYN_LIB_DEFAULT "libSynapse.so"
 
+/* Device ids looked at for the application's device */
+#define UCT_GAUDI_SYN_MAX_DEVICES 64
+
 
 /* The resolved entry points */
 typedef struct uct_gaudi_syn_ops {
@@ -43,12 +46,25 @@ typedef struct uct_gaudi_syn_ops {
 } uct_gaudi_syn_ops_t;
 
 
+/*
+ * The module's host maps on a device (gaudi_syn_map.c): SynapseAI keys a
+ * map by its start address, so a range is served by a live map that
+ * covers it, else mapped from a start no live map has (the whole pages
+ * [page_start, page_end), else exactly [addr, +length)); *key_p is what
+ * uct_gaudi_syn_map_put() takes. The caller serializes calls per table.
+ */
+typedef struct uct_gaudi_syn_maps {
+    struct uct_gaudi_syn_map *head;
+} uct_gaudi_syn_maps_t;
+
+
 /* A loaded libSynapse */
 typedef struct uct_gaudi_syn {
     void                *handle;     /* our dlopen() reference */
     int                 preloaded;   /* the process had loaded it before */
     char                path[256];   /* where it was found */
     uct_gaudi_syn_ops_t ops;
+    uct_gaudi_syn_maps_t maps;       /* the module's host maps */
 } uct_gaudi_syn_t;
 
 
@@ -73,7 +89,8 @@ const char *uct_gaudi_syn_status_name(uct_gaudi_syn_status_t syn_status);
 const char *uct_gaudi_syn_status_str(uct_gaudi_syn_status_t syn_status);
 
 
-/* Device: acquire (initializing SynapseAI if needed), release, info */
+/* Device: acquire (initializing SynapseAI if needed; UCS_ERR_NO_RESOURCE
+ * while the device resets, UCS_ERR_BUSY if someone holds it), release */
 ucs_status_t uct_gaudi_syn_acquire(const uct_gaudi_syn_t *syn,
                                    const char *pci_bus,
                                    uct_gaudi_syn_device_t *device_p);
@@ -90,6 +107,11 @@ ucs_status_t uct_gaudi_syn_device_fd(const uct_gaudi_syn_t *syn,
                                      uct_gaudi_syn_device_t device,
                                      int *fd_p, int *type_p);
 
+/* The fd and id of the device the process already acquired (the
+ * application's SynapseAI), quietly UCS_ERR_NO_DEVICE if none */
+ucs_status_t uct_gaudi_syn_held_fd(const uct_gaudi_syn_t *syn, int *fd_p,
+                                   uct_gaudi_syn_device_t *device_p);
+
 /* Device memory and host registration */
 ucs_status_t uct_gaudi_syn_device_malloc(const uct_gaudi_syn_t *syn,
                                          uct_gaudi_syn_device_t device,
@@ -103,6 +125,20 @@ ucs_status_t uct_gaudi_syn_host_map(const uct_gaudi_syn_t *syn,
 ucs_status_t uct_gaudi_syn_host_unmap(const uct_gaudi_syn_t *syn,
                                       uct_gaudi_syn_device_t device,
                                       const void *buffer);
+
+
+ucs_status_t uct_gaudi_syn_map_get(const uct_gaudi_syn_t *syn,
+                                   uct_gaudi_syn_device_t device,
+                                   uct_gaudi_syn_maps_t *maps,
+                                   uintptr_t addr, size_t length,
+                                   uintptr_t page_start, uintptr_t page_end,
+                                   uintptr_t *key_p);
+ucs_status_t uct_gaudi_syn_map_put(const uct_gaudi_syn_t *syn,
+                                   uct_gaudi_syn_device_t device,
+                                   uct_gaudi_syn_maps_t *maps, uintptr_t key);
+void uct_gaudi_syn_maps_cleanup(const uct_gaudi_syn_t *syn,
+                                uct_gaudi_syn_device_t device,
+                                uct_gaudi_syn_maps_t *maps);
 
 /* Streams and copies: queued, in order per stream */
 ucs_status_t uct_gaudi_syn_stream_create(const uct_gaudi_syn_t *syn,

@@ -260,7 +260,7 @@ uct_gaudi_copy_zcopy_xfers(uct_gaudi_copy_iface_t *iface,
                            int is_put, uct_gaudi_dma_xfer_t *xfers,
                            unsigned *count_p)
 {
-    uint64_t remote_dma, local_dma;
+    const uct_gaudi_dma_ref_t *remote, *local;
     unsigned count = 0;
     ucs_status_t status;
     size_t i, k, off = 0;
@@ -273,7 +273,7 @@ uct_gaudi_copy_zcopy_xfers(uct_gaudi_copy_iface_t *iface,
     if (status != UCS_OK) {
         return status;
     }
-    remote_dma = desc->refs[desc->num_refs++].dma_addr;
+    remote = &desc->refs[desc->num_refs++];
 
     for (i = 0; i < iovcnt; i++) {
         for (k = 0; (k < ucs_max(iov[i].count, 1)) && iov[i].length; k++) {
@@ -291,12 +291,15 @@ uct_gaudi_copy_zcopy_xfers(uct_gaudi_copy_iface_t *iface,
             if (status != UCS_OK) {
                 return status;
             }
-            local_dma = desc->refs[desc->num_refs++].dma_addr;
-
-            xfers[count].src    = is_put ? local_dma : remote_dma + off;
-            xfers[count].dst    = is_put ? remote_dma + off : local_dma;
-            xfers[count].length = iov[i].length;
-            off                += iov[i].length;
+            local = &desc->refs[desc->num_refs++];
+            if (is_put) {
+                uct_gaudi_reg_xfer(&xfers[count], remote, off, local, 0,
+                                   iov[i].length);
+            } else {
+                uct_gaudi_reg_xfer(&xfers[count], local, 0, remote, off,
+                                   iov[i].length);
+            }
+            off += iov[i].length;
             count++;
         }
     }

@@ -214,7 +214,7 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     const uct_gaudi_ipc_rkey_t *key = (const uct_gaudi_ipc_rkey_t*)rkey;
     const char *name                = is_put ? "put_zcopy" : "get_zcopy";
     uct_gaudi_ipc_region_t *region;
-    uct_gaudi_dma_ref_t *local;
+    uct_gaudi_dma_ref_t *local, remote_ref;
     uct_gaudi_ipc_desc_t *desc;
     uct_gaudi_dma_xfer_t xfer;
     uint64_t remote;
@@ -268,10 +268,10 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     desc->name           = name;
     desc->length         = length;
 
-    xfer.src    = is_put ? local->dma_addr : remote;
-    xfer.dst    = is_put ? remote : local->dma_addr;
-    xfer.length = length;
-    status      = uct_gaudi_iface_submit(&iface->super, &desc->super, &xfer,
+    uct_gaudi_reg_dev_ref(&remote_ref, remote);
+    uct_gaudi_reg_xfer(&xfer, is_put ? &remote_ref : local, 0,
+                       is_put ? local : &remote_ref, 0, length);
+    status = uct_gaudi_iface_submit(&iface->super, &desc->super, &xfer,
                                          1, name);
     if (status != UCS_INPROGRESS) {
         goto err_desc;
