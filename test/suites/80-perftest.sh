@@ -22,20 +22,42 @@ perftest_ok() {
 # two processes: a server and a client on the same emulated node
 ucp_pair() {
     local name=$1; shift
-    local port=$((20000 + RANDOM % 20000)) rc server
-    on_node ucx_perftest -p "$port" "$@" > "$srv" 2>&1 &
-    server=$!
-    if ! wait_listen "$port" "$server" 60; then
+    local port rc crc src server try up=0
+    # a random port may still be bound (TIME_WAIT of an earlier run):
+    # another one is tried then
+    for try in 1 2 3; do
+        port=$((20000 + RANDOM % 20000))
+        on_node ucx_perftest -p "$port" "$@" > "$srv" 2>&1 &
+        server=$!
+        if wait_listen "$port" "$server" 60; then
+            up=1
+            break
+        fi
+        grep -q 'Address already in use' "$srv" || break
+        wait "$server"
+    done
+    if [ $up -eq 0 ]; then
         fail "$name" "the server did not listen on port $port"
         kill "$server" 2>/dev/null; wait "$server"
         tail -15 "$srv" | sed 's/^/      /'
         return
     fi
     on_node ucx_perftest 127.0.0.1 -p "$port" "$@" > "$out" 2>&1
-    rc=$?
-    wait "$server" || rc=1
+    crc=$?
+    wait "$server"
+    src=$?
+    rc=$((crc | src))
+    if [ $rc -ne 0 ] && [ "${PAIR_RETRY:-0}" = 1 ] && [ -z "${retrying:-}" ]; then
+        # the SynapseAI-backend pairs fail now and then, not diagnosed yet
+        # (docs/synapse.md, Limits): shown, then run once more
+        echo "RETRY $name: client exit $crc, server exit $src (known" \
+             "intermittent failure, docs/synapse.md)"
+        tail -n 6 "$out" "$srv" | sed 's/^/      /'
+        retrying=1 ucp_pair "$name" "$@"
+        return
+    fi
     if [ $rc -ne 0 ]; then
-        fail "$name" "exit status $rc"
+        fail "$name" "client exit $crc, server exit $src"
         tail -n 15 "$out" "$srv" | sed 's/^/      /'
         return
     fi
@@ -128,6 +150,7 @@ done
 # rendezvous (gaudi_ipc) in every direction, latency, and the UCT loops
 if ! in_device_mode; then
     export UCX_GAUDI_SYNAPSE_LIB=$GAUDI_UCX_BUILD/test/synsim/.libs/libSynapse.so
+    PAIR_RETRY=1
     for run in auto:gaudi3 synapse:gaudi2; do
         new_node
         export HLSIM_ASIC=${run#*:} UCX_GAUDI_COPY_BACKEND=${run%%:*}
@@ -150,6 +173,7 @@ if ! in_device_mode; then
             -s 16777216 -n 20
     done
     unset HLSIM_ASIC UCX_GAUDI_COPY_BACKEND UCX_GAUDI_SYNAPSE_LIB
+    PAIR_RETRY=0
 fi
 
 finish
