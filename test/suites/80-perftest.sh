@@ -7,18 +7,6 @@ need_free_devices 2
 out=$(mktemp); srv=$(mktemp); tmpdirs+=("$out" "$srv")
 export UCX_WARN_UNUSED_ENV_VARS=n
 
-# perftest_ok NAME LOG: the run reported a "Final:" line with numbers > 0
-perftest_ok() {
-    local name=$1 log=$2
-    if awk '/^Final:/ { ok = ($3 + 0 > 0) && ($5 + 0 > 0) } END { exit !ok }' \
-        "$log"; then
-        pass "$name ($(awk '/^Final:/ {print $5 " us, " $7 " MB/s"}' "$log"))"
-    else
-        fail "$name" "no valid Final line"
-        grep -v '^\s*[0-9]\+ ' "$log" | tail -15 | sed 's/^/      /'
-    fi
-}
-
 # two processes: a server and a client on the same emulated node
 ucp_pair() {
     local name=$1; shift

@@ -16,18 +16,6 @@ tls=tcp,gaudi_cpy,gaudi_ipc,self
 run() { on_node "$@"; }
 . "$suites/nodes.sh"
 
-# perftest_ok NAME LOG: the run reported a "Final:" line with numbers > 0
-perftest_ok() {
-    local name=$1 log=$2
-    if awk '/^Final:/ { ok = ($3 + 0 > 0) && ($5 + 0 > 0) } END { exit !ok }' \
-        "$log"; then
-        pass "$name ($(awk '/^Final:/ {print $5 " us, " $7 " MB/s"}' "$log"))"
-    else
-        fail "$name" "no valid Final line"
-        grep -v '^\s*[0-9]\+ ' "$log" | tail -15 | sed 's/^/      /'
-    fi
-}
-
 # node_pair NAME ARGS...: server on node A, client on node B
 node_pair() {
     local name=$1; shift
@@ -159,28 +147,8 @@ done
 # survivor never reports a result, and it still answers SIGTERM at once
 # (it polls; it is not stuck in the device).
 perftest_death_noerr() {
-    local victim=$1 name=$2; shift 2
-    local port=$(free_port) client vpid spid pid slog
-    new_nodes
-    if ! start_server "$port" "$@"; then
-        fail "$name" "the server did not listen on port $port"
-        stop_run "$server"
-        return
-    fi
-    HLSIM_ROOT=$NODE_B GAUDI_UCX_TEST_TIMEOUT=120 on_node ucx_perftest \
-        127.0.0.1 -p "$port" "$@" > "$out" 2>&1 &
-    client=$!
-    if ! wait_line "$out" '^\[thread 0\] +[0-9]' "$client" 60 ||
-       ! kill -0 "$server" 2>/dev/null; then
-        fail "$name" "no transfer started"
-        stop_run "$client" "$server"
-        return
-    fi
-    if [ "$victim" = server ]; then
-        vpid=$server; spid=$client; slog=$out
-    else
-        vpid=$client; spid=$server; slog=$srv
-    fi
+    local victim=$1 name=$2 pid; shift 2
+    death_pair "$victim" "$name" "$@" || return
     kill -9 "$(perftest_pid "$vpid")"
     wait "$vpid" 2>/dev/null
     sleep 5

@@ -32,6 +32,19 @@ expect_no_match() {
     else pass "$1"; fi
 }
 
+# perftest_ok NAME LOG: a ucx_perftest run reported a "Final:" line with
+# numbers > 0
+perftest_ok() {
+    local name=$1 log=$2
+    if awk '/^Final:/ { ok = ($3 + 0 > 0) && ($5 + 0 > 0) } END { exit !ok }' \
+        "$log"; then
+        pass "$name ($(awk '/^Final:/ {print $5 " us, " $7 " MB/s"}' "$log"))"
+    else
+        fail "$name" "no valid Final line"
+        grep -v '^\s*[0-9]\+ ' "$log" | tail -15 | sed 's/^/      /'
+    fi
+}
+
 # Device mode (contrib/test.sh --device): the real /dev/accel or /dev/hl
 # nodes, no emulator. Suites that need the emulator's help call
 # emulator_only; the others run unchanged, through the module's own

@@ -88,25 +88,18 @@ perftest_pid() {
     done
 }
 
-# perftest_death VICTIM NAME ARGS...: a long tag_bw of Gaudi buffers
-# between the nodes; once both sides have reported progress, SIGKILL
-# VICTIM (server or client). The survivor must, within death_bound
-# seconds, exit non-zero or report the peer's failure through UCX (with
-# -e: the endpoint's error handler; UCX 1.13's ucx_perftest only logs it
-# and then waits on its own bootstrap socket, whose EOF it does not check:
-# tools/perf/perftest.c, sock_io; UCX 1.22's exits from the handler). It
-# must never exit 0.
-perftest_death() {
-    local victim=$1 name=$2; shift 2
-    local port client vpid spid pid slog from
-    local t0 t1 rc how
-    local pattern='error handler called with status|UCX  ERROR'
+# death_pair VICTIM NAME ARGS...: a long ucx_perftest between the nodes,
+# server on node A, client on node B, both running; sets server, client,
+# vpid (VICTIM's wrapper), spid (the survivor's) and slog (the survivor's
+# output). Non-zero, with the failure reported, if no transfer started.
+death_pair() {
+    local victim=$1 name=$2 port; shift 2
     port=$(free_port)
     new_nodes
     if ! start_server "$port" "$@"; then
         fail "$name" "the server did not listen on port $port"
         stop_run "$server"
-        return
+        return 1
     fi
     HLSIM_ROOT=$NODE_B GAUDI_UCX_TEST_TIMEOUT=120 run ucx_perftest \
         127.0.0.1 -p "$port" "$@" > "$out" 2>&1 &
@@ -118,13 +111,28 @@ perftest_death() {
         fail "$name" "no transfer started"
         stop_run "$client" "$server"
         tail -n 10 "$out" "$srv" | sed 's/^/      /'
-        return
+        return 1
     fi
     if [ "$victim" = server ]; then
         vpid=$server; spid=$client; slog=$out
     else
         vpid=$client; spid=$server; slog=$srv
     fi
+}
+
+# perftest_death VICTIM NAME ARGS...: a long tag_bw of Gaudi buffers
+# between the nodes; once both sides have reported progress, SIGKILL
+# VICTIM (server or client). The survivor must, within death_bound
+# seconds, exit non-zero or report the peer's failure through UCX (with
+# -e: the endpoint's error handler; UCX 1.13's ucx_perftest only logs it
+# and then waits on its own bootstrap socket, whose EOF it does not check:
+# tools/perf/perftest.c, sock_io; UCX 1.22's exits from the handler). It
+# must never exit 0.
+perftest_death() {
+    local victim=$1 name=$2; shift 2
+    local pid from t0 t1 rc how
+    local pattern='error handler called with status|UCX  ERROR'
+    death_pair "$victim" "$name" "$@" || return
     pid=$(perftest_pid "$vpid")
     if [ -z "$pid" ]; then
         fail "$name" "no ucx_perftest process to kill"
