@@ -242,7 +242,7 @@ uct_gaudi_dma_batch_start(uct_gaudi_dma_t *dma, const char *name)
     uct_gaudi_dma_batches_t *b = dma->batches;
     uct_gaudi_dma_batch_t *batch;
 
-    if ((b->count == b->num) || !dma->ops->can_submit(dma)) {
+    if ((b->count == b->num) || uct_gaudi_dma_ring_full(dma)) {
         return NULL;
     }
 
@@ -315,7 +315,7 @@ ucs_status_t uct_gaudi_dma_batch_submit(uct_gaudi_dma_t *dma,
     b->inflight++;
 
     /* an idle backend takes it now; a full batch goes too */
-    if ((dma->ops->inflight(dma) > 0) &&
+    if ((dma->ring_count > 0) &&
         uct_gaudi_dma_batch_fits(b, batch, UCT_GAUDI_DMA_BATCH_OP_XFERS, 0)) {
         return UCS_INPROGRESS;
     }
@@ -365,7 +365,7 @@ int uct_gaudi_dma_batch_can_submit(const uct_gaudi_dma_t *dma)
                                         0);
     }
 
-    return (b->count < b->num) && dma->ops->can_submit(dma);
+    return (b->count < b->num) && !uct_gaudi_dma_ring_full(dma);
 }
 
 ucs_status_t uct_gaudi_dma_batch_quiesce(uct_gaudi_dma_t *dma)

@@ -188,16 +188,6 @@ static unsigned uct_gaudi_dma_cs_max_xfers(const uct_gaudi_dma_t *base)
     return dma->cb_capacity;
 }
 
-static unsigned uct_gaudi_dma_cs_inflight(const uct_gaudi_dma_t *base)
-{
-    return ucs_derived_of(base, uct_gaudi_dma_cs_t)->count;
-}
-
-static int uct_gaudi_dma_cs_can_submit(const uct_gaudi_dma_t *base)
-{
-    return ucs_derived_of(base, uct_gaudi_dma_cs_t)->count < base->num_slots;
-}
-
 
 /* Packets: split, spread, encode */
 
@@ -446,8 +436,8 @@ static unsigned uct_gaudi_dma_cs_progress(uct_gaudi_dma_t *base, unsigned max)
     unsigned delivered = 0;
 
     /* in submission order: stop at the first copy still running */
-    while ((dma->count > 0) && (delivered < max)) {
-        slot = &dma->slots[dma->head];
+    while ((dma->super.ring_count > 0) && (delivered < max)) {
+        slot = &dma->slots[dma->super.ring_head];
         if (slot->state == UCT_GAUDI_DMA_SLOT_INFLIGHT) {
             if ((slot->busy_since != 0) &&
                 (ucs_get_time() - dma->last_busy_poll <
@@ -463,8 +453,7 @@ static unsigned uct_gaudi_dma_cs_progress(uct_gaudi_dma_t *base, unsigned max)
         }
 
         /* pop before the callback: it may submit again */
-        dma->head   = (dma->head + 1) % dma->super.num_slots;
-        dma->count--;
+        uct_gaudi_dma_ring_pop(&dma->super);
         slot->state = UCT_GAUDI_DMA_SLOT_FREE;
         delivered++;
         if (slot->cb != NULL) {
@@ -490,11 +479,12 @@ static ucs_status_t uct_gaudi_dma_cs_submit(uct_gaudi_dma_t *base,
         return status;
     }
 
-    if (dma->count == dma->super.num_slots) {
+    if (uct_gaudi_dma_ring_full(&dma->super)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
-    slot   = &dma->slots[(dma->head + dma->count) % dma->super.num_slots];
+    slot   = &dma->slots[uct_gaudi_dma_ring_index(&dma->super,
+                                              dma->super.ring_count)];
     status = uct_gaudi_dma_slot_submit(dma, slot, xfers, count, 0, name);
     if (status != UCS_INPROGRESS) {
         return status;
@@ -502,7 +492,7 @@ static ucs_status_t uct_gaudi_dma_cs_submit(uct_gaudi_dma_t *base,
 
     slot->cb  = cb;
     slot->arg = arg;
-    dma->count++;
+    dma->super.ring_count++;
     return UCS_INPROGRESS;
 }
 
@@ -524,8 +514,8 @@ static void uct_gaudi_dma_make_room(uct_gaudi_dma_cs_t *dma)
     uct_gaudi_dma_slot_t *slot;
     unsigned i;
 
-    for (i = 0; i < dma->count; i++) {
-        slot = &dma->slots[(dma->head + i) % dma->super.num_slots];
+    for (i = 0; i < dma->super.ring_count; i++) {
+        slot = &dma->slots[uct_gaudi_dma_ring_index(&dma->super, i)];
         if (slot->state == UCT_GAUDI_DMA_SLOT_INFLIGHT) {
             uct_gaudi_dma_slot_poll(dma, slot, UCT_GAUDI_DMA_RETRY_SLEEP_US);
             return;
@@ -702,7 +692,8 @@ static ucs_status_t uct_gaudi_dma_cs_quiesce(uct_gaudi_dma_t *base)
 {
     uct_gaudi_dma_cs_t *dma = ucs_derived_of(base, uct_gaudi_dma_cs_t);
 
-    if ((dma->count > 0) && !uct_gaudi_dma_drain(dma, dma->super.num_slots)) {
+    if ((dma->super.ring_count > 0) &&
+        !uct_gaudi_dma_drain(dma, dma->super.num_slots)) {
         ucs_error("%s: DMA copies still running after %.0f s", dma->super.name,
                   dma->super.params.sync_timeout);
         return UCS_ERR_TIMED_OUT;
@@ -715,9 +706,9 @@ static void uct_gaudi_dma_cs_destroy(uct_gaudi_dma_t *base)
 {
     uct_gaudi_dma_cs_t *dma = ucs_derived_of(base, uct_gaudi_dma_cs_t);
 
-    if (dma->count > 0) {
+    if (dma->super.ring_count > 0) {
         ucs_debug("%s: closing the DMA engine with %u copies undelivered",
-                  dma->super.name, dma->count);
+                  dma->super.name, dma->super.ring_count);
     }
 
     if (!uct_gaudi_dma_drain(dma, dma->super.num_slots + 1)) {
@@ -742,8 +733,6 @@ const uct_gaudi_dma_ops_t uct_gaudi_dma_cs_ops = {
     .destroy        = uct_gaudi_dma_cs_destroy,
     .submit         = uct_gaudi_dma_cs_submit,
     .progress       = uct_gaudi_dma_cs_progress,
-    .inflight       = uct_gaudi_dma_cs_inflight,
-    .can_submit     = uct_gaudi_dma_cs_can_submit,
     .quiesce        = uct_gaudi_dma_cs_quiesce,
     .max_xfers      = uct_gaudi_dma_cs_max_xfers,
     .copy           = uct_gaudi_dma_cs_copy,

@@ -56,10 +56,7 @@ typedef struct uct_gaudi_dma_cs {
     unsigned                      cb_capacity; /* LIN_DMA packets per CB */
     unsigned                      next_queue;  /* round robin start */
 
-    /* Async ring of super.num_slots slots, used and delivered in
-     * submission order */
-    unsigned                      head;       /* oldest undelivered */
-    unsigned                      count;      /* undelivered slots */
+    /* Slots of the async ring (super.ring_*), and the sync slot */
     uct_gaudi_dma_slot_t          *slots;     /* num_slots + 1 (sync) */
     uct_gaudi_dma_slot_t          *sync;      /* the synchronous slot */
 

@@ -38,8 +38,10 @@ void uct_gaudi_dma_init_base(uct_gaudi_dma_t *dma,
                              const uct_gaudi_dma_ops_t *ops,
                              uct_gaudi_ctx_t *ctx)
 {
-    dma->ops = ops;
-    dma->ctx = ctx;
+    dma->ops        = ops;
+    dma->ctx        = ctx;
+    dma->ring_head  = 0;
+    dma->ring_count = 0;
     ucs_snprintf_zero(dma->name, sizeof(dma->name), "gaudi %s (%s)",
                       ctx->info->name, ctx->hl.name);
 }

@@ -34,8 +34,6 @@ typedef struct uct_gaudi_dma_ops {
                            const char *name, uct_gaudi_dma_comp_cb_t cb,
                            void *arg);
     unsigned     (*progress)(uct_gaudi_dma_t *dma, unsigned max);
-    unsigned     (*inflight)(const uct_gaudi_dma_t *dma);
-    int          (*can_submit)(const uct_gaudi_dma_t *dma);
     ucs_status_t (*quiesce)(uct_gaudi_dma_t *dma);
     unsigned     (*max_xfers)(const uct_gaudi_dma_t *dma);
 
@@ -56,11 +54,36 @@ struct uct_gaudi_dma {
     uct_gaudi_ctx_t           *ctx;
     uct_gaudi_dma_params_t    params;     /* applied (defaults, clamps) */
     unsigned                  num_slots;  /* async copies in flight at most */
+    /* The backends' async ring of num_slots submissions, used and
+     * delivered in submission order (uct_gaudi_dma_ring_*) */
+    unsigned                  ring_head;  /* oldest undelivered */
+    unsigned                  ring_count; /* undelivered submissions */
     uint8_t                   *bounce;    /* params.bounce_size host bytes */
     struct uct_gaudi_dma_batches *batches; /* queued async copies, front
                                                end (gaudi_dma_batch.c) */
     char                      name[UCT_GAUDI_DMA_NAME_MAX];
 };
+
+
+/* Ring slot of the @a i-th oldest undelivered submission (i == ring_count:
+ * the next one to be used) */
+static inline unsigned uct_gaudi_dma_ring_index(const uct_gaudi_dma_t *dma,
+                                                unsigned i)
+{
+    return (dma->ring_head + i) % dma->num_slots;
+}
+
+static inline int uct_gaudi_dma_ring_full(const uct_gaudi_dma_t *dma)
+{
+    return dma->ring_count == dma->num_slots;
+}
+
+/* The oldest submission is delivered: its slot is free again */
+static inline void uct_gaudi_dma_ring_pop(uct_gaudi_dma_t *dma)
+{
+    dma->ring_head = (dma->ring_head + 1) % dma->num_slots;
+    dma->ring_count--;
+}
 
 
 /* Front end helpers for the backends (gaudi_dma_ops.c) */

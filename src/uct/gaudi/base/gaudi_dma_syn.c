@@ -59,9 +59,8 @@ typedef struct uct_gaudi_dma_syn {
     uct_gaudi_syn_device_t   device;
     uct_gaudi_syn_stream_t   stream;      /* asynchronous copies */
     uct_gaudi_syn_stream_t   sync_stream; /* synchronous copies */
-    unsigned                 head;        /* oldest undelivered slot */
-    unsigned                 count;       /* undelivered slots */
-    uct_gaudi_dma_syn_slot_t *slots;      /* super.num_slots + 1 (sync) */
+    uct_gaudi_dma_syn_slot_t *slots;      /* async ring (super.ring_*)
+                                             + 1 (sync) */
     uct_gaudi_dma_syn_slot_t *sync;
     size_t                   bounce_map;  /* bytes synHostMap'ed */
     int                      failed;      /* async stream saw a failure */
@@ -296,12 +295,12 @@ static ucs_status_t uct_gaudi_dma_syn_submit(uct_gaudi_dma_t *base,
         return status;
     }
 
-    if (dma->count == base->num_slots) {
+    if (uct_gaudi_dma_ring_full(base)) {
         return UCS_ERR_NO_RESOURCE;
     }
 
     if (ucs_unlikely(dma->failed)) {
-        if (dma->count > 0) {
+        if (base->ring_count > 0) {
             return UCS_ERR_NO_RESOURCE;  /* until the failed ones drain */
         }
         status = uct_gaudi_dma_syn_renew(dma, &dma->stream);
@@ -311,7 +310,7 @@ static ucs_status_t uct_gaudi_dma_syn_submit(uct_gaudi_dma_t *base,
         dma->failed = 0;
     }
 
-    slot   = &dma->slots[(dma->head + dma->count) % base->num_slots];
+    slot   = &dma->slots[uct_gaudi_dma_ring_index(base, base->ring_count)];
     status = uct_gaudi_dma_syn_queue(dma, dma->stream, slot, xfers, count,
                                      name);
     if (status != UCS_INPROGRESS) {
@@ -320,7 +319,7 @@ static ucs_status_t uct_gaudi_dma_syn_submit(uct_gaudi_dma_t *base,
 
     slot->cb  = cb;
     slot->arg = arg;
-    dma->count++;
+    base->ring_count++;
     return UCS_INPROGRESS;
 }
 
@@ -332,15 +331,14 @@ static unsigned uct_gaudi_dma_syn_progress(uct_gaudi_dma_t *base,
     unsigned delivered = 0;
 
     /* in submission order: stop at the first copy still running */
-    while ((dma->count > 0) && (delivered < max)) {
-        slot = &dma->slots[dma->head];
+    while ((base->ring_count > 0) && (delivered < max)) {
+        slot = &dma->slots[base->ring_head];
         if (!uct_gaudi_dma_syn_poll(dma, slot)) {
             break;
         }
 
         /* pop before the callback: it may submit again */
-        dma->head   = (dma->head + 1) % base->num_slots;
-        dma->count--;
+        uct_gaudi_dma_ring_pop(base);
         slot->state = UCT_GAUDI_DMA_SYN_FREE;
         dma->failed |= (slot->status != UCS_OK);
         delivered++;
@@ -350,17 +348,6 @@ static unsigned uct_gaudi_dma_syn_progress(uct_gaudi_dma_t *base,
     }
 
     return delivered;
-}
-
-static unsigned uct_gaudi_dma_syn_inflight(const uct_gaudi_dma_t *base)
-{
-    return ucs_derived_of(base, uct_gaudi_dma_syn_t)->count;
-}
-
-static int uct_gaudi_dma_syn_can_submit(const uct_gaudi_dma_t *base)
-{
-    return ucs_derived_of(base, uct_gaudi_dma_syn_t)->count <
-           base->num_slots;
 }
 
 static unsigned uct_gaudi_dma_syn_max_xfers(const uct_gaudi_dma_t *base)
@@ -374,9 +361,9 @@ static ucs_status_t uct_gaudi_dma_syn_quiesce(uct_gaudi_dma_t *base)
     unsigned i;
 
     /* in order: once the newest is done, so is every earlier one */
-    for (i = 0; i < dma->count; i++) {
-        if (uct_gaudi_dma_syn_wait(dma, &dma->slots[(dma->head + i) %
-                                                    base->num_slots]) !=
+    for (i = 0; i < base->ring_count; i++) {
+        if (uct_gaudi_dma_syn_wait(
+                    dma, &dma->slots[uct_gaudi_dma_ring_index(base, i)]) !=
             UCS_OK) {
             return UCS_ERR_TIMED_OUT;
         }
@@ -618,9 +605,9 @@ static void uct_gaudi_dma_syn_destroy(uct_gaudi_dma_t *base)
     uct_gaudi_dma_syn_t *dma = ucs_derived_of(base, uct_gaudi_dma_syn_t);
     unsigned i;
 
-    if (dma->count > 0) {
+    if (base->ring_count > 0) {
         ucs_debug("%s: closing the DMA engine with %u copies undelivered",
-                  base->name, dma->count);
+                  base->name, base->ring_count);
     }
 
     /* the device may still read the bounce buffer and user buffers */
@@ -644,8 +631,6 @@ const uct_gaudi_dma_ops_t uct_gaudi_dma_syn_ops = {
     .destroy        = uct_gaudi_dma_syn_destroy,
     .submit         = uct_gaudi_dma_syn_submit,
     .progress       = uct_gaudi_dma_syn_progress,
-    .inflight       = uct_gaudi_dma_syn_inflight,
-    .can_submit     = uct_gaudi_dma_syn_can_submit,
     .quiesce        = uct_gaudi_dma_syn_quiesce,
     .max_xfers      = uct_gaudi_dma_syn_max_xfers,
     .copy           = uct_gaudi_dma_syn_copy,
