@@ -373,6 +373,7 @@ int  hlsim_info(hlsim_file_t *f, struct hl_info_args *a);
 int  hlsim_mem(hlsim_file_t *f, union hl_mem_args *a);
 int  hlsim_is_dmabuf_fd(int fd);
 hlsim_map_t *hlsim_map_find(hlsim_ctx_t *ctx, uint64_t va, uint64_t len);
+void hlsim_mem_prune_exports(int dev);   /* lock held */
 void hlsim_mem_ctx_fini(hlsim_ctx_t *ctx);
 uint64_t hlsim_va_alloc(hlsim_ctx_t *ctx, uint64_t start, uint64_t end,
                         uint64_t size, uint64_t align, uint64_t hint,

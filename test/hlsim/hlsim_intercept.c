@@ -316,7 +316,7 @@ HLSIM_WRAP_PATH(char *, __realpath_chk, (const char *path, char *resolved,
 int close(int fd)
 {
     hlsim_file_t *f;
-    int           rc;
+    int           rc, dmabuf_dev = -1;
 
     /* Release before the real close: the fd (and the flock of a compute
      * node) stays ours until the context is gone, so a new owner cannot
@@ -326,11 +326,20 @@ int close(int fd)
         f = hlsim_fdtab[fd];
         hlsim_fd_set(fd, NULL);
         if (f != NULL) {
+            if ((f->kind == HLSIM_F_DMABUF) && (f->refcnt == 1)) {
+                dmabuf_dev = f->dev;
+            }
             hlsim_file_unref(f);
         }
         pthread_mutex_unlock(&hlsim_lock);
     }
     rc = HLSIM_REAL(close)(fd);
+    if (dmabuf_dev >= 0) {
+        /* the last reference of this process may have been the last */
+        pthread_mutex_lock(&hlsim_lock);
+        hlsim_mem_prune_exports(dmabuf_dev);
+        pthread_mutex_unlock(&hlsim_lock);
+    }
     return rc;
 }
 

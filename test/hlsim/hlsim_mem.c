@@ -129,6 +129,28 @@ int hlsim_map_exported(hlsim_map_t *m)
     return m->exports != NULL;
 }
 
+/* Forget the released exports of this process's mappings on @a dev, once
+ * one of its dma-buf fds is closed (lock held): their probe fds are the
+ * emulator's bookkeeping, the kernel keeps nothing for a released dma-buf */
+void hlsim_mem_prune_exports(int dev)
+{
+    hlsim_ctx_t *ctx;
+    hlsim_map_t *m;
+    unsigned     i;
+
+    for (i = 0; i < HLSIM_MAX_CTX; i++) {
+        ctx = hlsim_ctx_list[i];
+        if ((ctx == NULL) || (ctx->dev != dev)) {
+            continue;
+        }
+        for (m = ctx->maps; m != NULL; m = m->next) {
+            if (m->exports != NULL) {
+                (void)hlsim_map_exported(m);
+            }
+        }
+    }
+}
+
 /*
  * Whether a dma-buf exported from device @a dev is still referenced by any
  * process (an importer's op-99 mapping, a received fd, the exporter's own).

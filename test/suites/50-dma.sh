@@ -14,12 +14,13 @@ cpy_test=$GAUDI_UCX_BUILD/test/gtest/dma/gaudi_cpy_test
 
 # run_asic [FLAVOUR:]ASIC GTEST FILTER (flavours: lib.sh with_flavour)
 run_asic() {
-    local asic=${1#*:} flavour=habana gtest=$2 filter=$3 log rc
+    local asic=${1#*:} flavour=habana gtest=$2 filter=$3 log rc what
     case $1 in *:*) flavour=${1%%:*};; esac
     log=$(mktemp); tmpdirs+=("$log")
     new_node
-    echo "=== $flavour HLSIM_ASIC=$asic ${UCX_GAUDI_COPY_BACKEND:-auto}" \
-         "$(basename "$gtest")"
+    what="${UCX_GAUDI_COPY_BACKEND:-auto}"
+    what+="${UCX_GAUDI_DEVICE_MEM:+ mem $UCX_GAUDI_DEVICE_MEM}"
+    echo "=== $flavour HLSIM_ASIC=$asic $what $(basename "$gtest")"
     # a short grace before the hard reset's SIGKILL (fault_*_kills)
     HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=1 HLSIM_KILL_DELAY_MS=200 \
         with_flavour "$flavour" \
@@ -27,8 +28,7 @@ run_asic() {
         > "$log" 2>&1
     rc=$?
     grep -v 'WAIT_CS of seq [0-9]* failed: Device or resource busy' "$log"
-    gtest_add "$flavour $asic ${UCX_GAUDI_COPY_BACKEND:-auto} $(basename "$gtest")" \
-        "$log" "$rc"
+    gtest_add "$flavour $asic $what $(basename "$gtest")" "$log" "$rc"
 }
 
 # run_syn ASIC GTEST FILTER: run_asic on the SynapseAI copy backend
@@ -53,14 +53,18 @@ for flavour in upstream legacy; do
 done
 
 # SynapseAI backend: every gaudi_cpy test that is not about the kernel
-# path (CS faults and CS batching, the Gaudi3 refusal).
+# path (CS faults, CS counts of batching, the Gaudi3 refusal; the SynapseAI
+# batching test synapse_one_event_per_batch runs here instead).
 # zcopy_all_directions is left out:
 # SynapseAI keys host maps by their start address, so the test's
 # re-registrations of a grown buffer at the same address fail
 # (docs/synapse.md, "Limits").
-syn_filter='*:-*faults:*no_transport_gaudi3:*zcopy_all_directions:*batch_*'
+syn_filter='*:-*faults:*no_transport_gaudi3:*zcopy_all_directions'
+syn_filter+=':*batch_completes_in_order:*batch_fault_fails_its_copies'
 run_syn gaudi3 "$cpy_test" "$syn_filter"
 run_syn gaudi2 "$cpy_test" "$syn_filter"
+# and with device memory from synDeviceMalloc (UCX_GAUDI_DEVICE_MEM)
+UCX_GAUDI_DEVICE_MEM=synapse run_syn gaudi3 "$cpy_test" "$syn_filter"
 
 # Gaudi3: ucx_info -d says why the transport is not offered
 out=$(mktemp); tmpdirs+=("$out")

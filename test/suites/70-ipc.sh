@@ -26,15 +26,19 @@ done
 # The SynapseAI copy backend (emulated libSynapse): Gaudi3, where auto
 # picks it and the driver imports dma-bufs (op 99), and Gaudi2 with
 # UCX_GAUDI_COPY_BACKEND=synapse; both processes of every test use it
-for run in auto:gaudi3 synapse:gaudi2; do
+# (and Gaudi3 with device memory from synDeviceMalloc: its chunks export
+# when SynapseAI mapped them by themselves, as the emulated one does)
+for run in auto:gaudi3 synapse:gaudi2 auto:gaudi3:synapse; do
+    IFS=: read -r backend asic mem <<< "$run"
     new_node
     log=$(mktemp); tmpdirs+=("$log")
-    echo "=== UCX_GAUDI_COPY_BACKEND=${run%%:*} HLSIM_ASIC=${run#*:}"
-    HLSIM_ASIC=${run#*:} HLSIM_NUM_DEVICES=3 \
-        UCX_GAUDI_COPY_BACKEND=${run%%:*} \
+    echo "=== UCX_GAUDI_COPY_BACKEND=$backend HLSIM_ASIC=$asic" \
+         "UCX_GAUDI_DEVICE_MEM=${mem:-auto}"
+    HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=3 \
+        UCX_GAUDI_COPY_BACKEND=$backend UCX_GAUDI_DEVICE_MEM=${mem:-auto} \
         UCX_GAUDI_SYNAPSE_LIB=$UCX_GAUDI_BUILD/test/synsim/.libs/libSynapse.so \
         on_emulator "$gtest" 2>&1 | tee "$log"
-    gtest_add "${run#*:} ${run%%:*}" "$log" "${PIPESTATUS[0]}"
+    gtest_add "$asic $backend ${mem:-auto}" "$log" "${PIPESTATUS[0]}"
 done
 
 gtest_summary "all models and flavours"

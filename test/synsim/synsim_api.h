@@ -137,6 +137,19 @@ synStatus synEventRecord(synEventHandle eventHandle,
 synStatus synEventQuery(const synEventHandle eventHandle);
 synStatus synEventSynchronize(const synEventHandle eventHandle);
 
+/*
+ * Not SynapseAI: calls counted by this emulator, for tests (dlsym on the
+ * library's handle): synMemCopyAsync[Multiple] copies queued, and
+ * synEventRecord calls that recorded
+ */
+typedef enum {
+    SYNSIM_COUNT_COPIES,
+    SYNSIM_COUNT_EVENT_RECORDS,
+    SYNSIM_COUNT_LAST
+} synsim_count_t;
+
+unsigned long synsim_count(synsim_count_t what);
+
 #ifdef __cplusplus
 }
 #endif

@@ -331,6 +331,14 @@ static synStatus synsim_copy_prepare(synsim_dev_t *d, synDmaDir dir,
     return status;
 }
 
+static unsigned long synsim_counts[SYNSIM_COUNT_LAST];
+
+unsigned long synsim_count(synsim_count_t what)
+{
+    return (what < SYNSIM_COUNT_LAST) ?
+           __atomic_load_n(&synsim_counts[what], __ATOMIC_RELAXED) : 0;
+}
+
 synStatus synMemCopyAsyncMultiple(const synStreamHandle streamHandle,
                                   const uint64_t *src, const uint64_t *size,
                                   const uint64_t *dst,
@@ -381,6 +389,8 @@ synStatus synMemCopyAsyncMultiple(const synStreamHandle streamHandle,
     s->tail = op;
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->lock);
+    __atomic_add_fetch(&synsim_counts[SYNSIM_COUNT_COPIES], numCopies,
+                       __ATOMIC_RELAXED);
 out:
     pthread_mutex_unlock(&synsim_lock);
     return status;
@@ -461,6 +471,8 @@ synStatus synEventRecord(synEventHandle eventHandle,
         e->stream = s;
         e->seq    = s->last_seq;
         pthread_mutex_unlock(&s->lock);
+        __atomic_add_fetch(&synsim_counts[SYNSIM_COUNT_EVENT_RECORDS], 1,
+                           __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&synsim_lock);
     return status;

@@ -11,6 +11,7 @@
 extern "C" {
 #include <uct/gaudi/base/gaudi_base.h>
 #include <uct/gaudi/base/gaudi_hl.h>
+#include <uct/gaudi/base/gaudi_mem.h>
 #include <uct/gaudi/base/gaudi_syn.h>
 #include <ucs/time/time.h>
 #include <ucs/config/global_opts.h>
@@ -627,4 +628,207 @@ TEST_F(gaudi_syn, module_borrows_device)
     uct_gaudi_ctx_put(ctx);
     /* the module closed nothing: SynapseAI's fd is still open */
     EXPECT_GE(fcntl(fd, F_GETFD), 0);
+}
+
+
+/* ---- device memory of the heap from SynapseAI (UCX_GAUDI_DEVICE_MEM) ---- */
+
+/*
+ * The application holds the device through SynapseAI (as PyTorch does) and
+ * the module's heap on it; @a size bytes allocated by the heap are written
+ * and read back through the application's own stream
+ */
+class gaudi_syn_heap : public gaudi_syn {
+protected:
+    void SetUp() override
+    {
+        gaudi_syn::SetUp();
+        m_app  = NULL;
+        m_ctx  = NULL;
+        m_heap = NULL;
+    }
+
+    void TearDown() override
+    {
+        if (m_heap != NULL) {
+            uct_gaudi_heap_put(m_heap);
+        }
+        if (m_ctx != NULL) {
+            uct_gaudi_ctx_put(m_ctx);
+        }
+        gaudi_syn::TearDown();
+    }
+
+    void open_heap()
+    {
+        m_app = dlopen(syn_lib(), RTLD_NOW | RTLD_GLOBAL);
+        ASSERT_NE(nullptr, m_app) << dlerror();
+        acquire(NULL);
+        ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &m_ctx));
+        ASSERT_EQ(UCT_GAUDI_BACKEND_SYNAPSE, m_ctx->backend);
+        ASSERT_EQ(UCS_OK, uct_gaudi_heap_get(m_ctx, &m_heap));
+    }
+
+    /* H2D into @a ptr and D2H back on the application's stream */
+    void check_data(uint64_t ptr, size_t size)
+    {
+        std::vector<uint8_t> src(size), dst(size, 0);
+        uct_gaudi_syn_stream_t stream;
+
+        fill(src, 5);
+        ASSERT_EQ(UCS_OK, uct_gaudi_syn_host_map(&m_syn, m_dev, src.data(),
+                                                 size));
+        ASSERT_EQ(UCS_OK, uct_gaudi_syn_host_map(&m_syn, m_dev, dst.data(),
+                                                 size));
+        ASSERT_EQ(UCS_OK, uct_gaudi_syn_stream_create(&m_syn, m_dev,
+                                                      &stream));
+        const uct_gaudi_syn_dir_t h2d = UCT_GAUDI_SYN_HOST_TO_DRAM;
+        const uct_gaudi_syn_dir_t d2h = UCT_GAUDI_SYN_DRAM_TO_HOST;
+
+        EXPECT_EQ(UCS_OK, uct_gaudi_syn_memcpy_async(&m_syn, stream, ptr,
+                                                     (uintptr_t)src.data(),
+                                                     size, h2d));
+        EXPECT_EQ(UCS_OK, uct_gaudi_syn_memcpy_async(&m_syn, stream,
+                                                     (uintptr_t)dst.data(),
+                                                     ptr, size, d2h));
+        EXPECT_EQ(UCS_OK, uct_gaudi_syn_stream_sync(&m_syn, stream));
+        EXPECT_TRUE(src == dst) << "data through the heap's memory differs";
+        EXPECT_EQ(UCS_OK, uct_gaudi_syn_stream_destroy(&m_syn, stream));
+        EXPECT_EQ(UCS_OK, uct_gaudi_syn_host_unmap(&m_syn, m_dev, src.data()));
+        EXPECT_EQ(UCS_OK, uct_gaudi_syn_host_unmap(&m_syn, m_dev, dst.data()));
+    }
+
+    /* whether SynapseAI still counts @a ptr as allocated: its free takes
+     * only what it handed out (a second synDeviceMalloc of the piece
+     * would not tell) */
+    bool syn_owns(uint64_t ptr)
+    {
+        log_capture quiet;
+
+        return uct_gaudi_syn_device_free(&m_syn, m_dev, ptr) == UCS_OK;
+    }
+
+    void                   *m_app;
+    uct_gaudi_ctx_t        *m_ctx;
+    uct_gaudi_heap_t       *m_heap;
+};
+
+/* UCX_GAUDI_DEVICE_MEM=synapse: chunks from synDeviceMalloc, freed back */
+TEST_F(gaudi_syn_heap, synapse_provider)
+{
+    SYN_CHILD({{"UCX_GAUDI_DEVICE_MEM", "synapse"}});
+    size_t length = 3 * 1024 * 1024 + 100;
+    uct_gaudi_buf_t *buf;
+    uint64_t chunk;
+
+    open_heap();
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
+    EXPECT_TRUE(buf->chunk->syn);
+    check_data(buf->memh.address, length);
+    chunk = buf->chunk->ptr;
+    pthread_mutex_lock(&m_heap->lock);
+    EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
+    pthread_mutex_unlock(&m_heap->lock);
+    EXPECT_FALSE(syn_owns(chunk)) << "the chunk was not given back";
+}
+
+/* auto: the driver first; when it has no DRAM left, SynapseAI's
+ * allocator, without an error on the way */
+TEST_F(gaudi_syn_heap, auto_falls_back_on_enomem)
+{
+    SYN_CHILD({{"HLSIM_FAULTS", "mem_alloc:1:12"}});
+    size_t length = 64 * 1024, length2 = 64 * 1024;
+    uct_gaudi_buf_t *buf, *buf2;
+
+    open_heap();
+    {
+        log_capture log;
+
+        ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
+        EXPECT_EQ("", log.find({"MEMORY ALLOC"})) << log.dump();
+    }
+    EXPECT_TRUE(buf->chunk->syn);
+    check_data(buf->memh.address, length);
+
+    /* the next chunk (a dedicated one: half a chunk or more) comes from
+     * the driver again */
+    length2 = m_heap->chunk_size / 2;
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length2, &buf2));
+    EXPECT_FALSE(buf2->chunk->syn);
+    check_data(buf2->memh.address + length2 - 1024 * 1024, 1024 * 1024);
+    pthread_mutex_lock(&m_heap->lock);
+    EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
+    EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf2));
+    pthread_mutex_unlock(&m_heap->lock);
+}
+
+/* An exported SynapseAI chunk is never freed back to SynapseAI */
+TEST_F(gaudi_syn_heap, exported_chunk_retained)
+{
+    SYN_CHILD({{"UCX_GAUDI_DEVICE_MEM", "synapse"}});
+    size_t length = 2 * 1024 * 1024;
+    uct_gaudi_buf_t *buf;
+    uint64_t chunk, off;
+    int fd;
+
+    open_heap();
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
+    ASSERT_TRUE(buf->chunk->syn);
+    chunk = buf->chunk->ptr;
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_dmabuf(m_heap, buf->memh.address,
+                                            length, &fd, &off));
+    close(fd);
+    pthread_mutex_lock(&m_heap->lock);
+    EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
+    EXPECT_FALSE(ucs_list_is_empty(&m_heap->retained));
+    pthread_mutex_unlock(&m_heap->lock);
+    EXPECT_TRUE(syn_owns(chunk)) << "an exported chunk went back";
+}
+
+/* Exported SynapseAI chunks are reused: alloc, export, free in cycles
+ * keeps the module's memory at one chunk, and the data stays right */
+TEST_F(gaudi_syn_heap, retained_chunk_reused)
+{
+    SYN_CHILD({{"UCX_GAUDI_DEVICE_MEM", "synapse"}});
+    uct_gaudi_counters_t c0;
+    uct_gaudi_buf_t *buf;
+    uint64_t first = 0, off;
+    size_t length;
+    int fd;
+
+    open_heap();
+    c0 = m_heap->counters;
+    for (int i = 0; i < 20; ++i) {
+        length = 1000 + i * 4096;
+        ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
+        if (i == 0) {
+            first = buf->chunk->ptr;
+        }
+        EXPECT_EQ(first, buf->chunk->ptr) << "cycle " << i;
+        ASSERT_EQ(UCS_OK, uct_gaudi_heap_dmabuf(m_heap, buf->memh.address,
+                                                length, &fd, &off));
+        close(fd);
+        if ((i % 5) == 0) {
+            check_data(buf->memh.address, length);
+        }
+        pthread_mutex_lock(&m_heap->lock);
+        EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
+        pthread_mutex_unlock(&m_heap->lock);
+    }
+    EXPECT_EQ(c0.chunk_count + 1, m_heap->counters.chunk_count);
+    EXPECT_TRUE(syn_owns(first));
+}
+
+/* synapse memory needs the synapse backend: refused with a reason */
+TEST_F(gaudi_syn_heap, synapse_needs_backend)
+{
+    SYN_CHILD({{"UCX_GAUDI_DEVICE_MEM", "synapse"},
+               {"UCX_GAUDI_COPY_BACKEND", "kernel"}});
+    uct_gaudi_heap_t *heap;
+    log_capture log;
+
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &m_ctx));
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, uct_gaudi_heap_get(m_ctx, &heap));
+    EXPECT_NE("", log.find({"UCX_GAUDI_DEVICE_MEM=synapse", "kernel"}))
+            << log.dump();
 }

@@ -940,6 +940,53 @@ TEST_F(cpy_test, batch_flush_fence) {
     EXPECT_EQ(src2, dst) << "the get overtook the puts before the fence";
 }
 
+/*
+ * The same batching on the SynapseAI backend: a batch is one
+ * synEventRecord after one synMemCopyAsync per copy (counted by the
+ * emulated libSynapse), so 40 copies posted at once cost 3 events. Skipped
+ * on the kernel backend (batch_completes_in_order counts its CS).
+ */
+TEST_F(cpy_test, synapse_one_event_per_batch) {
+    SKIP_NO_TL();
+    const char *lib = getenv("UCX_GAUDI_SYNAPSE_LIB");
+    void *syn       = (lib != NULL) ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) :
+                      NULL;
+    if (syn == NULL) {
+        GTEST_SKIP() << "the SynapseAI backend is not in use";
+    }
+    typedef unsigned long (*count_fn_t)(int);
+    count_fn_t count = (count_fn_t)dlsym(syn, "synsim_count");
+    ASSERT_NE(nullptr, count) << "not the emulated libSynapse";
+    const int copies = 0, events = 1;  /* synsim_count_t */
+    const unsigned n = 40, len = 65536;
+    uct_rkey_t rkey;
+    char *dev = (char*)dev_alloc(n * len, &rkey);
+    std::vector<uint8_t> src(n * len), back(n * len, 0);
+    uct_mem_h smemh = host_reg(src);
+    std::vector<ordered_comp_t> comps(n);
+    int next = 0;
+    unsigned i;
+
+    fill(src, 12);
+    unsigned long c0 = count(copies), e0 = count(events);
+    for (i = 0; i < n; ++i) {
+        ordered_comp_init(comps[i], &next);
+        BATCH_PUT(src.data(), smemh, dev, rkey, i, len, comps[i]);
+    }
+    flush();
+    for (i = 0; i < n; ++i) {
+        EXPECT_EQ(UCS_OK, comps[i].status) << i;
+        EXPECT_EQ((int)i, comps[i].order) << "completed out of order";
+    }
+    EXPECT_EQ(n, count(copies) - c0) << "one synMemCopyAsync per copy";
+    EXPECT_EQ(3u, count(events) - e0)
+        << "1 + 32 + 7 copies under 3 events";
+    ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), n * len,
+                                       (uintptr_t)dev, rkey));
+    EXPECT_EQ(src, back);
+    dlclose(syn);
+}
+
 int main(int argc, char **argv)
 {
     ::testing::InitGoogleTest(&argc, argv);

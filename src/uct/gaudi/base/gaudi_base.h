@@ -79,6 +79,17 @@ typedef enum {
 extern const char *uct_gaudi_backend_names[];
 
 
+/* Where the heap gets device memory (UCX_GAUDI_DEVICE_MEM) */
+typedef enum {
+    UCT_GAUDI_DEVICE_MEM_AUTO,
+    UCT_GAUDI_DEVICE_MEM_DRIVER,   /* ALLOC + MAP on the device fd */
+    UCT_GAUDI_DEVICE_MEM_SYNAPSE,  /* synDeviceMalloc */
+    UCT_GAUDI_DEVICE_MEM_LAST
+} uct_gaudi_device_mem_t;
+
+extern const char *uct_gaudi_device_mem_names[];
+
+
 /* UCX_GAUDI_* global configuration (prefix "GAUDI_") */
 typedef struct uct_gaudi_global_config {
     char             *device;        /* auto | <index> | module:<id> */
@@ -87,6 +98,7 @@ typedef struct uct_gaudi_global_config {
     double           open_timeout;   /* seconds of EAGAIN back-off */
     int              copy_backend;   /* uct_gaudi_backend_t */
     char             *synapse_lib;   /* libSynapse name or path */
+    int              device_mem;     /* uct_gaudi_device_mem_t */
 } uct_gaudi_global_config_t;
 
 

@@ -27,6 +27,13 @@ const char *uct_gaudi_backend_names[] = {
     [UCT_GAUDI_BACKEND_LAST]    = NULL
 };
 
+const char *uct_gaudi_device_mem_names[] = {
+    [UCT_GAUDI_DEVICE_MEM_AUTO]    = "auto",
+    [UCT_GAUDI_DEVICE_MEM_DRIVER]  = "driver",
+    [UCT_GAUDI_DEVICE_MEM_SYNAPSE] = "synapse",
+    [UCT_GAUDI_DEVICE_MEM_LAST]    = NULL
+};
+
 static ucs_config_field_t uct_gaudi_global_config_table[] = {
     {"DEVICE", "auto",
      "Gaudi device this process uses:\n"
@@ -67,6 +74,17 @@ static ucs_config_field_t uct_gaudi_global_config_table[] = {
      "looked up like any library, or a path.",
      ucs_offsetof(uct_gaudi_global_config_t, synapse_lib),
      UCS_CONFIG_TYPE_STRING},
+
+    {"DEVICE_MEM", "auto",
+     "Where device memory allocated through UCX comes from (Gaudi2/3):\n"
+     " auto    - the driver (ALLOC + MAP on the device fd); on the synapse\n"
+     "           copy backend, SynapseAI's allocator (synDeviceMalloc) when\n"
+     "           the driver has no free DRAM left (SynapseAI holds it)\n"
+     " driver  - the driver only; dma-buf export (gaudi_ipc) always works\n"
+     " synapse - SynapseAI's allocator only (synapse copy backend); such\n"
+     "           memory exports only if SynapseAI mapped it by itself.",
+     ucs_offsetof(uct_gaudi_global_config_t, device_mem),
+     UCS_CONFIG_TYPE_ENUM(uct_gaudi_device_mem_names)},
 
     {"OPEN_TIMEOUT", "5s",
      "How long to keep retrying, with back-off, to open a device that is\n"

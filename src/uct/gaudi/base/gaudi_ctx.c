@@ -45,32 +45,6 @@ static const char *uct_gaudi_local_rank_vars[] = {
 #define UCT_GAUDI_OPEN_BACKOFF_MIN_US 1000
 #define UCT_GAUDI_OPEN_BACKOFF_MAX_US 250000
 
-/*
- * Offsets of the fd in SynapseAI's struct synDeviceInfo (public
- * synapse_common_types.h: sramBaseAddress, dramBaseAddress, sramSize,
- * dramSize, tpcEnabledMask, dramEnabled, deviceId, fd, deviceType). With
- * a uint64_t tpcEnabledMask (current headers) the fd is at 48; older
- * headers declare a uint16_t mask, which puts it at 40 (facts 9.7). Which
- * one the loaded library uses is not known, so both are checked (never
- * trusted): a candidate must be an open habanalabs compute node of a
- * discovered device. Upstream UCX gaudi_base.c reads info.fd after
- * synDeviceGetInfo(-1, &info) (facts 1.4). The buffer is larger than any
- * layout, so a longer one cannot overflow it.
- */
-static const size_t uct_gaudi_syn_fd_offsets[] = {48, 40};
-
-typedef union {
-    uint64_t align;
-    uint8_t  bytes[512];
-} uct_gaudi_syn_device_info_buf_t;
-
-/* synStatus synDeviceGetInfo(const synDeviceId id, synDeviceInfo *info) */
-typedef int (*uct_gaudi_syn_device_get_info_t)(uint32_t device_id,
-                                               void *info);
-
-#define UCT_GAUDI_SYN_ANY_DEVICE ((uint32_t)-1)
-
-
 /* The copy backend a device is to get, decided before it is opened: on
  * SynapseAI the library owns the device and the module borrows its fd */
 typedef struct {
@@ -264,14 +238,15 @@ static void uct_gaudi_ctx_syn_close(uct_gaudi_syn_t *syn,
 
 /*
  * Have SynapseAI acquire @a info (NULL: the first free device), retrying
- * with back-off like an open while the device resets after its previous
- * user, or, when it is named, while someone else still holds it
+ * with back-off for up to @a timeout seconds like an open while the
+ * device resets after its previous user (facts 7.1), and with
+ * @a retry_busy while someone else still holds it
  */
 static ucs_status_t uct_gaudi_ctx_syn_acquire(const uct_gaudi_syn_t *syn,
                                               const uct_gaudi_dev_info_t *info,
+                                              double timeout, int retry_busy,
                                               uct_gaudi_syn_device_t *device_p)
 {
-    double timeout      = uct_gaudi_global_config()->open_timeout;
     ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(timeout);
     unsigned delay_us   = UCT_GAUDI_OPEN_BACKOFF_MIN_US;
     const char *bus     = ((info != NULL) && info->has_bus_id) ?
@@ -281,14 +256,9 @@ static ucs_status_t uct_gaudi_ctx_syn_acquire(const uct_gaudi_syn_t *syn,
     for (;;) {
         status = uct_gaudi_syn_acquire(syn, bus, device_p);
         if ((status != UCS_ERR_NO_RESOURCE) &&
-            ((info == NULL) || (status != UCS_ERR_BUSY))) {
-            break;
+            (!retry_busy || (status != UCS_ERR_BUSY))) {
+            return status;
         } else if (ucs_get_time() >= deadline) {
-            ucs_error("gaudi %s: SynapseAI cannot acquire the device for "
-                      "%.1f s (UCX_GAUDI_OPEN_TIMEOUT): %s",
-                      (info != NULL) ? info->name : "(any)", timeout,
-                      (status == UCS_ERR_BUSY) ? "held by another process" :
-                      "still in reset");
             break;
         }
 
@@ -296,18 +266,27 @@ static ucs_status_t uct_gaudi_ctx_syn_acquire(const uct_gaudi_syn_t *syn,
         delay_us = ucs_min(delay_us * 2, UCT_GAUDI_OPEN_BACKOFF_MAX_US);
     }
 
+    if (timeout > 0) {
+        ucs_error("gaudi %s: SynapseAI cannot acquire the device for "
+                  "%.1f s (UCX_GAUDI_OPEN_TIMEOUT): %s",
+                  (info != NULL) ? info->name : "(any)", timeout,
+                  (status == UCS_ERR_BUSY) ? "held by another process" :
+                  "still in reset");
+    }
     return status;
 }
 
 /*
  * Context of the device SynapseAI holds: the application's (it acquired a
  * device already), else the one SynapseAI acquires for us, @a info or with
- * NULL the first free one. SynapseAI opens the compute node itself and
+ * NULL the first free one (waiting as uct_gaudi_ctx_syn_acquire does).
+ * SynapseAI opens the compute node itself and
  * the driver allows one compute context per device (facts 7.1), so the
  * module borrows its fd.
  */
 static ucs_status_t uct_gaudi_ctx_syn_open(const uct_gaudi_dev_info_t *info,
                                            const uct_gaudi_ctx_choice_t *choice,
+                                           double timeout, int retry_busy,
                                            uct_gaudi_ctx_t **ctx_p)
 {
     const char *libname = uct_gaudi_global_config()->synapse_lib;
@@ -330,7 +309,8 @@ static ucs_status_t uct_gaudi_ctx_syn_open(const uct_gaudi_dev_info_t *info,
     }
 
     if (uct_gaudi_syn_held_fd(syn, &fd, &device) != UCS_OK) {
-        status = uct_gaudi_ctx_syn_acquire(syn, info, &device);
+        status = uct_gaudi_ctx_syn_acquire(syn, info, timeout, retry_busy,
+                                           &device);
         if (status != UCS_OK) {
             goto err_unload;
         }
@@ -499,7 +479,7 @@ static ucs_status_t uct_gaudi_ctx_get_dev(const uct_gaudi_dev_info_t *info,
 
     uct_gaudi_ctx_choose(info->asic, &choice);
     if (choice.backend == UCT_GAUDI_BACKEND_SYNAPSE) {
-        status = uct_gaudi_ctx_syn_open(info, &choice, ctx_p);
+        status = uct_gaudi_ctx_syn_open(info, &choice, timeout, 1, ctx_p);
         if (status == UCS_OK) {
             return UCS_OK;
         }
@@ -564,69 +544,31 @@ static ucs_status_t uct_gaudi_ctx_attach(int fd, const char *source,
     return uct_gaudi_ctx_create(info, &hl, source, ctx_p);
 }
 
-/* The fd in @a buf under a known synDeviceInfo layout that is an open
- * compute node of a discovered device; refuses none or two different */
-static ucs_status_t
-uct_gaudi_ctx_synapse_pick_fd(const uct_gaudi_syn_device_info_buf_t *buf,
-                              int *fd_p)
-{
-    int found = -1, cand[2], i, minor;
-    uint32_t value;
-
-    for (i = 0; i < ucs_static_array_size(uct_gaudi_syn_fd_offsets); ++i) {
-        memcpy(&value, buf->bytes + uct_gaudi_syn_fd_offsets[i],
-               sizeof(value));
-        cand[i] = (value > INT_MAX) ? -1 : (int)value;
-        minor   = uct_gaudi_hl_fd_compute_minor(cand[i]);
-        if ((minor < 0) || (uct_gaudi_device_by_minor(minor) == NULL)) {
-            continue;
-        }
-        if ((found >= 0) && (found != cand[i])) {
-            ucs_error("gaudi: SynapseAI's synDeviceInfo holds two Gaudi fds "
-                      "(%d at offset 48, %d at offset 40): unknown layout, "
-                      "not used; set UCX_GAUDI_DEVICE_FD", cand[0], cand[1]);
-            return UCS_ERR_NO_DEVICE;
-        }
-        found = cand[i];
-        ucs_debug("gaudi: SynapseAI's fd %d (synDeviceInfo offset %zu)",
-                  found, uct_gaudi_syn_fd_offsets[i]);
-    }
-
-    if (found < 0) {
-        ucs_error("gaudi: SynapseAI holds a device but its synDeviceInfo has "
-                  "no open Gaudi compute fd at a known offset (%d at 48, %d "
-                  "at 40): unknown layout, not used; set UCX_GAUDI_DEVICE_FD",
-                  cand[0], cand[1]);
-        return UCS_ERR_NO_DEVICE;
-    }
-
-    *fd_p = found;
-    return UCS_OK;
-}
-
 /* SynapseAI's fd, if libSynapse is loaded and holds a device */
 static ucs_status_t uct_gaudi_ctx_synapse_fd(int *fd_p)
 {
-    uct_gaudi_syn_device_get_info_t get_info;
-    uct_gaudi_syn_device_info_buf_t buf;
-    int ret;
+    uct_gaudi_syn_device_get_info_fn_t get_info;
+    ucs_status_t status;
 
     /* no build or load dependency: only if the application loaded it */
-    get_info = (uct_gaudi_syn_device_get_info_t)dlsym(RTLD_DEFAULT,
-                                                      "synDeviceGetInfo");
+    get_info = (uct_gaudi_syn_device_get_info_fn_t)dlsym(RTLD_DEFAULT,
+                                                         "synDeviceGetInfo");
     if (get_info == NULL) {
         return UCS_ERR_NO_DEVICE;
     }
 
-    memset(&buf, 0, sizeof(buf));
-    ret = get_info(UCT_GAUDI_SYN_ANY_DEVICE, &buf);
-    if (ret != 0) {
-        ucs_debug("gaudi: synDeviceGetInfo failed with synStatus %d (no "
-                  "device acquired?)", ret);
+    status = uct_gaudi_syn_info_fd(get_info, UCT_GAUDI_SYN_DEVICE_ANY, fd_p,
+                                   NULL);
+    if (status == UCS_ERR_NO_ELEM) {
+        ucs_debug("gaudi: synDeviceGetInfo failed (no device acquired?)");
         return UCS_ERR_NO_DEVICE;
+    } else if (status != UCS_OK) {
+        ucs_error("gaudi: SynapseAI holds a device but its synDeviceInfo has "
+                  "no (or more than one) open Gaudi compute fd at a known "
+                  "offset: unknown layout, not used; set "
+                  "UCX_GAUDI_DEVICE_FD");
     }
-
-    return uct_gaudi_ctx_synapse_pick_fd(&buf, fd_p);
+    return status;
 }
 
 /* Parse UCX_GAUDI_DEVICE: auto | <index> | module:<id> */
@@ -775,9 +717,51 @@ static int uct_gaudi_device_looks_busy(const uct_gaudi_dev_info_t *info)
 }
 
 /*
- * The first device whose compute node opens. OPEN_STATS orders the
- * candidates (idle ones first) but only the open is the truth; devices in
- * reset are retried with back-off last.
+ * Open @a info for the chosen backend, waiting up to @a timeout while it is
+ * in reset; UCS_ERR_BUSY when another process holds it. SynapseAI acquires
+ * the device by its bus id, so both backends go through the same passes of
+ * uct_gaudi_ctx_get_free (SynapseAI's own "any device" gives up at the
+ * first refusal, even when the next device is only resetting).
+ */
+static ucs_status_t uct_gaudi_ctx_try_dev(const uct_gaudi_dev_info_t *info,
+                                          uct_gaudi_ctx_choice_t *choice,
+                                          double timeout,
+                                          uct_gaudi_ctx_t **ctx_p)
+{
+    ucs_status_t status;
+    uct_gaudi_hl_t hl;
+
+    if (choice->backend == UCT_GAUDI_BACKEND_SYNAPSE) {
+        status = uct_gaudi_ctx_syn_open(info, choice, timeout, 0, ctx_p);
+        if ((status == UCS_OK) || (status == UCS_ERR_BUSY) ||
+            (status == UCS_ERR_NO_RESOURCE)) {
+            return status;
+        }
+        status = uct_gaudi_ctx_syn_fallback(choice, info->asic, status);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    status = uct_gaudi_ctx_open_node(info, timeout, 0, &hl);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_ctx_create(info, &hl, "opened", ctx_p);
+    if (status != UCS_OK) {
+        uct_gaudi_hl_close(&hl);
+        return status;
+    }
+
+    uct_gaudi_ctx_set_backend(*ctx_p, choice->why, NULL, 0, 0);
+    return UCS_OK;
+}
+
+/*
+ * The first device that opens (SynapseAI: that it acquires). OPEN_STATS
+ * orders the candidates (idle ones first) but only the open is the truth;
+ * devices in reset are retried with back-off last.
  */
 static ucs_status_t uct_gaudi_ctx_get_free(uct_gaudi_ctx_t **ctx_p)
 {
@@ -788,26 +772,6 @@ static ucs_status_t uct_gaudi_ctx_get_free(uct_gaudi_ctx_t **ctx_p)
     uct_gaudi_ctx_choice_t choice;
     ucs_status_t status;
     int *state;   /* 0: untried, 1: hint busy, 2: EAGAIN, 3: done */
-    uct_gaudi_hl_t hl;
-
-    /* a node has one kind of device; SynapseAI picks the first free one */
-    uct_gaudi_ctx_choose(devs->dev[0].asic, &choice);
-    if (choice.backend == UCT_GAUDI_BACKEND_SYNAPSE) {
-        for (i = 0; i < devs->count; ++i) {
-            if (uct_gaudi_ctx_lookup(&devs->dev[i], ctx_p)) {
-                return uct_gaudi_ctx_check_choice(*ctx_p);
-            }
-        }
-        status = uct_gaudi_ctx_syn_open(NULL, &choice, ctx_p);
-        if (status == UCS_OK) {
-            return UCS_OK;
-        }
-        status = uct_gaudi_ctx_syn_fallback(&choice, devs->dev[0].asic,
-                                            status);
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
 
     state = ucs_calloc(ucs_max(devs->count, 1), sizeof(*state),
                        "gaudi state");
@@ -817,11 +781,15 @@ static ucs_status_t uct_gaudi_ctx_get_free(uct_gaudi_ctx_t **ctx_p)
 
     for (i = 0; i < devs->count; ++i) {
         if (uct_gaudi_ctx_lookup(&devs->dev[i], ctx_p)) {
-            status = UCS_OK;   /* this process already owns one */
+            /* this process already owns one */
+            status = uct_gaudi_ctx_check_choice(*ctx_p);
             goto out;
         }
         state[i] = uct_gaudi_device_looks_busy(&devs->dev[i]);
     }
+
+    /* a node has one kind of device */
+    uct_gaudi_ctx_choose(devs->dev[0].asic, &choice);
 
     /* pass 0: idle by the hint; 1: busy by the hint; 2: in reset */
     for (pass = 0; pass < 3; ++pass) {
@@ -831,17 +799,10 @@ static ucs_status_t uct_gaudi_ctx_get_free(uct_gaudi_ctx_t **ctx_p)
             }
 
             info   = &devs->dev[i];
-            status = uct_gaudi_ctx_open_node(info, (pass == 2) ? timeout : 0,
-                                             0, &hl);
-            if (status == UCS_OK) {
-                status = uct_gaudi_ctx_create(info, &hl, "opened", ctx_p);
-                if (status != UCS_OK) {
-                    uct_gaudi_hl_close(&hl);
-                } else {
-                    uct_gaudi_ctx_set_backend(*ctx_p, choice.why, NULL, 0,
-                                              0);
-                }
-                goto out;
+            status = uct_gaudi_ctx_try_dev(info, &choice,
+                                           (pass == 2) ? timeout : 0, ctx_p);
+            if ((status == UCS_OK) || (status == UCS_ERR_UNSUPPORTED)) {
+                goto out;   /* opened, or the backend cannot be used */
             }
 
             ucs_debug("gaudi %s: not free: %s", info->name,
@@ -885,7 +846,9 @@ static ucs_status_t uct_gaudi_ctx_get_selected(uct_gaudi_ctx_t **ctx_p)
         if ((choice.backend == UCT_GAUDI_BACKEND_SYNAPSE) &&
             (config->synapse != UCS_NO) &&
             uct_gaudi_syn_is_loaded(config->synapse_lib)) {
-            status = uct_gaudi_ctx_syn_open(info, &choice, ctx_p);
+            status = uct_gaudi_ctx_syn_open(info, &choice,
+                                            config->open_timeout,
+                                            info != NULL, ctx_p);
             if ((status == UCS_OK) ||
                 (uct_gaudi_ctx_syn_fallback(&choice, devs->dev[0].asic,
                                             status) != UCS_OK)) {

@@ -10,6 +10,7 @@
 #endif
 
 #include "gaudi_mem.h"
+#include "gaudi_syn.h"
 
 #include <ucs/datastruct/khash.h>
 #include <ucs/debug/log.h>
@@ -202,25 +203,71 @@ static void uct_gaudi_chunk_delete(uct_gaudi_chunk_t *chunk)
 }
 
 
-/* Driver chunks (Gaudi2/3): ALLOC whole pages, then MAP (facts 3.2, 3.3) */
+/*
+ * Device memory of a new chunk (Gaudi2/3): the driver's ALLOC of whole
+ * pages, then MAP (facts 3.2, 3.3), whose VA is exactly what a dma-buf
+ * export takes (facts 4.1); or SynapseAI's allocator (*syn_p set), which
+ * shares SynapseAI's account of the DRAM. Called with the ctx lock.
+ */
+static ucs_status_t uct_gaudi_chunk_provide(uct_gaudi_heap_t *heap,
+                                            uint64_t size, uint64_t *handle_p,
+                                            uint64_t *va_p, int *syn_p)
+{
+    const uct_gaudi_hl_t *hl = &heap->ctx->hl;
+    ucs_status_t status      = UCS_ERR_NO_MEMORY;
+
+    *syn_p = (heap->device_mem == UCT_GAUDI_DEVICE_MEM_SYNAPSE);
+    if (!*syn_p) {
+        status = (heap->device_mem == UCT_GAUDI_DEVICE_MEM_AUTO) ?
+                 uct_gaudi_hl_mem_try_alloc(hl, size, handle_p) :
+                 uct_gaudi_hl_mem_alloc(hl, size, 0, handle_p);
+        if (status == UCS_OK) {
+            status = uct_gaudi_hl_mem_map_device(hl, *handle_p, 0, va_p);
+            if (status != UCS_OK) {
+                (void)uct_gaudi_hl_mem_free(hl, *handle_p);
+            }
+            return status;
+        } else if ((status != UCS_ERR_NO_MEMORY) ||
+                   (heap->device_mem != UCT_GAUDI_DEVICE_MEM_AUTO)) {
+            return status;
+        }
+        /* SynapseAI may hold the rest of the DRAM in its own pool */
+        ucs_debug("gaudi %s: the driver has no free DRAM for a %" PRIu64
+                  " byte chunk: taking it from SynapseAI's allocator",
+                  uct_gaudi_heap_name(heap), size);
+        *syn_p = 1;
+    }
+
+    *handle_p = 0;
+    return uct_gaudi_syn_device_malloc(heap->ctx->syn, heap->ctx->syn_device,
+                                       size, va_p);
+}
+
+/* Give a chunk's memory back to where it came from (with the ctx lock) */
+static void uct_gaudi_chunk_unprovide(uct_gaudi_heap_t *heap, int syn,
+                                      uint64_t handle, uint64_t va)
+{
+    if (syn) {
+        (void)uct_gaudi_syn_device_free(heap->ctx->syn,
+                                        heap->ctx->syn_device, va);
+        return;
+    }
+
+    (void)uct_gaudi_hl_mem_unmap(&heap->ctx->hl, va);
+    (void)uct_gaudi_hl_mem_free(&heap->ctx->hl, handle);
+}
 
 static ucs_status_t uct_gaudi_chunk_create(uct_gaudi_heap_t *heap,
                                            uint64_t size, int dedicated,
                                            uct_gaudi_chunk_t **chunk_p)
 {
-    const uct_gaudi_hl_t *hl = &heap->ctx->hl;
     uct_gaudi_chunk_t *chunk;
     uint64_t handle, va;
     ucs_status_t status;
+    int syn;
 
     pthread_mutex_lock(&heap->ctx->lock);
-    status = uct_gaudi_hl_mem_alloc(hl, size, 0, &handle);
-    if (status == UCS_OK) {
-        status = uct_gaudi_hl_mem_map_device(hl, handle, 0, &va);
-        if (status != UCS_OK) {
-            (void)uct_gaudi_hl_mem_free(hl, handle);
-        }
-    }
+    status = uct_gaudi_chunk_provide(heap, size, &handle, &va, &syn);
     pthread_mutex_unlock(&heap->ctx->lock);
     if (status != UCS_OK) {
         return status;
@@ -229,21 +276,22 @@ static ucs_status_t uct_gaudi_chunk_create(uct_gaudi_heap_t *heap,
     chunk = uct_gaudi_chunk_new(va, va, size);
     if (chunk == NULL) {
         pthread_mutex_lock(&heap->ctx->lock);
-        (void)uct_gaudi_hl_mem_unmap(hl, va);
-        (void)uct_gaudi_hl_mem_free(hl, handle);
+        uct_gaudi_chunk_unprovide(heap, syn, handle, va);
         pthread_mutex_unlock(&heap->ctx->lock);
         return UCS_ERR_NO_MEMORY;
     }
 
     chunk->handle    = handle;
-    chunk->mapped    = 1;
+    chunk->mapped    = !syn;
+    chunk->syn       = syn;
     chunk->dedicated = dedicated;
     ucs_list_add_tail(&heap->chunks, &chunk->list);
     UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_count, 1);
     UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_bytes, size);
     ucs_debug("gaudi %s: new %s chunk of %" PRIu64 " bytes at 0x%" PRIx64
-              " (handle %" PRIu64 ")", uct_gaudi_heap_name(heap),
-              dedicated ? "dedicated" : "shared", size, va, handle);
+              " (%s %" PRIu64 ")", uct_gaudi_heap_name(heap),
+              dedicated ? "dedicated" : "shared", size, va,
+              syn ? "synDeviceMalloc" : "handle", handle);
     *chunk_p = chunk;
     return UCS_OK;
 }
@@ -260,13 +308,16 @@ static ucs_status_t uct_gaudi_chunk_release(uct_gaudi_heap_t *heap,
     ucs_status_t status      = UCS_OK;
 
     pthread_mutex_lock(&heap->ctx->lock);
-    if (chunk->mapped) {
+    if (chunk->syn) {
+        status = uct_gaudi_syn_device_free(heap->ctx->syn,
+                                           heap->ctx->syn_device, chunk->ptr);
+    } else if (chunk->mapped) {
         status = uct_gaudi_hl_mem_unmap_exported(hl, chunk->ptr);
         if (status == UCS_OK) {
             chunk->mapped = 0;
         }
     }
-    if (status == UCS_OK) {
+    if ((status == UCS_OK) && !chunk->syn) {
         status = uct_gaudi_hl_mem_free(hl, chunk->handle);
     }
     pthread_mutex_unlock(&heap->ctx->lock);
@@ -286,6 +337,15 @@ static void uct_gaudi_chunk_destroy(uct_gaudi_heap_t *heap,
     ucs_status_t status;
 
     ucs_list_del(&chunk->list);
+    if (chunk->syn && chunk->exported) {
+        /* see gaudi_mem.h: never back to SynapseAI once exported */
+        ucs_list_add_tail(&heap->retained, &chunk->list);
+        ucs_debug("gaudi %s: SynapseAI chunk 0x%" PRIx64 " (%" PRIu64
+                  " bytes) was exported: kept reserved, not freed",
+                  uct_gaudi_heap_name(heap), chunk->ptr, chunk->size);
+        return;
+    }
+
     status = uct_gaudi_chunk_release(heap, chunk);
     if (status == UCS_OK) {
         uct_gaudi_chunk_delete(chunk);
@@ -441,9 +501,36 @@ static ucs_status_t uct_gaudi_heap_layout(uct_gaudi_heap_t *heap)
     return UCS_OK;
 }
 
+/* Resolve UCX_GAUDI_DEVICE_MEM for the heap's device and backend */
+static ucs_status_t uct_gaudi_heap_device_mem(uct_gaudi_heap_t *heap)
+{
+    const uct_gaudi_dev_info_t *info = heap->ctx->info;
+    int value = uct_gaudi_global_config()->device_mem;
+
+    if ((heap->ctx->syn == NULL) || uct_gaudi_heap_is_gaudi1(heap)) {
+        if (value == UCT_GAUDI_DEVICE_MEM_SYNAPSE) {
+            ucs_error("gaudi %s (%s): UCX_GAUDI_DEVICE_MEM=synapse needs "
+                      "the synapse copy backend on Gaudi2 or Gaudi3; this "
+                      "device has %s (%s)", info->name, info->node_name,
+                      uct_gaudi_backend_names[heap->ctx->backend],
+                      heap->ctx->backend_why);
+            return UCS_ERR_UNSUPPORTED;
+        }
+        value = UCT_GAUDI_DEVICE_MEM_DRIVER;
+    }
+
+    heap->device_mem = value;
+    ucs_debug("gaudi %s: device memory from %s", info->name,
+              (value == UCT_GAUDI_DEVICE_MEM_DRIVER) ? "the driver" :
+              (value == UCT_GAUDI_DEVICE_MEM_SYNAPSE) ? "synDeviceMalloc" :
+              "the driver, else synDeviceMalloc");
+    return UCS_OK;
+}
+
 static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
                                           uct_gaudi_heap_t **heap_p)
 {
+    uct_gaudi_chunk_t *chunk, *tmp;
     uct_gaudi_heap_t *heap;
     ucs_status_t status;
 
@@ -460,6 +547,7 @@ static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
     pthread_mutex_init(&heap->lock, NULL);
     ucs_list_head_init(&heap->chunks);
     ucs_list_head_init(&heap->deferred);
+    ucs_list_head_init(&heap->retained);
     heap->uuid      = ucs_generate_uuid((uintptr_t)heap);
     heap->host_page = ucs_get_page_size();
     heap->registry  = kh_init(uct_gaudi_memh_set);
@@ -479,6 +567,11 @@ static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
         goto err_pgt;
     }
 
+    status = uct_gaudi_heap_device_mem(heap);
+    if (status != UCS_OK) {
+        goto err_chunks;
+    }
+
     ucs_debug("gaudi %s: memory window [0x%" PRIx64 ", 0x%" PRIx64 "), "
               "allocation chunk %" PRIu64 " bytes", ctx->info->name,
               heap->win_start, heap->win_end, heap->chunk_size);
@@ -491,6 +584,10 @@ static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
     *heap_p = heap;
     return UCS_OK;
 
+err_chunks:
+    ucs_list_for_each_safe(chunk, tmp, &heap->chunks, list) {
+        uct_gaudi_chunk_delete(chunk);   /* Gaudi1's range only */
+    }
 err_pgt:
     ucs_pgtable_cleanup(&heap->bufs);
 err_registry:
@@ -519,6 +616,11 @@ static void uct_gaudi_heap_destroy(uct_gaudi_heap_t *heap)
         }
     }
     uct_gaudi_heap_drop_deferred(heap);
+    ucs_list_for_each_safe(chunk, tmp, &heap->retained, list) {
+        /* left to SynapseAI's release of the device (gaudi_mem.h) */
+        ucs_list_del(&chunk->list);
+        uct_gaudi_chunk_delete(chunk);
+    }
     ucs_pgtable_cleanup(&heap->bufs);
     kh_destroy(uct_gaudi_memh_set, heap->registry);
     pthread_mutex_destroy(&heap->lock);
@@ -567,7 +669,26 @@ uct_gaudi_heap_t *uct_gaudi_heap_peek(void)
 
 /* Allocation */
 
-/* Shared chunk with room for @a size, or a new one */
+/* A retained chunk of exactly @a size (gaudi_mem.h), back in use */
+static uct_gaudi_chunk_t *uct_gaudi_heap_reuse(uct_gaudi_heap_t *heap,
+                                               uint64_t size, int dedicated)
+{
+    uct_gaudi_chunk_t *chunk;
+
+    ucs_list_for_each(chunk, &heap->retained, list) {
+        if (chunk->size == size) {
+            ucs_list_del(&chunk->list);
+            ucs_list_add_tail(&heap->chunks, &chunk->list);
+            chunk->dedicated = dedicated;
+            ucs_debug("gaudi %s: reusing retained SynapseAI chunk 0x%"
+                      PRIx64, uct_gaudi_heap_name(heap), chunk->ptr);
+            return chunk;
+        }
+    }
+    return NULL;
+}
+
+/* Shared chunk with room for @a size, a retained one, or a new one */
 static ucs_status_t
 uct_gaudi_heap_place(uct_gaudi_heap_t *heap, uint64_t size,
                      uct_gaudi_chunk_t **chunk_p, uint64_t *off_p)
@@ -589,12 +710,17 @@ uct_gaudi_heap_place(uct_gaudi_heap_t *heap, uint64_t size,
             }
         }
 
-        status = uct_gaudi_chunk_create(heap,
-                                        ucs_align_up(size,
-                                                          heap->chunk_size),
-                                             dedicated, &chunk);
-        if (status != UCS_OK) {
-            return status;
+        chunk = uct_gaudi_heap_reuse(heap, ucs_align_up(size,
+                                                        heap->chunk_size),
+                                     dedicated);
+        if (chunk == NULL) {
+            status = uct_gaudi_chunk_create(heap,
+                                            ucs_align_up(size,
+                                                         heap->chunk_size),
+                                            dedicated, &chunk);
+            if (status != UCS_OK) {
+                return status;
+            }
         }
     } else {
         chunk = ucs_list_head(&heap->chunks, uct_gaudi_chunk_t, list);
@@ -976,8 +1102,16 @@ static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
     status = uct_gaudi_hl_export_dmabuf(&heap->ctx->hl, addr, end - start,
                                         off, O_RDWR | O_CLOEXEC, &fd);
     pthread_mutex_unlock(&heap->ctx->lock);
-    if ((status == UCS_ERR_INVALID_PARAM) &&
-        uct_gaudi_heap_bar_limited(heap)) {
+    if ((status == UCS_ERR_INVALID_PARAM) && buf->chunk->syn) {
+        /* the driver exports from the start of a MAP only (facts 4.1) */
+        ucs_error("gaudi %s: buffer 0x%" PRIx64 " cannot be exported: its "
+                  "memory came from synDeviceMalloc, inside a mapping "
+                  "SynapseAI made for more than this chunk; set "
+                  "UCX_GAUDI_DEVICE_MEM=driver to share device memory "
+                  "with other processes", uct_gaudi_heap_name(heap),
+                  buf->super.start);
+    } else if ((status == UCS_ERR_INVALID_PARAM) &&
+               uct_gaudi_heap_bar_limited(heap)) {
         /* the driver checks every page of the allocation (facts 4.1) */
         ucs_error("gaudi %s: buffer 0x%" PRIx64 " cannot be exported: the "
                   "driver exports only device memory whose every page lies "
@@ -991,7 +1125,8 @@ static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
         return status;
     }
 
-    buf->dmabuf_fd = fd;
+    buf->dmabuf_fd        = fd;
+    buf->chunk->exported = 1;
     UCT_GAUDI_MEM_COUNTER_ADD(heap, dmabuf_exports, 1);
     UCT_GAUDI_MEM_COUNTER_ADD(heap, dmabuf_open, 1);
     ucs_debug("gaudi %s: exported buffer 0x%" PRIx64 " as dma-buf fd %d "

@@ -88,6 +88,8 @@ typedef struct uct_gaudi_chunk {
     ucs_list_link_t list;       /* in heap->chunks, or heap->deferred */
     uint64_t        handle;     /* ALLOC handle (Gaudi2/3) */
     int             mapped;     /* MAP not undone yet (Gaudi2/3) */
+    int             syn;        /* from synDeviceMalloc, not the driver */
+    int             exported;   /* a dma-buf of it was ever exported */
     unsigned        release_tries; /* failed releases (deferred) */
     uint64_t        ptr;        /* Gaudi pointer of byte 0 = MAP VA */
     uint64_t        dma;        /* DMA address of byte 0 */
@@ -133,6 +135,10 @@ typedef struct uct_gaudi_heap {
     ucs_list_link_t           chunks;
     ucs_list_link_t           deferred; /* empty chunks the driver did not
                                            release yet (exported) */
+    ucs_list_link_t           retained; /* empty exported chunks of
+                                           SynapseAI, kept (see below) */
+    int                       device_mem; /* uct_gaudi_device_mem_t:
+                                             DRIVER, SYNAPSE or AUTO */
     ucs_pgtable_t             bufs;     /* uct_gaudi_buf_t */
     void                      *registry; /* live memh set (khash) */
     unsigned                  refcount;  /* MDs + public API */
@@ -204,6 +210,15 @@ ucs_status_t uct_gaudi_heap_alloc(uct_gaudi_heap_t *heap,
  * alloc and free, by uct_gaudi_heap_progress(), and at heap teardown
  * (with a short grace period; still exported then: one warning, the driver
  * frees it when the device is closed, facts 3.2).
+ *
+ * Chunks from SynapseAI's allocator (UCX_GAUDI_DEVICE_MEM) go back with
+ * synDeviceFree, which never tells whether the driver kept the pages: if
+ * SynapseAI serves them from a pool it mapped once, a freed piece is handed
+ * out again while a peer may still write through its import. So an empty
+ * chunk that was ever exported is never given back: it stays reserved on
+ * heap->retained, serves the heap's next chunk of the same size (the
+ * module's memory stays bounded by its peak), and is left to SynapseAI's
+ * release of the device when the heap goes.
  */
 
 /* Retry deferred releases now; cheap when there are none. Takes the lock */

@@ -15,6 +15,8 @@
 #endif
 
 #include "gaudi_syn.h"
+#include "gaudi_base.h"
+#include "gaudi_hl.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/compiler_def.h>
@@ -25,7 +27,6 @@
 #include <link.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/stat.h>
 
 
 /* synStatus values, their UCS meaning and what they say */
@@ -316,61 +317,78 @@ ucs_status_t uct_gaudi_syn_release(const uct_gaudi_syn_t *syn,
                               device);
 }
 
-/*
- * The fd at @fd_off if the word at @type_off is a synDeviceType and the fd
- * an open character device; else -1. In the current layout the older
- * layout's type offset holds the PCI device id, so at most one layout
- * passes.
- */
-static int uct_gaudi_syn_info_fd(const uint8_t *buf, size_t fd_off,
-                                 size_t type_off, int *type_p)
-{
-    struct stat st;
-    int32_t type;
-    int32_t fd;
+/* The layouts of synDeviceInfo: the fd and the deviceType (facts 9.7) */
+static const struct {
+    size_t fd_off;
+    size_t type_off;
+} uct_gaudi_syn_info_layouts[] = {
+    {UCT_GAUDI_SYN_INFO_FD_OFFSET, UCT_GAUDI_SYN_INFO_TYPE_OFFSET},
+    {UCT_GAUDI_SYN_INFO_OLD_FD_OFFSET, UCT_GAUDI_SYN_INFO_OLD_TYPE_OFFSET}
+};
 
-    memcpy(&type, buf + type_off, sizeof(type));
-    memcpy(&fd, buf + fd_off, sizeof(fd));
-    if ((type < 0) || (type >= UCT_GAUDI_SYN_DEVICE_TYPE_LIMIT) || (fd < 0) ||
-        (fcntl(fd, F_GETFD) < 0) || (fstat(fd, &st) != 0) ||
-        !S_ISCHR(st.st_mode)) {
-        return -1;
+ucs_status_t
+uct_gaudi_syn_info_fd(uct_gaudi_syn_device_get_info_fn_t get_info,
+                      uct_gaudi_syn_device_t device, int *fd_p, int *type_p)
+{
+    uint8_t buf[UCT_GAUDI_SYN_INFO_BUF_SIZE];
+    int32_t cand[2], type = -1;
+    int found = -1, minor, i;
+
+    /* bytes a layout does not write stay 0xff: no valid fd */
+    memset(buf, 0xff, sizeof(buf));
+    if (get_info(device, buf) != UCT_GAUDI_SYN_SUCCESS) {
+        return UCS_ERR_NO_ELEM;
     }
 
-    *type_p = type;
-    return fd;
+    for (i = 0; i < ucs_static_array_size(uct_gaudi_syn_info_layouts); ++i) {
+        memcpy(&cand[i], buf + uct_gaudi_syn_info_layouts[i].fd_off,
+               sizeof(cand[i]));
+        /* no ioctl on an unknown fd: its path or char device only */
+        minor = uct_gaudi_hl_fd_compute_minor(cand[i]);
+        if ((minor < 0) || (uct_gaudi_device_by_minor(minor) == NULL)) {
+            continue;
+        } else if ((found >= 0) && (found != cand[i])) {
+            ucs_debug("gaudi: synDeviceInfo of device %u holds two Gaudi "
+                      "fds (%d at %zu, %d at %zu)", device, cand[0],
+                      uct_gaudi_syn_info_layouts[0].fd_off, cand[1],
+                      uct_gaudi_syn_info_layouts[1].fd_off);
+            return UCS_ERR_NO_DEVICE;
+        }
+        found = cand[i];
+        memcpy(&type, buf + uct_gaudi_syn_info_layouts[i].type_off,
+               sizeof(type));
+    }
+
+    if (found < 0) {
+        ucs_debug("gaudi: synDeviceInfo of device %u has no Gaudi compute "
+                  "fd (%d at %zu, %d at %zu)", device, cand[0],
+                  uct_gaudi_syn_info_layouts[0].fd_off, cand[1],
+                  uct_gaudi_syn_info_layouts[1].fd_off);
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    *fd_p = found;
+    if (type_p != NULL) {
+        *type_p = type;
+    }
+    return UCS_OK;
 }
 
 ucs_status_t uct_gaudi_syn_device_fd(const uct_gaudi_syn_t *syn,
                                      uct_gaudi_syn_device_t device,
                                      int *fd_p, int *type_p)
 {
-    uint8_t buf[UCT_GAUDI_SYN_INFO_BUF_SIZE];
     ucs_status_t status;
-    int fd;
 
-    /* bytes a layout does not write stay 0xff: no valid fd or type */
-    memset(buf, 0xff, sizeof(buf));
-    status = UCT_GAUDI_SYN_CALL(syn, "synDeviceGetInfo", device_get_info,
-                                device, buf);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    fd = uct_gaudi_syn_info_fd(buf, UCT_GAUDI_SYN_INFO_FD_OFFSET,
-                               UCT_GAUDI_SYN_INFO_TYPE_OFFSET, type_p);
-    if (fd < 0) {
-        fd = uct_gaudi_syn_info_fd(buf, UCT_GAUDI_SYN_INFO_OLD_FD_OFFSET,
-                                   UCT_GAUDI_SYN_INFO_OLD_TYPE_OFFSET,
+    status = uct_gaudi_syn_info_fd(syn->ops.device_get_info, device, fd_p,
                                    type_p);
-    }
-    if (fd < 0) {
-        ucs_error("gaudi: synDeviceGetInfo of device %u gave no open device "
-                  "fd in either synDeviceInfo layout", device);
+    if (status != UCS_OK) {
+        ucs_error("gaudi: synDeviceGetInfo of device %u %s", device,
+                  (status == UCS_ERR_NO_ELEM) ? "failed" :
+                  "gave no open Gaudi compute fd in either synDeviceInfo "
+                  "layout, or two");
         return UCS_ERR_NO_DEVICE;
     }
-
-    *fd_p = fd;
     return UCS_OK;
 }
 
@@ -378,21 +396,10 @@ ucs_status_t uct_gaudi_syn_device_fd(const uct_gaudi_syn_t *syn,
 static int uct_gaudi_syn_info_any_fd(const uct_gaudi_syn_t *syn,
                                      uct_gaudi_syn_device_t device)
 {
-    uint8_t buf[UCT_GAUDI_SYN_INFO_BUF_SIZE];
-    int type, fd;
+    int fd;
 
-    memset(buf, 0xff, sizeof(buf));
-    if (syn->ops.device_get_info(device, buf) != UCT_GAUDI_SYN_SUCCESS) {
-        return -1;
-    }
-
-    fd = uct_gaudi_syn_info_fd(buf, UCT_GAUDI_SYN_INFO_FD_OFFSET,
-                               UCT_GAUDI_SYN_INFO_TYPE_OFFSET, &type);
-    if (fd < 0) {
-        fd = uct_gaudi_syn_info_fd(buf, UCT_GAUDI_SYN_INFO_OLD_FD_OFFSET,
-                                   UCT_GAUDI_SYN_INFO_OLD_TYPE_OFFSET, &type);
-    }
-    return fd;
+    return (uct_gaudi_syn_info_fd(syn->ops.device_get_info, device, &fd,
+                                  NULL) == UCS_OK) ? fd : -1;
 }
 
 ucs_status_t uct_gaudi_syn_held_fd(const uct_gaudi_syn_t *syn, int *fd_p,

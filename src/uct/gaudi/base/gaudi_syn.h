@@ -98,11 +98,18 @@ ucs_status_t uct_gaudi_syn_release(const uct_gaudi_syn_t *syn,
                                    uct_gaudi_syn_device_t device);
 
 /*
- * The compute node fd and synDeviceType value SynapseAI holds for
- * @a device, whichever synDeviceInfo layout the library was built with:
- * the fd is taken from the layout whose type field holds a device type
- * and whose fd is an open character device
+ * The compute node fd (and synDeviceType value, @a type_p may be NULL) in
+ * the synDeviceInfo that @a get_info gives for @a device. Which layout the
+ * library was built with is not known (facts 9.7), so both are read and a
+ * candidate counts only if it is an open compute node of a discovered
+ * device. UCS_ERR_NO_ELEM: the call failed (e.g. nothing acquired);
+ * UCS_ERR_NO_DEVICE: no candidate, or two different ones. Quiet (debug).
  */
+ucs_status_t
+uct_gaudi_syn_info_fd(uct_gaudi_syn_device_get_info_fn_t get_info,
+                      uct_gaudi_syn_device_t device, int *fd_p, int *type_p);
+
+/* The same through the loaded library, logging a failure */
 ucs_status_t uct_gaudi_syn_device_fd(const uct_gaudi_syn_t *syn,
                                      uct_gaudi_syn_device_t device,
                                      int *fd_p, int *type_p);
