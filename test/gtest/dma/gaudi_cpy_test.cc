@@ -25,6 +25,7 @@ extern "C" {
 #include <string.h>
 
 #include <algorithm>
+#include <functional>
 #include <random>
 #include <string>
 #include <algorithm>
@@ -799,38 +800,55 @@ static void ordered_comp_init(ordered_comp_t &c, int *next)
                                    (_rkey), &(_comp).uct)) << (_i); \
     } while (0)
 
+/* The batching tests that count what the backend was asked to do */
+class cpy_batch_test : public cpy_test {
+protected:
+    /*
+     * Post @a n put_zcopy of @a len bytes at once and flush; each must
+     * complete, in posting order. @a counted runs then, before the data is
+     * read back (a synchronous copy, counted by the backend too) and
+     * compared.
+     */
+    void post_flush_check(unsigned n, unsigned len, unsigned seed,
+                          const std::function<void()> &counted) {
+        uct_rkey_t rkey;
+        char *dev = (char*)dev_alloc(n * len, &rkey);
+        std::vector<uint8_t> src(n * len), back(n * len, 0);
+        uct_mem_h smemh = host_reg(src);
+        std::vector<ordered_comp_t> comps(n);
+        int next = 0;
+        unsigned i;
+
+        fill(src, seed);
+        for (i = 0; i < n; ++i) {
+            ordered_comp_init(comps[i], &next);
+            BATCH_PUT(src.data(), smemh, dev, rkey, i, len, comps[i]);
+        }
+        flush();
+        for (i = 0; i < n; ++i) {
+            EXPECT_EQ(UCS_OK, comps[i].status) << i;
+            EXPECT_EQ((int)i, comps[i].order) << "completed out of order";
+        }
+        counted();
+        ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), n * len,
+                                           (uintptr_t)dev, rkey));
+        EXPECT_EQ(src, back);
+    }
+};
+
 /*
  * Copies posted while the engine is busy share a command submission
  * (MAX_BATCH, default 32): the first goes alone, the next 32 as one CS,
  * the rest as another. Each completes on its own, in posting order.
  */
-TEST_F(cpy_test, batch_completes_in_order) {
+TEST_F(cpy_batch_test, batch_completes_in_order) {
     SKIP_NO_TL();
-    const unsigned n = 40, len = 65536;
-    uct_rkey_t rkey;
-    char *dev = (char*)dev_alloc(n * len, &rkey);
-    std::vector<uint8_t> src(n * len), back(n * len, 0);
-    uct_mem_h smemh = host_reg(src);
-    std::vector<ordered_comp_t> comps(n);
-    int next = 0;
-    unsigned i;
-
-    fill(src, 11);
     int64_t cs0 = hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED);
-    for (i = 0; i < n; ++i) {
-        ordered_comp_init(comps[i], &next);
-        BATCH_PUT(src.data(), smemh, dev, rkey, i, len, comps[i]);
-    }
-    flush();
-    for (i = 0; i < n; ++i) {
-        EXPECT_EQ(UCS_OK, comps[i].status) << i;
-        EXPECT_EQ((int)i, comps[i].order) << "completed out of order";
-    }
-    EXPECT_EQ(3, hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED) - cs0)
-        << "1 + 32 + 7 copies in 3 submissions";
-    ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), n * len,
-                                       (uintptr_t)dev, rkey));
-    EXPECT_EQ(src, back);
+
+    post_flush_check(40, 65536, 11, [&]() {
+        EXPECT_EQ(3, hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED) - cs0)
+            << "1 + 32 + 7 copies in 3 submissions";
+    });
 }
 
 /*
@@ -946,7 +964,7 @@ TEST_F(cpy_test, batch_flush_fence) {
  * emulated libSynapse), so 40 copies posted at once cost 3 events. Skipped
  * on the kernel backend (batch_completes_in_order counts its CS).
  */
-TEST_F(cpy_test, synapse_one_event_per_batch) {
+TEST_F(cpy_batch_test, synapse_one_event_per_batch) {
     SKIP_NO_TL();
     const char *lib = getenv("UCX_GAUDI_SYNAPSE_LIB");
     void *syn       = (lib != NULL) ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) :
@@ -958,32 +976,13 @@ TEST_F(cpy_test, synapse_one_event_per_batch) {
     count_fn_t count = (count_fn_t)dlsym(syn, "synsim_count");
     ASSERT_NE(nullptr, count) << "not the emulated libSynapse";
     const int copies = 0, events = 1;  /* synsim_count_t */
-    const unsigned n = 40, len = 65536;
-    uct_rkey_t rkey;
-    char *dev = (char*)dev_alloc(n * len, &rkey);
-    std::vector<uint8_t> src(n * len), back(n * len, 0);
-    uct_mem_h smemh = host_reg(src);
-    std::vector<ordered_comp_t> comps(n);
-    int next = 0;
-    unsigned i;
-
-    fill(src, 12);
     unsigned long c0 = count(copies), e0 = count(events);
-    for (i = 0; i < n; ++i) {
-        ordered_comp_init(comps[i], &next);
-        BATCH_PUT(src.data(), smemh, dev, rkey, i, len, comps[i]);
-    }
-    flush();
-    for (i = 0; i < n; ++i) {
-        EXPECT_EQ(UCS_OK, comps[i].status) << i;
-        EXPECT_EQ((int)i, comps[i].order) << "completed out of order";
-    }
-    EXPECT_EQ(n, count(copies) - c0) << "one synMemCopyAsync per copy";
-    EXPECT_EQ(3u, count(events) - e0)
-        << "1 + 32 + 7 copies under 3 events";
-    ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), n * len,
-                                       (uintptr_t)dev, rkey));
-    EXPECT_EQ(src, back);
+
+    post_flush_check(40, 65536, 12, [&]() {
+        EXPECT_EQ(40u, count(copies) - c0) << "one synMemCopyAsync per copy";
+        EXPECT_EQ(3u, count(events) - e0)
+            << "1 + 32 + 7 copies under 3 events";
+    });
     dlclose(syn);
 }
 
