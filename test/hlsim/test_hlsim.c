@@ -11,12 +11,12 @@
 #include "gaudi_hl_abi.h"
 #include "hlsim.h"
 #include "hlsim_packets.h"
+#include "test_runner.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,27 +41,6 @@
 #define MB          (1ULL << 20)
 #define GB          (1ULL << 30)
 
-static int report_fd = -1;   /* child -> runner: failure reason */
-
-static void fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-static void fail(const char *fmt, ...)
-{
-    char    buf[512];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    if (write(report_fd, buf, strlen(buf)) < 0) {
-        /* the runner reports the exit status anyway */
-    }
-    _exit(1);
-}
-
-#define CHECK(_c, _fmt, ...) \
-    do { \
-        if (!(_c)) fail("line %d: " _fmt, __LINE__, ##__VA_ARGS__); \
-    } while (0)
 /* expect rc == -1 with errno _e */
 #define CHECK_ERR(_rc, _e, _what) \
     do { \
@@ -74,17 +53,6 @@ static void fail(const char *fmt, ...)
         long _r = (long)(_rc); \
         CHECK(_r >= 0, "%s: rc %ld errno %s", _what, _r, strerror(errno)); \
     } while (0)
-
-/* ---- control API through dlsym: no link dependency ---- */
-
-static void *sym(const char *name)
-{
-    void *p = dlsym(RTLD_DEFAULT, name);
-
-    CHECK(p != NULL, "symbol %s missing: is libhlsim.so preloaded?", name);
-    return p;
-}
-#define API(_name) ((__typeof__(&_name))sym(#_name))
 
 /* ---- helpers ---- */
 
@@ -2468,7 +2436,7 @@ static void importer(void *arg)
 
     fd = open_dev(1);
     if (fd < 0) {
-        fail("importer open: %s", strerror(errno));
+        test_fail("importer open: %s", strerror(errno));
     }
     d = recv_fd(sv[1]);
     cb = hcb_new(fd, 4096);
@@ -2766,12 +2734,6 @@ static void t_pdma_copy(void)
 
 /* ================= runner ================= */
 
-typedef struct {
-    const char *name;
-    void      (*fn)(void);
-    const char *env;   /* "K=V K=V" */
-} test_t;
-
 static const test_t tests[] = {
     { "nodes_accel", t_nodes_accel, "" },
     { "nodes_legacy", t_nodes_legacy, "HLSIM_NODES=legacy" },
@@ -2864,72 +2826,21 @@ static const test_t tests[] = {
     { "pdma_copy_gaudi3", t_pdma_copy, "HLSIM_ASIC=gaudi3" },
 };
 
-static int run_one(const test_t *t, const char *base, int idx)
-{
-    char   root[512], reason[512] = "", env[512], *tok, *save;
-    int    pfd[2], st;
-    ssize_t n;
-    pid_t  pid;
+/* a fresh node: the defaults unless the test says otherwise; most tests
+ * reopen a device at once: no release reset unless the test asks */
+static const char *const test_unset[] = {
+    "HLSIM_NUM_DEVICES", "HLSIM_ASIC", "HLSIM_FAULTS", "HLSIM_NODES",
+    "HLSIM_FLAVOUR", "HLSIM_MODULE_IDS", "HLSIM_NUMA_NODE", "HLSIM_DRM",
+    "HLSIM_HBM_SIZE", "HLSIM_DRAM_PAGE_SIZE", "HLSIM_DMA_GBPS",
+    "HLSIM_WAIT_RUNS", NULL
+};
 
-    snprintf(root, sizeof(root), "%s/t%02d-%s", base, idx, t->name);
-    if (pipe(pfd)) {
-        return 0;
-    }
-    pid = fork();
-    if (pid == 0) {
-        close(pfd[0]);
-        report_fd = pfd[1];
-        setenv("HLSIM_ROOT", root, 1);
-        /* a fresh node: defaults unless the test says otherwise */
-        unsetenv("HLSIM_NUM_DEVICES");
-        unsetenv("HLSIM_ASIC");
-        unsetenv("HLSIM_FAULTS");
-        unsetenv("HLSIM_NODES");
-        unsetenv("HLSIM_FLAVOUR");
-        unsetenv("HLSIM_MODULE_IDS");
-        unsetenv("HLSIM_NUMA_NODE");
-        unsetenv("HLSIM_DRM");
-        unsetenv("HLSIM_HBM_SIZE");
-        unsetenv("HLSIM_DRAM_PAGE_SIZE");
-        unsetenv("HLSIM_DMA_GBPS");
-        unsetenv("HLSIM_WAIT_RUNS");
-        /* most tests reopen a device at once: no release reset unless
-         * the test asks for it */
-        setenv("HLSIM_RELEASE_RESET_MS", "0", 1);
-        snprintf(env, sizeof(env), "%s", t->env);
-        for (tok = strtok_r(env, " ", &save); tok;
-             tok = strtok_r(NULL, " ", &save)) {
-            putenv(strdup(tok));
-        }
-        alarm(60);
-        t->fn();
-        _exit(0);
-    }
-    close(pfd[1]);
-    n = read(pfd[0], reason, sizeof(reason) - 1);
-    reason[n > 0 ? n : 0] = '\0';
-    close(pfd[0]);
-    waitpid(pid, &st, 0);
-    if (WIFEXITED(st) && (WEXITSTATUS(st) == 0) && !reason[0]) {
-        printf("PASS %s\n", t->name);
-        return 1;
-    }
-    if (!reason[0]) {
-        snprintf(reason, sizeof(reason), "%s %d", WIFSIGNALED(st) ?
-                 "killed by signal" : "exit status", WIFSIGNALED(st) ?
-                 WTERMSIG(st) : WEXITSTATUS(st));
-    }
-    printf("FAIL %s: %s\n", t->name, reason);
-    return 0;
-}
+static const test_env_t test_env = {test_unset, "HLSIM_RELEASE_RESET_MS=0"};
 
 int main(int argc, char **argv)
 {
     char        base[64] = "/dev/shm/hlsim-test-XXXXXX";
-    char        cmd[600];
     struct statfs sfs;
-    unsigned    i, pass = 0, failed = 0;
-    int         a, sel;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (dlsym(RTLD_DEFAULT, "hlsim_fault_add") == NULL) {
@@ -2941,30 +2852,6 @@ int main(int argc, char **argv)
         access("/dev/shm", W_OK)) {
         snprintf(base, sizeof(base), "/tmp/hlsim-test-XXXXXX");
     }
-    if (mkdtemp(base) == NULL) {
-        perror("mkdtemp");
-        return 2;
-    }
-    for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-        sel = (argc < 2);
-        for (a = 1; a < argc; a++) {
-            sel |= strstr(tests[i].name, argv[a]) != NULL;
-        }
-        if (!sel) {
-            continue;
-        }
-        if (run_one(&tests[i], base, i)) {
-            pass++;
-        } else {
-            failed++;
-        }
-    }
-    if (!getenv("HLSIM_TEST_KEEP")) {
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
-        if (system(cmd)) {
-            fprintf(stderr, "cannot remove %s\n", base);
-        }
-    }
-    printf("%u passed, %u failed\n", pass, failed);
-    return failed ? 1 : 0;
+    return test_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv,
+                     base, &test_env);
 }

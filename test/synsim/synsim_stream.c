@@ -155,22 +155,64 @@ static void synsim_stream_unlink(struct synsim_stream *s)
     }
 }
 
+/* Wait until op @seq of @s is done; its outcome */
+static synStatus synsim_stream_wait(struct synsim_stream *s, uint64_t seq)
+{
+    synStatus status;
+
+    pthread_mutex_lock(&s->lock);
+    while (s->done_seq < seq) {
+        pthread_cond_wait(&s->cond, &s->lock);
+    }
+    status = ((s->err_seq != 0) && (s->err_seq <= seq)) ? s->err :
+             synSuccess;
+    pthread_mutex_unlock(&s->lock);
+    return status;
+}
+
+/* Outcome of op @seq of @s without waiting: synBusy if not done */
+static synStatus synsim_stream_poll(struct synsim_stream *s, uint64_t seq)
+{
+    synStatus status;
+
+    pthread_mutex_lock(&s->lock);
+    status = (s->done_seq < seq) ? synBusy :
+             ((s->err_seq != 0) && (s->err_seq <= seq)) ? s->err :
+             synSuccess;
+    pthread_mutex_unlock(&s->lock);
+    return status;
+}
+
+/* The live stream @a h with synsim_lock held and its last queued op in
+ * *seq_p; NULL, the lock released, if there is none */
+static struct synsim_stream *synsim_stream_lookup(const synStreamHandle h,
+                                                  uint64_t *seq_p)
+{
+    struct synsim_stream *s;
+
+    pthread_mutex_lock(&synsim_lock);
+    s = synsim_stream_find(h);
+    if (s == NULL) {
+        pthread_mutex_unlock(&synsim_lock);
+        return NULL;
+    }
+    pthread_mutex_lock(&s->lock);
+    *seq_p = s->last_seq;
+    pthread_mutex_unlock(&s->lock);
+    return s;
+}
+
 synStatus synStreamDestroy(const synStreamHandle streamHandle)
 {
     struct synsim_stream *s;
-    int                   busy;
+    uint64_t              seq;
 
-    pthread_mutex_lock(&synsim_lock);
-    s = synsim_stream_find(streamHandle);
+    s = synsim_stream_lookup(streamHandle, &seq);
     if (s == NULL) {
-        pthread_mutex_unlock(&synsim_lock);
         return synInvalidArgument;
     }
     /* SynapseAI refuses to destroy a stream that still has work */
-    pthread_mutex_lock(&s->lock);
-    busy = s->done_seq != s->last_seq;
-    pthread_mutex_unlock(&s->lock);
-    if (busy) {
+    if (synsim_stream_poll(s, seq) == synBusy) {
         pthread_mutex_unlock(&synsim_lock);
         return synBusy;
     }
@@ -210,49 +252,16 @@ void synsim_streams_release(synDeviceId id)
     }
 }
 
-/* Wait until op @seq of @s is done; its outcome */
-static synStatus synsim_stream_wait(struct synsim_stream *s, uint64_t seq)
-{
-    synStatus status;
-
-    pthread_mutex_lock(&s->lock);
-    while (s->done_seq < seq) {
-        pthread_cond_wait(&s->cond, &s->lock);
-    }
-    status = ((s->err_seq != 0) && (s->err_seq <= seq)) ? s->err :
-             synSuccess;
-    pthread_mutex_unlock(&s->lock);
-    return status;
-}
-
-/* Outcome of op @seq of @s without waiting: synBusy if not done */
-static synStatus synsim_stream_poll(struct synsim_stream *s, uint64_t seq)
-{
-    synStatus status;
-
-    pthread_mutex_lock(&s->lock);
-    status = (s->done_seq < seq) ? synBusy :
-             ((s->err_seq != 0) && (s->err_seq <= seq)) ? s->err :
-             synSuccess;
-    pthread_mutex_unlock(&s->lock);
-    return status;
-}
-
 synStatus synStreamSynchronize(const synStreamHandle streamHandle)
 {
     struct synsim_stream *s;
     synStatus             status;
     uint64_t              seq;
 
-    pthread_mutex_lock(&synsim_lock);
-    s = synsim_stream_find(streamHandle);
+    s = synsim_stream_lookup(streamHandle, &seq);
     if (s == NULL) {
-        pthread_mutex_unlock(&synsim_lock);
         return synInvalidArgument;
     }
-    pthread_mutex_lock(&s->lock);
-    seq = s->last_seq;
-    pthread_mutex_unlock(&s->lock);
     status = synsim_stream_poll(s, seq);
     pthread_mutex_unlock(&synsim_lock);
     /* with work queued the stream cannot be destroyed while we wait */
@@ -265,16 +274,11 @@ synStatus synStreamQuery(const synStreamHandle streamHandle)
     synStatus             status;
     uint64_t              seq;
 
-    pthread_mutex_lock(&synsim_lock);
-    s = synsim_stream_find(streamHandle);
+    s = synsim_stream_lookup(streamHandle, &seq);
     if (s == NULL) {
-        status = synInvalidArgument;
-    } else {
-        pthread_mutex_lock(&s->lock);
-        seq = s->last_seq;
-        pthread_mutex_unlock(&s->lock);
-        status = synsim_stream_poll(s, seq);
+        return synInvalidArgument;
     }
+    status = synsim_stream_poll(s, seq);
     pthread_mutex_unlock(&synsim_lock);
     return status;
 }

@@ -13,11 +13,11 @@
 #include "synsim_api.h"
 #include "gaudi_hl_abi.h"
 #include "hlsim.h"
+#include "test_runner.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,28 +30,6 @@
 #define DEV0_BUS  "0000:10:00.0"   /* hlsim: 0000:BB:00.0, BB = 0x10+7*i */
 #define DEV1_BUS  "0000:17:00.0"
 
-static int report_fd = -1;   /* child -> runner: failure reason */
-
-static void fail(const char *fmt, ...)
-    __attribute__((noreturn, format(printf, 1, 2)));
-static void fail(const char *fmt, ...)
-{
-    char    buf[512];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    if (write(report_fd, buf, strlen(buf)) < 0) {
-        /* the runner reports the exit status anyway */
-    }
-    _exit(1);
-}
-
-#define CHECK(_c, _fmt, ...) \
-    do { \
-        if (!(_c)) fail("line %d: " _fmt, __LINE__, ##__VA_ARGS__); \
-    } while (0)
 #define CHECK_SYN(_call, _want) \
     do { \
         synStatus _s = (_call); \
@@ -59,15 +37,6 @@ static void fail(const char *fmt, ...)
               (int)(_want)); \
     } while (0)
 #define OK(_call) CHECK_SYN(_call, synSuccess)
-
-static void *sym(const char *name)
-{
-    void *p = dlsym(RTLD_DEFAULT, name);
-
-    CHECK(p != NULL, "symbol %s missing: is libhlsim.so preloaded?", name);
-    return p;
-}
-#define API(_name) ((__typeof__(&_name))sym(#_name))
 
 /* ---- helpers ---- */
 
@@ -114,7 +83,7 @@ static void *mapped(synDeviceId id, size_t size)
 static int synapse_fd(size_t offset)
 {
     synStatus (*get_info)(synDeviceId, void*) =
-        (synStatus (*)(synDeviceId, void*))sym("synDeviceGetInfo");
+        (synStatus (*)(synDeviceId, void*))test_sym("synDeviceGetInfo");
     uint8_t  buf[256];
     uint32_t fd;
 
@@ -728,12 +697,6 @@ static void t_no_device_after_destroy(void)
 
 /* ---- runner ---- */
 
-typedef struct {
-    const char *name;
-    void      (*fn)(void);
-    const char *env;
-} test_t;
-
 static const test_t tests[] = {
     { "init", t_init, "" },
     { "acquire", t_acquire, "HLSIM_RELEASE_RESET_MS=0" },
@@ -766,94 +729,24 @@ static const test_t tests[] = {
     { "destroy", t_no_device_after_destroy, "" },
 };
 
-static int run_one(const test_t *t, const char *base, int idx)
-{
-    char    root[512], reason[512] = "", env[512], *tok, *save;
-    int     pfd[2], st;
-    ssize_t n;
-    pid_t   pid;
+/* a fresh node with the defaults unless the test says otherwise */
+static const char *const test_unset[] = {
+    "HLSIM_NUM_DEVICES", "HLSIM_ASIC", "HLSIM_ASIC_0", "HLSIM_ASIC_1",
+    "HLSIM_FAULTS", "HLSIM_MODULE_IDS", "HLSIM_DMA_GBPS", "HLSIM_NODES",
+    "HLSIM_RELEASE_RESET_MS", "SYNSIM_INFO_FD_OFFSET", NULL
+};
 
-    snprintf(root, sizeof(root), "%s/t%02d-%s", base, idx, t->name);
-    if (pipe(pfd)) {
-        return 0;
-    }
-    pid = fork();
-    if (pid == 0) {
-        close(pfd[0]);
-        report_fd = pfd[1];
-        setenv("HLSIM_ROOT", root, 1);
-        unsetenv("HLSIM_NUM_DEVICES");
-        unsetenv("HLSIM_ASIC");
-        unsetenv("HLSIM_ASIC_0");
-        unsetenv("HLSIM_ASIC_1");
-        unsetenv("HLSIM_FAULTS");
-        unsetenv("HLSIM_MODULE_IDS");
-        unsetenv("HLSIM_DMA_GBPS");
-        unsetenv("HLSIM_NODES");
-        unsetenv("HLSIM_RELEASE_RESET_MS");
-        unsetenv("SYNSIM_INFO_FD_OFFSET");
-        snprintf(env, sizeof(env), "%s", t->env);
-        for (tok = strtok_r(env, " ", &save); tok;
-             tok = strtok_r(NULL, " ", &save)) {
-            putenv(strdup(tok));
-        }
-        alarm(60);
-        t->fn();
-        _exit(0);
-    }
-    close(pfd[1]);
-    n = read(pfd[0], reason, sizeof(reason) - 1);
-    reason[n > 0 ? n : 0] = '\0';
-    close(pfd[0]);
-    waitpid(pid, &st, 0);
-    if (WIFEXITED(st) && (WEXITSTATUS(st) == 0) && !reason[0]) {
-        printf("PASS %s\n", t->name);
-        return 1;
-    }
-    if (!reason[0]) {
-        snprintf(reason, sizeof(reason), "%s %d", WIFSIGNALED(st) ?
-                 "killed by signal" : "exit status", WIFSIGNALED(st) ?
-                 WTERMSIG(st) : WEXITSTATUS(st));
-    }
-    printf("FAIL %s: %s\n", t->name, reason);
-    return 0;
-}
+static const test_env_t test_env = {test_unset, ""};
 
 int main(int argc, char **argv)
 {
-    char     base[] = "/tmp/synsim-test-XXXXXX", cmd[600];
-    unsigned i, pass = 0, failed = 0;
-    int      a, sel;
+    char base[] = "/tmp/synsim-test-XXXXXX";
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (dlsym(RTLD_DEFAULT, "hlsim_pdma_copy") == NULL) {
         fprintf(stderr, "test_synsim: run with LD_PRELOAD=libhlsim.so\n");
         return 2;
     }
-    if (mkdtemp(base) == NULL) {
-        perror("mkdtemp");
-        return 2;
-    }
-    for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-        sel = (argc < 2);
-        for (a = 1; a < argc; a++) {
-            sel |= strstr(tests[i].name, argv[a]) != NULL;
-        }
-        if (!sel) {
-            continue;
-        }
-        if (run_one(&tests[i], base, i)) {
-            pass++;
-        } else {
-            failed++;
-        }
-    }
-    if (!getenv("HLSIM_TEST_KEEP")) {
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
-        if (system(cmd)) {
-            fprintf(stderr, "cannot remove %s\n", base);
-        }
-    }
-    printf("%u passed, %u failed\n", pass, failed);
-    return failed ? 1 : 0;
+    return test_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv,
+                     base, &test_env);
 }

@@ -3,9 +3,10 @@
  *
  * Tests of the SynapseAI loader and wrappers (src/uct/gaudi/base/
  * gaudi_syn.c) against the emulated libSynapse (test/synsim) on the
- * habanalabs emulator (test/hlsim). Every test that touches a device re-runs itself
- * in a fresh process with its own emulated node (syn_child()), since
- * both emulators read their environment once per process.
+ * habanalabs emulator (test/hlsim). Every test that touches a device
+ * re-runs itself in a fresh process with its own emulated node
+ * (GAUDI_UNIT_CHILD, gaudi_unit.h), since both emulators read their
+ * environment once per process.
  */
 
 extern "C" {
@@ -18,32 +19,21 @@ extern "C" {
 #include <ucs/debug/log_def.h>
 }
 
-#include "common/gaudi_gtest.h"
+#include "gaudi_unit.h"
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
-
-#define SYN_CHILD_ENV "GAUDI_SYN_TEST_CHILD"
 
 namespace {
-
-typedef std::map<std::string, std::string> env_t;
 
 const char *syn_lib()
 {
@@ -52,164 +42,9 @@ const char *syn_lib()
     return (lib != NULL) ? lib : GAUDI_SYN_TEST_LIB;
 }
 
-int rm_entry(const char *path, const struct stat *st, int flag,
-             struct FTW *ftw)
-{
-    return remove(path);
-}
-
-/*
- * In the test process: run the current test again in a child process on
- * a fresh emulated node with @a env, and check it passed; returns true.
- * In that child: returns false, and the test body runs.
- */
-bool syn_child(const env_t &env = env_t())
-{
-    const ::testing::TestInfo *info =
-            ::testing::UnitTest::GetInstance()->current_test_info();
-    std::vector<std::string> vars;
-    std::vector<char*> envp, argv;
-    char root[] = "/tmp/gaudi_syn.XXXXXX";
-    std::string filter, self = "/proc/self/exe", out, preload;
-    const char *cur = getenv("LD_PRELOAD");
-    int status;
-    pid_t pid;
-
-    if (getenv(SYN_CHILD_ENV) != NULL) {
-        EXPECT_NE(nullptr, dlsym(RTLD_DEFAULT, "hlsim_pdma_copy"))
-                << "the hlsim emulator is not preloaded";
-        return false;
-    }
-
-    if (mkdtemp(root) == NULL) {
-        ADD_FAILURE() << "mkdtemp: " << strerror(errno);
-        return true;
-    }
-
-    preload = gaudi_gtest::hlsim_preload(cur);
-    for (char **e = environ; *e != NULL; ++e) {
-        if (strncmp(*e, "HLSIM_", 6) && strncmp(*e, "SYNSIM_INFO", 11) &&
-            strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "UCX_GAUDI_", 10)) {
-            vars.push_back(*e);
-        }
-    }
-    vars.push_back("LD_PRELOAD=" + preload);
-    vars.push_back(std::string("HLSIM_ROOT=") + root + "/node");
-    vars.push_back(SYN_CHILD_ENV "=1");
-    for (auto &kv : env) {
-        vars.push_back(kv.first + "=" + kv.second);
-    }
-    for (auto &v : vars) {
-        envp.push_back(&v[0]);
-    }
-    envp.push_back(NULL);
-    filter = std::string("--gtest_filter=") + info->test_suite_name() + "." +
-             info->name();
-    argv.push_back(&self[0]);
-    argv.push_back(&filter[0]);
-    argv.push_back(NULL);
-
-    out = std::string(root) + "/output";
-    fflush(stdout);
-    fflush(stderr);
-    pid = fork();
-    if (pid == 0) {
-        int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execve(self.c_str(), argv.data(), envp.data());
-        _exit(127);
-    }
-
-    EXPECT_EQ(pid, waitpid(pid, &status, 0));
-    std::ifstream f(out);
-    std::stringstream text;
-    text << f.rdbuf();
-    if (!WIFEXITED(status) || (WEXITSTATUS(status) != 0) ||
-        (text.str().find("[  PASSED  ] 1 test") == std::string::npos)) {
-        ADD_FAILURE() << "the test failed in its child process (status "
-                      << status << "), its output:\n" << text.str();
-    }
-    nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    return true;
-}
-
-#define SYN_CHILD(...) \
-    if (syn_child(__VA_ARGS__)) { \
-        return; \
-    }
-
 /* UCX messages down to diag level, while alive */
-class log_capture {
-public:
-    log_capture()
-    {
-        m_level = ucs_global_opts.log_component.log_level;
-        ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_DIAG;
-        entries().clear();
-        ucs_log_push_handler(handler);
-    }
-
-    ~log_capture()
-    {
-        ucs_log_pop_handler();
-        ucs_global_opts.log_component.log_level = m_level;
-    }
-
-    /* the first message containing @a words, "" if none */
-    std::string find(const std::vector<std::string> &words) const
-    {
-        for (auto &e : entries()) {
-            bool all = true;
-            for (auto &w : words) {
-                all = all && (e.find(w) != std::string::npos);
-            }
-            if (all) {
-                return e;
-            }
-        }
-        return "";
-    }
-
-    std::string dump() const
-    {
-        std::string s;
-
-        for (auto &e : entries()) {
-            s += "\n  " + e;
-        }
-        return s.empty() ? "\n  (nothing logged)" : s;
-    }
-
-private:
-    static std::vector<std::string> &entries()
-    {
-        static std::vector<std::string> v;
-        return v;
-    }
-
-    static ucs_log_func_rc_t
-    handler(const char *file, unsigned line, const char *function,
-            ucs_log_level_t level, const ucs_log_component_config_t *conf,
-            const char *message, va_list ap)
-    {
-        char buf[1024];
-        va_list aq;
-
-        if (level > UCS_LOG_LEVEL_DIAG) {
-            return UCS_LOG_FUNC_RC_CONTINUE;
-        }
-        va_copy(aq, ap);
-        vsnprintf(buf, sizeof(buf), message, aq);
-        va_end(aq);
-        entries().push_back(buf);
-        return UCS_LOG_FUNC_RC_STOP;
-    }
-
-    ucs_log_level_t m_level;
+struct log_capture : gaudi_unit::log_capture {
+    log_capture() : gaudi_unit::log_capture(UCS_LOG_LEVEL_DIAG) {}
 };
 
 void fill(std::vector<uint8_t> &v, unsigned seed)
@@ -271,7 +106,7 @@ TEST(gaudi_syn_load, missing_symbol)
 /* Not loaded by the process: the module loads its own reference */
 TEST(gaudi_syn_load, own_reference)
 {
-    SYN_CHILD();
+    GAUDI_UNIT_CHILD();
     uct_gaudi_syn_t syn;
 
     EXPECT_FALSE(uct_gaudi_syn_is_loaded(NULL));
@@ -294,7 +129,7 @@ TEST(gaudi_syn_load, default_name)
     const char *ldpath = getenv("LD_LIBRARY_PATH");
 
     dir = dir.substr(0, dir.rfind('/'));
-    SYN_CHILD({{"LD_LIBRARY_PATH",
+    GAUDI_UNIT_CHILD({{"LD_LIBRARY_PATH",
                 dir + ((ldpath != NULL) ? std::string(":") + ldpath : "")}});
     uct_gaudi_syn_t syn;
 
@@ -311,7 +146,7 @@ TEST(gaudi_syn_load, default_name)
 /* Loaded by the application: the module uses that copy */
 TEST(gaudi_syn_load, preloaded)
 {
-    SYN_CHILD();
+    GAUDI_UNIT_CHILD();
     void *app = dlopen(syn_lib(), RTLD_NOW | RTLD_GLOBAL);
     uct_gaudi_syn_t syn;
 
@@ -442,21 +277,21 @@ void gaudi_syn::roundtrip(size_t size, int want_type)
 
 TEST_F(gaudi_syn, copy_gaudi2)
 {
-    SYN_CHILD();
+    GAUDI_UNIT_CHILD();
     acquire(DEV0_BUS);
     roundtrip(5 * 1024 * 1024 + 3, UCT_GAUDI_SYN_DEVICE_GAUDI2);
 }
 
 TEST_F(gaudi_syn, copy_gaudi3)
 {
-    SYN_CHILD({{"HLSIM_ASIC_1", "gaudi3"}});
+    GAUDI_UNIT_CHILD({{"HLSIM_ASIC_1", "gaudi3"}});
     acquire(DEV1_BUS);
     roundtrip(5 * 1024 * 1024 + 3, UCT_GAUDI_SYN_DEVICE_GAUDI3);
 }
 
 TEST_F(gaudi_syn, copy_gaudi1)
 {
-    SYN_CHILD({{"HLSIM_ASIC", "gaudi1"}});
+    GAUDI_UNIT_CHILD({{"HLSIM_ASIC", "gaudi1"}});
     acquire(NULL);
     roundtrip(1024 * 1024, UCT_GAUDI_SYN_DEVICE_GAUDI);
 }
@@ -464,7 +299,7 @@ TEST_F(gaudi_syn, copy_gaudi1)
 /* The fd of older headers' synDeviceInfo (offset 40) is found too */
 TEST_F(gaudi_syn, device_fd_old_layout)
 {
-    SYN_CHILD({{"SYNSIM_INFO_FD_OFFSET", "40"}});
+    GAUDI_UNIT_CHILD({{"SYNSIM_INFO_FD_OFFSET", "40"}});
     acquire(NULL);
     roundtrip(4096, UCT_GAUDI_SYN_DEVICE_GAUDI2);
 }
@@ -472,7 +307,7 @@ TEST_F(gaudi_syn, device_fd_old_layout)
 /* Under a slow DMA model the event is seen in progress, then done */
 TEST_F(gaudi_syn, event_in_progress)
 {
-    SYN_CHILD({{"HLSIM_DMA_GBPS", "0.1"}});
+    GAUDI_UNIT_CHILD({{"HLSIM_DMA_GBPS", "0.1"}});
     const size_t size = 16 * 1024 * 1024;
     std::vector<uint8_t> src(size), dst(size, 0);
     uct_gaudi_syn_stream_t stream;
@@ -511,7 +346,7 @@ TEST_F(gaudi_syn, event_in_progress)
 /* What SynapseAI rejects comes back as a UCS status, logged by name */
 TEST_F(gaudi_syn, errors_mapped)
 {
-    SYN_CHILD();
+    GAUDI_UNIT_CHILD();
     std::vector<uint8_t> host(4096);
     uct_gaudi_syn_stream_t stream, foreign_s;
     uct_gaudi_syn_event_t event, foreign_e;
@@ -578,7 +413,7 @@ TEST_F(gaudi_syn, errors_mapped)
  */
 TEST_F(gaudi_syn, module_borrows_device)
 {
-    SYN_CHILD();
+    GAUDI_UNIT_CHILD();
     const size_t size = 1024 * 1024;
     void *app = dlopen(syn_lib(), RTLD_NOW | RTLD_GLOBAL);
     std::vector<uint8_t> src(size), dst(size, 0);
@@ -716,7 +551,7 @@ protected:
 /* UCX_GAUDI_DEVICE_MEM=synapse: chunks from synDeviceMalloc, freed back */
 TEST_F(gaudi_syn_heap, synapse_provider)
 {
-    SYN_CHILD({{"UCX_GAUDI_DEVICE_MEM", "synapse"}});
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_DEVICE_MEM", "synapse"}});
     size_t length = 3 * 1024 * 1024 + 100;
     uct_gaudi_buf_t *buf;
     uint64_t chunk;
@@ -736,7 +571,7 @@ TEST_F(gaudi_syn_heap, synapse_provider)
  * allocator, without an error on the way */
 TEST_F(gaudi_syn_heap, auto_falls_back_on_enomem)
 {
-    SYN_CHILD({{"HLSIM_FAULTS", "mem_alloc:1:12"}});
+    GAUDI_UNIT_CHILD({{"HLSIM_FAULTS", "mem_alloc:1:12"}});
     size_t length = 64 * 1024, length2 = 64 * 1024;
     uct_gaudi_buf_t *buf, *buf2;
 
@@ -765,7 +600,7 @@ TEST_F(gaudi_syn_heap, auto_falls_back_on_enomem)
 /* An exported SynapseAI chunk is never freed back to SynapseAI */
 TEST_F(gaudi_syn_heap, exported_chunk_retained)
 {
-    SYN_CHILD({{"UCX_GAUDI_DEVICE_MEM", "synapse"}});
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_DEVICE_MEM", "synapse"}});
     size_t length = 2 * 1024 * 1024;
     uct_gaudi_buf_t *buf;
     uint64_t chunk, off;
@@ -789,7 +624,7 @@ TEST_F(gaudi_syn_heap, exported_chunk_retained)
  * keeps the module's memory at one chunk, and the data stays right */
 TEST_F(gaudi_syn_heap, retained_chunk_reused)
 {
-    SYN_CHILD({{"UCX_GAUDI_DEVICE_MEM", "synapse"}});
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_DEVICE_MEM", "synapse"}});
     uct_gaudi_counters_t c0;
     uct_gaudi_buf_t *buf;
     uint64_t first = 0, off;
@@ -822,7 +657,7 @@ TEST_F(gaudi_syn_heap, retained_chunk_reused)
 /* synapse memory needs the synapse backend: refused with a reason */
 TEST_F(gaudi_syn_heap, synapse_needs_backend)
 {
-    SYN_CHILD({{"UCX_GAUDI_DEVICE_MEM", "synapse"},
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_DEVICE_MEM", "synapse"},
                {"UCX_GAUDI_COPY_BACKEND", "kernel"}});
     uct_gaudi_heap_t *heap;
     log_capture log;

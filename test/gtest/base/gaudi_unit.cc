@@ -26,37 +26,9 @@ extern char **environ;
 static const char *gaudi_unit_scrubbed[] = {
     "HLSIM_", "UCX_GAUDI_", "GAUDI_MAPPING_TABLE", "OMPI_COMM_WORLD_LOCAL_RANK",
     "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
-    "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID", "LOCAL_RANK", GAUDI_UNIT_CHILD_ENV,
-    NULL
+    "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID", "LOCAL_RANK", "SYNSIM_INFO",
+    GAUDI_UNIT_CHILD_ENV, NULL
 };
-
-
-/* The fake SynapseAI entry point; exported (-rdynamic) for dlsym */
-namespace gaudi_unit {
-int fake_synapse_fd       = -1;
-int fake_synapse_calls    = 0;
-int fake_synapse_offset   = 48;
-uint32_t fake_synapse_other = 0;
-}
-
-extern "C" int synDeviceGetInfo(uint32_t device_id, void *info)
-{
-    /* synDeviceInfo prefix: 2 x u64, u32 (+pad), u64 dramSize @24, then
-     * u64 tpcEnabledMask @32, u8, u32 deviceId @44, u32 fd @48; older
-     * headers: u16 mask @32, u8, u32 deviceId @36, u32 fd @40 */
-    int other = (gaudi_unit::fake_synapse_offset == 48) ? 40 : 48;
-
-    ++gaudi_unit::fake_synapse_calls;
-    if ((device_id != (uint32_t)-1) || (gaudi_unit::fake_synapse_fd < 0)) {
-        return 26; /* any synStatus other than synSuccess (0) */
-    }
-
-    memset(info, 0, 56);
-    *(uint32_t*)((char*)info + gaudi_unit::fake_synapse_offset) =
-            gaudi_unit::fake_synapse_fd;
-    *(uint32_t*)((char*)info + other) = gaudi_unit::fake_synapse_other;
-    return 0;
-}
 
 
 namespace gaudi_unit {
@@ -158,6 +130,7 @@ int in_child(const env_t &env)
 }
 
 std::vector<log_capture::entry> log_capture::entries;
+ucs_log_level_t log_capture::max_level = UCS_LOG_LEVEL_WARN;
 
 static ucs_log_func_rc_t
 log_capture_handler(const char *file, unsigned line, const char *function,
@@ -168,7 +141,7 @@ log_capture_handler(const char *file, unsigned line, const char *function,
     char buf[1024];
     va_list aq;
 
-    if (level > UCS_LOG_LEVEL_WARN) {
+    if (level > log_capture::max_level) {
         return UCS_LOG_FUNC_RC_CONTINUE;
     }
 
@@ -179,8 +152,13 @@ log_capture_handler(const char *file, unsigned line, const char *function,
     return UCS_LOG_FUNC_RC_STOP;
 }
 
-log_capture::log_capture()
+log_capture::log_capture(ucs_log_level_t level)
 {
+    m_saved   = ucs_global_opts.log_component.log_level;
+    max_level = level;
+    if (m_saved < level) {
+        ucs_global_opts.log_component.log_level = level;
+    }
     entries.clear();
     ucs_log_push_handler(log_capture_handler);
 }
@@ -188,6 +166,8 @@ log_capture::log_capture()
 log_capture::~log_capture()
 {
     ucs_log_pop_handler();
+    ucs_global_opts.log_component.log_level = m_saved;
+    max_level = UCS_LOG_LEVEL_WARN;
 }
 
 std::string log_capture::find(const std::vector<std::string> &words) const

@@ -17,6 +17,7 @@ extern "C" {
 #include <ucs/sys/topo/base/topo.h>
 #include <ucs/time/time.h>
 #include <ucs/debug/log_def.h>
+#include <ucs/config/global_opts.h>
 }
 
 #include "common/gaudi_gtest.h"
@@ -51,10 +52,11 @@ using gaudi_gtest::hlsim_fault_add;
 using gaudi_gtest::hlsim_set_device_status;
 using gaudi_gtest::hlsim_reset_device;
 
-/* Messages logged by UCX at warn level or above while alive */
+/* Messages logged by UCX at @a level (warn by default) or above while
+ * alive; a level above the configured one is enabled meanwhile */
 class log_capture {
 public:
-    log_capture();
+    explicit log_capture(ucs_log_level_t level = UCS_LOG_LEVEL_WARN);
     ~log_capture();
 
     /* the first message with all of @a words, "" if none */
@@ -67,6 +69,10 @@ public:
         std::string     text;
     };
     static std::vector<entry> entries;
+    static ucs_log_level_t    max_level;
+
+private:
+    ucs_log_level_t m_saved;
 };
 
 /* A process that holds a compute node open until destroyed */
