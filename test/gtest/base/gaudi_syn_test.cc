@@ -602,6 +602,7 @@ TEST_F(gaudi_syn_heap, exported_chunk_retained)
 {
     GAUDI_UNIT_CHILD({{"UCX_GAUDI_DEVICE_MEM", "synapse"}});
     size_t length = 2 * 1024 * 1024;
+    uct_gaudi_dev_range_t range;
     uct_gaudi_buf_t *buf;
     uint64_t chunk, off;
     int fd;
@@ -617,6 +618,9 @@ TEST_F(gaudi_syn_heap, exported_chunk_retained)
     EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
     EXPECT_FALSE(ucs_list_is_empty(&m_heap->retained));
     pthread_mutex_unlock(&m_heap->lock);
+    /* a pointer into it is the module's freed memory, not SynapseAI's */
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              uct_gaudi_heap_resolve(m_heap, chunk + 4096, 64, &range));
     EXPECT_TRUE(syn_owns(chunk)) << "an exported chunk went back";
 }
 

@@ -928,24 +928,26 @@ uint64_t uct_gaudi_heap_dma_of(const uct_gaudi_heap_t *heap,
            (ptr - UCT_GAUDI_MEM_G1_WINDOW) : ptr;
 }
 
-/* Whether @a addr is inside one of our chunks (freed or not, deferred
- * ones included) */
-static int uct_gaudi_heap_in_chunk(uct_gaudi_heap_t *heap,
-                                   uint64_t addr)
+static int uct_gaudi_chunk_list_has(ucs_list_link_t *list, uint64_t addr)
 {
     uct_gaudi_chunk_t *chunk;
 
-    ucs_list_for_each(chunk, &heap->chunks, list) {
-        if ((addr >= chunk->ptr) && (addr - chunk->ptr < chunk->size)) {
-            return 1;
-        }
-    }
-    ucs_list_for_each(chunk, &heap->deferred, list) {
+    ucs_list_for_each(chunk, list, list) {
         if ((addr >= chunk->ptr) && (addr - chunk->ptr < chunk->size)) {
             return 1;
         }
     }
     return 0;
+}
+
+/* Whether @a addr is inside one of our chunks (freed or not, deferred and
+ * retained ones included) */
+static int uct_gaudi_heap_in_chunk(uct_gaudi_heap_t *heap,
+                                   uint64_t addr)
+{
+    return uct_gaudi_chunk_list_has(&heap->chunks, addr) ||
+           uct_gaudi_chunk_list_has(&heap->deferred, addr) ||
+           uct_gaudi_chunk_list_has(&heap->retained, addr);
 }
 
 ucs_status_t uct_gaudi_heap_resolve(uct_gaudi_heap_t *heap,
