@@ -63,6 +63,7 @@ syn_filter='*:-*faults:*no_transport_gaudi3:*zcopy_all_directions'
 syn_filter+=':*batch_completes_in_order:*batch_fault_fails_its_copies'
 run_syn gaudi3 "$cpy_test" "$syn_filter"
 run_syn gaudi2 "$cpy_test" "$syn_filter"
+run_syn gaudi1 "$cpy_test" "$syn_filter"   # device memory: synDeviceMalloc
 # and with device memory from synDeviceMalloc (UCX_GAUDI_DEVICE_MEM)
 UCX_GAUDI_DEVICE_MEM=synapse run_syn gaudi3 "$cpy_test" "$syn_filter"
 

@@ -150,14 +150,18 @@ if ! in_device_mode; then
         uct_loop "UCT get zcopy -s 16777216 $tag" -t get -D zcopy \
             -s 16777216 -n 20
     done
-    # device memory from synDeviceMalloc (UCX_GAUDI_DEVICE_MEM=synapse):
-    # exported to the peer (gaudi_ipc), then kept for reuse
-    new_node
-    export HLSIM_ASIC=gaudi3 UCX_GAUDI_COPY_BACKEND=auto
-    for size in 1048576 67108864; do
-        UCX_GAUDI_DEVICE_MEM=synapse ucp_pair \
-            "tag_bw -m rocm -s $size [gaudi3, UCX_GAUDI_DEVICE_MEM=synapse]" \
-            -t tag_bw -m rocm -s $size -n 3 -w 1
+    # device memory from synDeviceMalloc, exported to the peer (gaudi_ipc)
+    # and kept for reuse: Gaudi3 with UCX_GAUDI_DEVICE_MEM=synapse, and
+    # Gaudi1 on the SynapseAI backend, where it is the default
+    for run in gaudi3:auto:synapse gaudi1:synapse:auto; do
+        IFS=: read -r HLSIM_ASIC UCX_GAUDI_COPY_BACKEND mem <<< "$run"
+        export HLSIM_ASIC UCX_GAUDI_COPY_BACKEND
+        new_node
+        for size in 1048576 67108864; do
+            UCX_GAUDI_DEVICE_MEM=$mem ucp_pair \
+                "tag_bw -m rocm -s $size [$HLSIM_ASIC, backend $UCX_GAUDI_COPY_BACKEND, UCX_GAUDI_DEVICE_MEM=$mem]" \
+                -t tag_bw -m rocm -s $size -n 3 -w 1
+        done
     done
     unset HLSIM_ASIC UCX_GAUDI_COPY_BACKEND UCX_GAUDI_SYNAPSE_LIB
 fi

@@ -567,6 +567,31 @@ TEST_F(gaudi_syn_heap, synapse_provider)
     EXPECT_FALSE(syn_owns(chunk)) << "the chunk was not given back";
 }
 
+/* Gaudi1 on SynapseAI: the driver's ALLOC only counts bytes there, so
+ * auto takes SynapseAI's allocator; pointers stay in the Gaudi1 window */
+TEST_F(gaudi_syn_heap, gaudi1_synapse_memory)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_ASIC", "gaudi1"}});
+    size_t length = 1024 * 1024 + 100;
+    uct_gaudi_buf_t *buf;
+    uint64_t phys;
+
+    open_heap();
+    ASSERT_TRUE(uct_gaudi_heap_can_alloc(m_heap));
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
+    EXPECT_TRUE(buf->chunk->syn);
+    EXPECT_GE(buf->memh.address, UCT_GAUDI_MEM_G1_WINDOW);
+    EXPECT_EQ(buf->memh.address - UCT_GAUDI_MEM_G1_WINDOW,
+              buf->memh.dma_base);
+    /* SynapseAI addresses Gaudi1 DRAM physically */
+    check_data(buf->memh.dma_base, length);
+    phys = buf->chunk->dma;
+    pthread_mutex_lock(&m_heap->lock);
+    EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
+    pthread_mutex_unlock(&m_heap->lock);
+    EXPECT_FALSE(syn_owns(phys)) << "the chunk was not given back";
+}
+
 /* auto: the driver first; when it has no DRAM left, SynapseAI's
  * allocator, without an error on the way */
 TEST_F(gaudi_syn_heap, auto_falls_back_on_enomem)

@@ -76,13 +76,14 @@ static ucs_config_field_t uct_gaudi_global_config_table[] = {
      UCS_CONFIG_TYPE_STRING},
 
     {"DEVICE_MEM", "auto",
-     "Where device memory allocated through UCX comes from (Gaudi2/3):\n"
+     "Where device memory allocated through UCX comes from:\n"
      " auto    - the driver (ALLOC + MAP on the device fd); on the synapse\n"
      "           copy backend, SynapseAI's allocator (synDeviceMalloc) when\n"
-     "           the driver has no free DRAM left (SynapseAI holds it)\n"
+     "           the driver has no free DRAM left (SynapseAI holds it), and\n"
+     "           always on Gaudi1 (its driver ALLOC only counts bytes)\n"
      " driver  - the driver only; dma-buf export (gaudi_ipc) always works\n"
-     " synapse - SynapseAI's allocator only (synapse copy backend); such\n"
-     "           memory exports only if SynapseAI mapped it by itself.",
+     " synapse - SynapseAI's allocator only (synapse copy backend); on\n"
+     "           Gaudi2/3 it exports only if SynapseAI mapped it by itself.",
      ucs_offsetof(uct_gaudi_global_config_t, device_mem),
      UCS_CONFIG_TYPE_ENUM(uct_gaudi_device_mem_names)},
 

@@ -58,10 +58,19 @@ static int uct_gaudi_heap_is_gaudi1(const uct_gaudi_heap_t *heap)
     return heap->ctx->info->asic == UCT_GAUDI_ASIC_GAUDI1;
 }
 
+/* Gaudi1 with driver memory: one chunk over the user DRAM range, whose
+ * ALLOC only counts bytes (facts 3.2) */
+static int uct_gaudi_heap_ranged(const uct_gaudi_heap_t *heap)
+{
+    return uct_gaudi_heap_is_gaudi1(heap) &&
+           (heap->device_mem == UCT_GAUDI_DEVICE_MEM_DRIVER);
+}
+
 int uct_gaudi_heap_can_alloc(const uct_gaudi_heap_t *heap)
 {
-    /* opened by us: no other allocator shares the context */
-    return !uct_gaudi_heap_is_gaudi1(heap) || heap->ctx->hl.owns_fd;
+    /* opened by us: no other allocator shares the context; or SynapseAI's
+     * allocator, which knows what its owner uses */
+    return !uct_gaudi_heap_ranged(heap) || heap->ctx->hl.owns_fd;
 }
 
 int uct_gaudi_heap_owned(uct_gaudi_heap_t *heap, const char *op)
@@ -273,7 +282,10 @@ static ucs_status_t uct_gaudi_chunk_create(uct_gaudi_heap_t *heap,
         return status;
     }
 
-    chunk = uct_gaudi_chunk_new(va, va, size);
+    /* Gaudi1 (SynapseAI's memory): va is a physical address (facts 3.2) */
+    chunk = uct_gaudi_chunk_new(uct_gaudi_heap_is_gaudi1(heap) ?
+                                (UCT_GAUDI_MEM_G1_WINDOW + va) : va, va,
+                                size);
     if (chunk == NULL) {
         pthread_mutex_lock(&heap->ctx->lock);
         uct_gaudi_chunk_unprovide(heap, syn, handle, va);
@@ -290,7 +302,7 @@ static ucs_status_t uct_gaudi_chunk_create(uct_gaudi_heap_t *heap,
     UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_bytes, size);
     ucs_debug("gaudi %s: new %s chunk of %" PRIu64 " bytes at 0x%" PRIx64
               " (%s %" PRIu64 ")", uct_gaudi_heap_name(heap),
-              dedicated ? "dedicated" : "shared", size, va,
+              dedicated ? "dedicated" : "shared", size, chunk->ptr,
               syn ? "synDeviceMalloc" : "handle", handle);
     *chunk_p = chunk;
     return UCS_OK;
@@ -310,7 +322,7 @@ static ucs_status_t uct_gaudi_chunk_release(uct_gaudi_heap_t *heap,
     pthread_mutex_lock(&heap->ctx->lock);
     if (chunk->syn) {
         status = uct_gaudi_syn_device_free(heap->ctx->syn,
-                                           heap->ctx->syn_device, chunk->ptr);
+                                           heap->ctx->syn_device, chunk->dma);
     } else if (chunk->mapped) {
         status = uct_gaudi_hl_mem_unmap_exported(hl, chunk->ptr);
         if (status == UCS_OK) {
@@ -463,9 +475,15 @@ static ucs_status_t uct_gaudi_heap_layout(uct_gaudi_heap_t *heap)
 
     switch (info->asic) {
     case UCT_GAUDI_ASIC_GAUDI1:
-        /* user space owns [dram_base, +dram_size) (facts 3.2): one chunk */
-        heap->win_start  = UCT_GAUDI_MEM_G1_WINDOW + hw_ip->u61.dram_base_address;
+        /* user space owns [dram_base, +dram_size) (facts 3.2): one chunk,
+         * or SynapseAI's pieces of it */
+        heap->win_start  = UCT_GAUDI_MEM_G1_WINDOW +
+                           hw_ip->u61.dram_base_address;
         heap->win_end    = heap->win_start + hw_ip->u61.dram_size;
+        if (!uct_gaudi_heap_ranged(heap)) {
+            heap->chunk_size = UCT_GAUDI_MEM_G1_SYN_CHUNK;
+            return UCS_OK;
+        }
         heap->chunk_size = hw_ip->u61.dram_size;
         chunk = uct_gaudi_chunk_new(heap->win_start,
                                     hw_ip->u61.dram_base_address,
@@ -501,22 +519,30 @@ static ucs_status_t uct_gaudi_heap_layout(uct_gaudi_heap_t *heap)
     return UCS_OK;
 }
 
-/* Resolve UCX_GAUDI_DEVICE_MEM for the heap's device and backend */
+/*
+ * Resolve UCX_GAUDI_DEVICE_MEM for the heap's device and backend. Gaudi1
+ * on the SynapseAI backend: SynapseAI's allocator unless the driver is
+ * named, since the driver's ALLOC there only counts bytes and the fd is
+ * SynapseAI's, which uses the same DRAM (facts 3.2)
+ */
 static ucs_status_t uct_gaudi_heap_device_mem(uct_gaudi_heap_t *heap)
 {
     const uct_gaudi_dev_info_t *info = heap->ctx->info;
     int value = uct_gaudi_global_config()->device_mem;
 
-    if ((heap->ctx->syn == NULL) || uct_gaudi_heap_is_gaudi1(heap)) {
+    if (heap->ctx->syn == NULL) {
         if (value == UCT_GAUDI_DEVICE_MEM_SYNAPSE) {
             ucs_error("gaudi %s (%s): UCX_GAUDI_DEVICE_MEM=synapse needs "
-                      "the synapse copy backend on Gaudi2 or Gaudi3; this "
-                      "device has %s (%s)", info->name, info->node_name,
+                      "the synapse copy backend; this device has %s (%s)",
+                      info->name, info->node_name,
                       uct_gaudi_backend_names[heap->ctx->backend],
                       heap->ctx->backend_why);
             return UCS_ERR_UNSUPPORTED;
         }
         value = UCT_GAUDI_DEVICE_MEM_DRIVER;
+    } else if (uct_gaudi_heap_is_gaudi1(heap) &&
+               (value == UCT_GAUDI_DEVICE_MEM_AUTO)) {
+        value = UCT_GAUDI_DEVICE_MEM_SYNAPSE;
     }
 
     heap->device_mem = value;
@@ -530,7 +556,6 @@ static ucs_status_t uct_gaudi_heap_device_mem(uct_gaudi_heap_t *heap)
 static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
                                           uct_gaudi_heap_t **heap_p)
 {
-    uct_gaudi_chunk_t *chunk, *tmp;
     uct_gaudi_heap_t *heap;
     ucs_status_t status;
 
@@ -562,14 +587,14 @@ static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
         goto err_registry;
     }
 
-    status = uct_gaudi_heap_layout(heap);
+    status = uct_gaudi_heap_device_mem(heap);
     if (status != UCS_OK) {
         goto err_pgt;
     }
 
-    status = uct_gaudi_heap_device_mem(heap);
+    status = uct_gaudi_heap_layout(heap);
     if (status != UCS_OK) {
-        goto err_chunks;
+        goto err_pgt;
     }
 
     ucs_debug("gaudi %s: memory window [0x%" PRIx64 ", 0x%" PRIx64 "), "
@@ -578,16 +603,13 @@ static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
     if (!uct_gaudi_heap_can_alloc(heap)) {
         ucs_diag("gaudi %s (%s): device memory allocation disabled: Gaudi1 "
                  "with the fd from %s, whose owner uses the same DRAM (the "
-                 "driver's ALLOC only counts bytes)", ctx->info->name,
+                 "driver's ALLOC only counts bytes; SynapseAI's allocator "
+                 "is used on the synapse copy backend)", ctx->info->name,
                  ctx->info->node_name, ctx->source);
     }
     *heap_p = heap;
     return UCS_OK;
 
-err_chunks:
-    ucs_list_for_each_safe(chunk, tmp, &heap->chunks, list) {
-        uct_gaudi_chunk_delete(chunk);   /* Gaudi1's range only */
-    }
 err_pgt:
     ucs_pgtable_cleanup(&heap->bufs);
 err_registry:
@@ -605,7 +627,7 @@ static void uct_gaudi_heap_destroy(uct_gaudi_heap_t *heap)
     uct_gaudi_chunk_t *chunk, *tmp;
 
     ucs_list_for_each_safe(chunk, tmp, &heap->chunks, list) {
-        if (uct_gaudi_heap_is_gaudi1(heap)) {
+        if (uct_gaudi_heap_ranged(heap)) {
             ucs_list_del(&chunk->list);
             uct_gaudi_chunk_delete(chunk);
         } else if (uct_gaudi_ctx_owned(heap->ctx)) {
@@ -697,7 +719,7 @@ uct_gaudi_heap_place(uct_gaudi_heap_t *heap, uint64_t size,
     ucs_status_t status;
     int dedicated;
 
-    if (!uct_gaudi_heap_is_gaudi1(heap)) {
+    if (!uct_gaudi_heap_ranged(heap)) {
         /* half a page or more: whole pages of its own, no fragmentation */
         dedicated = (size >= heap->chunk_size / 2);
         if (!dedicated) {
@@ -728,7 +750,7 @@ uct_gaudi_heap_place(uct_gaudi_heap_t *heap, uint64_t size,
 
     status = uct_gaudi_chunk_take(chunk, size, off_p);
     if ((status != UCS_OK) && (chunk->nbufs == 0) &&
-        !uct_gaudi_heap_is_gaudi1(heap)) {
+        !uct_gaudi_heap_ranged(heap)) {
         uct_gaudi_chunk_destroy(heap, chunk);
     }
     *chunk_p = chunk;
@@ -746,7 +768,7 @@ static void uct_gaudi_heap_unplace(uct_gaudi_heap_t *heap,
         chunk->used -= size;
         chunk->nbufs--;
     }
-    if ((chunk->nbufs == 0) && !uct_gaudi_heap_is_gaudi1(heap)) {
+    if ((chunk->nbufs == 0) && !uct_gaudi_heap_ranged(heap)) {
         uct_gaudi_chunk_destroy(heap, chunk);
     }
 }
@@ -758,7 +780,7 @@ static ucs_status_t uct_gaudi_heap_account(uct_gaudi_heap_t *heap,
     uint64_t handle;
     ucs_status_t status;
 
-    if (!uct_gaudi_heap_is_gaudi1(heap)) {
+    if (!uct_gaudi_heap_ranged(heap)) {
         return UCS_OK;
     }
 

@@ -46,6 +46,10 @@ BEGIN_C_DECLS
  */
 #define UCT_GAUDI_MEM_G1_WINDOW     0x4000000000000000ull
 
+/* Gaudi1 chunks from SynapseAI's allocator: the heap's own granularity
+ * (Gaudi1 has no DRAM page of the MMU to follow) */
+#define UCT_GAUDI_MEM_G1_SYN_CHUNK  (32ull << 20)
+
 /* End of the DRAM VA range (VA_HBM_SPACE_END, facts 3.4) */
 #define UCT_GAUDI_MEM_G2_VA_END     0x1002000000000000ull
 #define UCT_GAUDI_MEM_G3_VA_END     0x0202000000000000ull
@@ -168,8 +172,9 @@ int uct_gaudi_heap_owned(uct_gaudi_heap_t *heap, const char *op);
 
 /**
  * Whether the heap may hand out device memory. Not on Gaudi1 with a
- * borrowed fd (UCX_GAUDI_DEVICE_FD, SynapseAI): its ALLOC is accounting
- * only (facts 3.2, 9.5), so nothing tells which DRAM the fd's owner uses.
+ * borrowed fd (UCX_GAUDI_DEVICE_FD, SynapseAI) and driver memory: its
+ * ALLOC is accounting only (facts 3.2, 9.5), so nothing tells which DRAM
+ * the fd's owner uses; SynapseAI's allocator does (UCX_GAUDI_DEVICE_MEM).
  */
 int uct_gaudi_heap_can_alloc(const uct_gaudi_heap_t *heap);
 
