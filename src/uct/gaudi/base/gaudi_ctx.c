@@ -280,9 +280,8 @@ static ucs_status_t uct_gaudi_ctx_syn_acquire(const uct_gaudi_syn_t *syn,
  * Context of the device SynapseAI holds: the application's (it acquired a
  * device already), else the one SynapseAI acquires for us, @a info or with
  * NULL the first free one (waiting as uct_gaudi_ctx_syn_acquire does).
- * SynapseAI opens the compute node itself and
- * the driver allows one compute context per device (facts 7.1), so the
- * module borrows its fd.
+ * SynapseAI opens the compute node itself and the driver allows one
+ * compute context per device (facts 7.1), so the module borrows its fd.
  */
 static ucs_status_t uct_gaudi_ctx_syn_open(const uct_gaudi_dev_info_t *info,
                                            const uct_gaudi_ctx_choice_t *choice,

@@ -213,10 +213,10 @@ static void uct_gaudi_chunk_delete(uct_gaudi_chunk_t *chunk)
 
 
 /*
- * Device memory of a new chunk (Gaudi2/3): the driver's ALLOC of whole
- * pages, then MAP (facts 3.2, 3.3), whose VA is exactly what a dma-buf
- * export takes (facts 4.1); or SynapseAI's allocator (*syn_p set), which
- * shares SynapseAI's account of the DRAM. Called with the ctx lock.
+ * Device memory of a new chunk: the driver's ALLOC of whole pages, then
+ * MAP (Gaudi2/3, facts 3.2, 3.3), whose VA is exactly what a dma-buf
+ * export takes (facts 4.1); or SynapseAI's allocator (*syn_p set, any
+ * ASIC), which shares SynapseAI's account of the DRAM. With the ctx lock.
  */
 static ucs_status_t uct_gaudi_chunk_provide(uct_gaudi_heap_t *heap,
                                             uint64_t size, uint64_t *handle_p,
