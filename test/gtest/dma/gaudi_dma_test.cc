@@ -16,6 +16,7 @@
 extern "C" {
 #include <uct/gaudi/base/gaudi_dma.h>
 #include <uct/gaudi/base/gaudi_dma_cs.h>
+#include <ucs/time/time.h>
 }
 
 #include <dirent.h>
@@ -540,6 +541,53 @@ TEST_F(dma_test, batch_in_order) {
     EXPECT_LE(hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED) - cs0,
               1 + (n - 1 + m_params.max_batch - 1) / m_params.max_batch);
     ASSERT_EQ(UCS_OK, copy1(m_dev, d, n * len, false));
+    EXPECT_EQ(src, dst);
+}
+
+/*
+ * Completions are polled at most once per poll_interval (each poll is a
+ * WAIT_CS ioctl): progress called in a tight loop still delivers the copy,
+ * with few ioctls; the kernel backend's default is 1 us
+ */
+TEST_F(dma_test, poll_interval_bounds_wait_cs) {
+    SKIP_GAUDI3();
+    const size_t len = 64ul << 20;  /* milliseconds of copying */
+    std::vector<uint8_t> src(len), dst(len, 0);
+    uint64_t s = host_map(src), d = host_map(dst);
+    ucs_status_t status = UCS_ERR_LAST;
+    unsigned long calls = 0;
+    ucs_time_t t0;
+    double elapsed;
+
+    EXPECT_DOUBLE_EQ(1e-6, m_params.poll_interval);
+    uct_gaudi_dma_destroy(m_dma);
+    m_params.poll_interval = 0.005;
+    ASSERT_EQ(UCS_OK, uct_gaudi_dma_create(m_ctx, &m_params, &m_dma));
+
+    fill(src, 9);
+    int64_t w0 = hlsim_counter(HLSIM_COUNTER_WAIT_CS_IOCTLS);
+    uct_gaudi_dma_xfer_t x = { s, m_dev, len };
+    t0 = ucs_get_time();
+    ASSERT_EQ(UCS_INPROGRESS, uct_gaudi_dma_submit(
+            m_dma, &x, 1, "test", [](void *arg, ucs_status_t st) {
+                *(ucs_status_t*)arg = st;
+            }, &status));
+    while ((status == UCS_ERR_LAST) &&
+           (ucs_time_to_sec(ucs_get_time() - t0) < 10)) {
+        uct_gaudi_dma_progress(m_dma, 64);
+        ++calls;
+    }
+    elapsed = ucs_time_to_sec(ucs_get_time() - t0);
+    ASSERT_EQ(UCS_OK, status) << "the copy never completed";
+    if (calls < 1000) {
+        /* e.g. the Linux 6.1 flavour: done by the first poll */
+        GTEST_SKIP() << "the copy was over within " << calls
+                     << " progress calls: no polls to bound";
+    }
+    EXPECT_LE(hlsim_counter(HLSIM_COUNTER_WAIT_CS_IOCTLS) - w0,
+              (int64_t)(elapsed / 0.005) + 2)
+        << calls << " progress calls in " << elapsed << " s";
+    ASSERT_EQ(UCS_OK, copy1(m_dev, d, len, false));
     EXPECT_EQ(src, dst);
 }
 

@@ -59,6 +59,8 @@ typedef struct uct_gaudi_dma_params {
     size_t   split_min;     /* smallest piece a transfer is split into */
     double   sync_timeout;  /* seconds a synchronous copy may wait */
     unsigned max_batch;     /* async copies per submission (1: no batching) */
+    double   poll_interval; /* least seconds between two completion polls
+                               of the async ring (0: every progress) */
 } uct_gaudi_dma_params_t;
 
 

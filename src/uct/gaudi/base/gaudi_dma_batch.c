@@ -30,6 +30,9 @@
 
 #define UCT_GAUDI_DMA_BATCH_RETRY_US 1000
 
+/* Longest time between two completion polls (POLL_INTERVAL is clamped) */
+#define UCT_GAUDI_DMA_MAX_POLL_INTERVAL 0.01
+
 
 static UCS_F_ALWAYS_INLINE uct_gaudi_dma_batch_t *
 uct_gaudi_dma_batch_open(const uct_gaudi_dma_batches_t *b)
@@ -70,6 +73,14 @@ ucs_status_t uct_gaudi_dma_batch_init(uct_gaudi_dma_t *dma)
     b->max_ops   = (dma->params.max_batch == 0) ?
                    UCT_GAUDI_DMA_DEF_BATCH : dma->params.max_batch;
     b->max_ops   = ucs_min(b->max_ops, b->max_xfers);
+    if (dma->params.poll_interval > UCT_GAUDI_DMA_MAX_POLL_INTERVAL) {
+        ucs_warn("%s: poll interval of %g s is too long for completions, "
+                 "%g s is used", dma->name, dma->params.poll_interval,
+                 UCT_GAUDI_DMA_MAX_POLL_INTERVAL);
+        dma->params.poll_interval = UCT_GAUDI_DMA_MAX_POLL_INTERVAL;
+    }
+    b->poll_gap  = (dma->params.poll_interval > 0) ?
+                   ucs_time_from_sec(dma->params.poll_interval) : 0;
     /* every backend slot, the open batch and one refused batch */
     b->num       = dma->num_slots + 2;
     b->ring      = ucs_calloc(b->num, sizeof(*b->ring), "gaudi_dma_batch");
@@ -335,6 +346,29 @@ ucs_status_t uct_gaudi_dma_batch_submit(uct_gaudi_dma_t *dma,
     return UCS_INPROGRESS;
 }
 
+/*
+ * Whether the backend's completions are due for a poll: UCX calls
+ * progress in a tight loop, and each poll of the kernel backend is a
+ * WAIT_CS ioctl, a system call on hardware (SynapseAI's event query ends
+ * in the same one). At most one per poll_gap.
+ */
+static int uct_gaudi_dma_batch_poll_due(uct_gaudi_dma_batches_t *b)
+{
+    ucs_time_t now;
+
+    if (b->poll_gap == 0) {
+        return 1;
+    }
+
+    now = ucs_get_time();
+    if (now - b->last_poll < b->poll_gap) {
+        return 0;
+    }
+
+    b->last_poll = now;
+    return 1;
+}
+
 unsigned uct_gaudi_dma_batch_progress(uct_gaudi_dma_t *dma, unsigned max)
 {
     uct_gaudi_dma_batches_t *b = dma->batches;
@@ -344,7 +378,9 @@ unsigned uct_gaudi_dma_batch_progress(uct_gaudi_dma_t *dma, unsigned max)
         return 0;   /* nothing posted */
     }
 
-    dma->ops->progress(dma, max);
+    if ((dma->ring_count > 0) && uct_gaudi_dma_batch_poll_due(b)) {
+        dma->ops->progress(dma, max);
+    }
     uct_gaudi_dma_batch_deliver_failed(b);
     /* what was posted since the last call, as one submission */
     if (uct_gaudi_dma_batch_open(b) != NULL) {

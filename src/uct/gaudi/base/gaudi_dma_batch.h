@@ -56,6 +56,8 @@ typedef struct uct_gaudi_dma_batches {
     uct_gaudi_dma_xfer_t     *xfers;     /* of the open batch */
     unsigned                 num_xfers;
     size_t                   length;     /* bytes of the open batch */
+    ucs_time_t               poll_gap;   /* params.poll_interval */
+    ucs_time_t               last_poll;  /* of the backend's completions */
 } uct_gaudi_dma_batches_t;
 
 

@@ -74,6 +74,9 @@ static void uct_gaudi_dma_cs_params_default(const uct_gaudi_ctx_t *ctx,
     params->bounce_size  = 256 * UCS_KBYTE;
     params->split_min    = 256 * UCS_KBYTE;
     params->sync_timeout = 60.0;
+    /* each poll is a WAIT_CS ioctl: a system call, and the driver's lock
+     * the completion path takes too */
+    params->poll_interval = 1e-6;
 }
 
 /* Clamp the user's tunables to what the backend and the driver allow */

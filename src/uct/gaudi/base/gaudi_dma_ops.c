@@ -98,8 +98,9 @@ ucs_status_t uct_gaudi_dma_create(uct_gaudi_ctx_t *ctx,
         return status;
     }
 
-    /* the batch front end's own tunable, whatever the backend kept */
-    dma->params.max_batch = params->max_batch;
+    /* the front end's own tunables, whatever the backend kept */
+    dma->params.max_batch     = params->max_batch;
+    dma->params.poll_interval = params->poll_interval;
     status = uct_gaudi_dma_batch_init(dma);
     if (status != UCS_OK) {
         dma->ops->destroy(dma);

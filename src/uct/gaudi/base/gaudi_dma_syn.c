@@ -88,6 +88,7 @@ static void uct_gaudi_dma_syn_params_default(const uct_gaudi_ctx_t *ctx,
     params->bounce_size  = 256 * UCS_KBYTE;
     params->split_min    = 256 * UCS_KBYTE;
     params->sync_timeout = 60.0;
+    params->poll_interval = 0;  /* synEventQuery: measured, no gain */
 }
 
 static void uct_gaudi_dma_syn_params_apply(uct_gaudi_dma_syn_t *dma,

@@ -119,6 +119,13 @@ static ucs_config_field_t uct_gaudi_copy_iface_config_table[] = {
      ucs_offsetof(uct_gaudi_copy_iface_config_t, max_batch),
      UCS_CONFIG_TYPE_UINT},
 
+    {"POLL_INTERVAL", "auto",
+     "Least time between two completion polls of the asynchronous copies\n"
+     "(0: every progress call). auto: 1us on the kernel backend, where each\n"
+     "poll is a WAIT_CS system call; 0 on the synapse backend.",
+     ucs_offsetof(uct_gaudi_copy_iface_config_t, poll_interval),
+     UCS_CONFIG_TYPE_TIME_UNITS},
+
     {NULL}
 };
 
@@ -377,6 +384,9 @@ uct_gaudi_copy_iface_dma_params(const uct_gaudi_copy_iface_t *iface,
     }
     params->sync_timeout = config->sync_timeout;
     params->max_batch    = config->max_batch;
+    if (config->poll_interval != UCS_TIME_AUTO) {
+        params->poll_interval = ucs_time_to_sec(config->poll_interval);
+    }
 }
 
 static UCS_CLASS_INIT_FUNC(uct_gaudi_copy_iface_t, uct_md_h md,

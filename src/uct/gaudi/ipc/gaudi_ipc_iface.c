@@ -78,6 +78,13 @@ static ucs_config_field_t uct_gaudi_ipc_iface_config_table[] = {
      ucs_offsetof(uct_gaudi_ipc_iface_config_t, max_batch),
      UCS_CONFIG_TYPE_UINT},
 
+    {"POLL_INTERVAL", "auto",
+     "Least time between two completion polls of the asynchronous copies\n"
+     "(0: every progress call). auto: 1us on the kernel backend, where each\n"
+     "poll is a WAIT_CS system call; 0 on the synapse backend.",
+     ucs_offsetof(uct_gaudi_ipc_iface_config_t, poll_interval),
+     UCS_CONFIG_TYPE_TIME_UNITS},
+
     {"PEER_CHECK_INTERVAL", "100ms",
      "How often progress (busy or idle) looks for exited peers and\n"
      "deregistered buffers to unmap them (imports keep the exporter's\n"
@@ -326,6 +333,9 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
 
     uct_gaudi_dma_params_default(ipc_md->ctx, &dma_params);
     dma_params.max_batch = config->max_batch;
+    if (config->poll_interval != UCS_TIME_AUTO) {
+        dma_params.poll_interval = ucs_time_to_sec(config->poll_interval);
+    }
     status = uct_gaudi_dma_create(ipc_md->ctx, &dma_params, &self->super.dma);
     if (status != UCS_OK) {
         goto err_reg;
