@@ -543,6 +543,30 @@ protected:
         return uct_gaudi_syn_device_free(&m_syn, m_dev, ptr) == UCS_OK;
     }
 
+    /* Allocate @a length, export it, free it: the chunk it had (retained
+     * when from SynapseAI), 0 on failure */
+    uint64_t exported_cycle(size_t length)
+    {
+        uct_gaudi_buf_t *buf;
+        uint64_t chunk, off;
+        int fd;
+
+        if ((uct_gaudi_heap_alloc(m_heap, &length, &buf) != UCS_OK)) {
+            return 0;
+        }
+        chunk = buf->chunk->ptr;
+        if (uct_gaudi_heap_dmabuf(m_heap, buf->memh.address, length, &fd,
+                                  &off) == UCS_OK) {
+            close(fd);
+        } else {
+            chunk = 0;
+        }
+        pthread_mutex_lock(&m_heap->lock);
+        (void)uct_gaudi_heap_free(m_heap, buf);
+        pthread_mutex_unlock(&m_heap->lock);
+        return chunk;
+    }
+
     void                   *m_app;
     uct_gaudi_ctx_t        *m_ctx;
     uct_gaudi_heap_t       *m_heap;
@@ -681,6 +705,42 @@ TEST_F(gaudi_syn_heap, retained_chunk_reused)
     }
     EXPECT_EQ(c0.chunk_count + 1, m_heap->counters.chunk_count);
     EXPECT_TRUE(syn_owns(first));
+}
+
+/* Retained chunks serve later chunks that fit, the smallest first */
+TEST_F(gaudi_syn_heap, retained_chunk_best_fit)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_DEVICE_MEM", "synapse"}});
+    uct_gaudi_buf_t *buf;
+    uint64_t big, small, count;
+
+    open_heap();
+    const uint64_t chunk = m_heap->chunk_size;
+    /* two exported dedicated chunks, of 3 and 2 chunk sizes, retained */
+    big   = exported_cycle(3 * chunk);
+    small = exported_cycle(2 * chunk);
+    ASSERT_NE(0u, big);
+    ASSERT_NE(0u, small);
+    count = m_heap->counters.chunk_count;
+
+    /* a small buffer needs a shared chunk (1 chunk size): the smaller
+     * retained one that holds it */
+    size_t length = 4096;
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
+    EXPECT_EQ(small, buf->chunk->ptr);
+    check_data(buf->memh.address, length);
+    pthread_mutex_lock(&m_heap->lock);
+    EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
+    pthread_mutex_unlock(&m_heap->lock);
+
+    /* what fits only in the larger one gets it */
+    length = 3 * chunk - 100;
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
+    EXPECT_EQ(big, buf->chunk->ptr);
+    pthread_mutex_lock(&m_heap->lock);
+    EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
+    pthread_mutex_unlock(&m_heap->lock);
+    EXPECT_EQ(count, m_heap->counters.chunk_count) << "a chunk was added";
 }
 
 /* synapse memory needs the synapse backend: refused with a reason */

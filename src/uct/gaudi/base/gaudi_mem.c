@@ -691,23 +691,30 @@ uct_gaudi_heap_t *uct_gaudi_heap_peek(void)
 
 /* Allocation */
 
-/* A retained chunk of exactly @a size (gaudi_mem.h), back in use */
+/* The smallest retained chunk (gaudi_mem.h) of at least @a size, back in
+ * use; a larger one serves a shared chunk or one large buffer whole */
 static uct_gaudi_chunk_t *uct_gaudi_heap_reuse(uct_gaudi_heap_t *heap,
                                                uint64_t size, int dedicated)
 {
-    uct_gaudi_chunk_t *chunk;
+    uct_gaudi_chunk_t *chunk, *best = NULL;
 
     ucs_list_for_each(chunk, &heap->retained, list) {
-        if (chunk->size == size) {
-            ucs_list_del(&chunk->list);
-            ucs_list_add_tail(&heap->chunks, &chunk->list);
-            chunk->dedicated = dedicated;
-            ucs_debug("gaudi %s: reusing retained SynapseAI chunk 0x%"
-                      PRIx64, uct_gaudi_heap_name(heap), chunk->ptr);
-            return chunk;
+        if ((chunk->size >= size) &&
+            ((best == NULL) || (chunk->size < best->size))) {
+            best = chunk;
         }
     }
-    return NULL;
+    if (best == NULL) {
+        return NULL;
+    }
+
+    ucs_list_del(&best->list);
+    ucs_list_add_tail(&heap->chunks, &best->list);
+    best->dedicated = dedicated;
+    ucs_debug("gaudi %s: reusing retained SynapseAI chunk 0x%" PRIx64
+              " (%" PRIu64 " bytes) for %" PRIu64 " bytes",
+              uct_gaudi_heap_name(heap), best->ptr, best->size, size);
+    return best;
 }
 
 /* Shared chunk with room for @a size, a retained one, or a new one */

@@ -221,9 +221,10 @@ ucs_status_t uct_gaudi_heap_alloc(uct_gaudi_heap_t *heap,
  * SynapseAI serves them from a pool it mapped once, a freed piece is handed
  * out again while a peer may still write through its import. So an empty
  * chunk that was ever exported is never given back: it stays reserved on
- * heap->retained, serves the heap's next chunk of the same size (the
- * module's memory stays bounded by its peak), and is left to SynapseAI's
- * release of the device when the heap goes.
+ * heap->retained, serves the heap's next chunks that fit in it (smallest
+ * first: cycles of allocating and freeing exported buffers do not grow
+ * the module's memory), and is left to SynapseAI's release of the device
+ * when the heap goes.
  */
 
 /* Retry deferred releases now; cheap when there are none. Takes the lock */
