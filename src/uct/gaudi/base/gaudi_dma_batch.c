@@ -219,6 +219,9 @@ static ucs_status_t uct_gaudi_dma_batch_kick(uct_gaudi_dma_t *dma)
         name = batch->name;
     }
 
+    /* a batch starts only with a ring slot free (batch_start) and only
+     * its own kick takes one */
+    ucs_assert(!uct_gaudi_dma_ring_full(dma));
     status = dma->ops->submit(dma, b->xfers, b->num_xfers, name,
                               uct_gaudi_dma_batch_done, batch);
     if (status == UCS_INPROGRESS) {

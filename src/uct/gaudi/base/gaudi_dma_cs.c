@@ -477,15 +477,6 @@ static ucs_status_t uct_gaudi_dma_cs_submit(uct_gaudi_dma_t *base,
     uct_gaudi_dma_slot_t *slot;
     ucs_status_t status;
 
-    status = uct_gaudi_dma_check_xfers(base, xfers, count, name);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    if (uct_gaudi_dma_ring_full(&dma->super)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
     slot   = &dma->slots[uct_gaudi_dma_ring_index(&dma->super,
                                               dma->super.ring_count)];
     status = uct_gaudi_dma_slot_submit(dma, slot, xfers, count, 0, name);
@@ -616,13 +607,6 @@ static ucs_status_t uct_gaudi_dma_cs_copy(uct_gaudi_dma_t *base,
                                           const uct_gaudi_dma_xfer_t *xfers,
                                           unsigned count, const char *name)
 {
-    ucs_status_t status;
-
-    status = uct_gaudi_dma_check_xfers(base, xfers, count, name);
-    if (status != UCS_OK) {
-        return status;
-    }
-
     return uct_gaudi_dma_sync_run(ucs_derived_of(base, uct_gaudi_dma_cs_t),
                                   xfers, count, 0, name);
 }
@@ -649,18 +633,12 @@ static ucs_status_t uct_gaudi_dma_cs_fill(uct_gaudi_dma_t *base,
 {
     uct_gaudi_dma_cs_t *dma = ucs_derived_of(base, uct_gaudi_dma_cs_t);
     uct_gaudi_dma_xfer_t xfer;
-    ucs_status_t status;
 
     /* src_addr carries the pattern: the byte in every lane, whatever
      * width the engine reads */
     xfer.src    = 0x0101010101010101ull * (uint8_t)value;
     xfer.dst    = dma_addr;
     xfer.length = length;
-    status      = uct_gaudi_dma_check_xfers(base, &xfer, 1, name);
-    if (status != UCS_OK) {
-        return status;
-    }
-
     return uct_gaudi_dma_sync_run(dma, &xfer, 1, 1, name);
 }
 

@@ -169,12 +169,27 @@ ucs_status_t uct_gaudi_dma_copy(uct_gaudi_dma_t *dma,
                                 const uct_gaudi_dma_xfer_t *xfers,
                                 unsigned count, const char *name)
 {
+    ucs_status_t status;
+
+    status = uct_gaudi_dma_check_xfers(dma, xfers, count, name);
+    if (status != UCS_OK) {
+        return status;
+    }
+
     return dma->ops->copy(dma, xfers, count, name);
 }
 
 ucs_status_t uct_gaudi_dma_fill(uct_gaudi_dma_t *dma, uint64_t dma_addr,
                                 int value, size_t length, const char *name)
 {
+    uct_gaudi_dma_xfer_t xfer = {.dst = dma_addr, .length = length};
+    ucs_status_t status;
+
+    status = uct_gaudi_dma_check_xfers(dma, &xfer, 1, name);
+    if (status != UCS_OK) {
+        return status;
+    }
+
     return dma->ops->fill(dma, dma_addr, value, length, name);
 }
 

@@ -17,7 +17,12 @@
 #define UCT_GAUDI_DMA_DEF_BATCH   32
 
 
-/* What a backend implements; the front end documents the semantics */
+/*
+ * What a backend implements; the front end documents the semantics and
+ * checks the input first (uct_gaudi_dma_check_xfers): submit gets batches
+ * within max_xfers and UCT_GAUDI_DMA_MAX_COPY and a free ring slot, copy
+ * and fill ranges within UCT_GAUDI_DMA_MAX_COPY.
+ */
 typedef struct uct_gaudi_dma_ops {
     const char   *name;   /* "kernel", for messages and ucx_info */
 

@@ -291,15 +291,6 @@ static ucs_status_t uct_gaudi_dma_syn_submit(uct_gaudi_dma_t *base,
     uct_gaudi_dma_syn_slot_t *slot;
     ucs_status_t status;
 
-    status = uct_gaudi_dma_check_xfers(base, xfers, count, name);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    if (uct_gaudi_dma_ring_full(base)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-
     if (ucs_unlikely(dma->failed)) {
         if (base->ring_count > 0) {
             return UCS_ERR_NO_RESOURCE;  /* until the failed ones drain */
@@ -415,13 +406,6 @@ static ucs_status_t uct_gaudi_dma_syn_copy(uct_gaudi_dma_t *base,
                                            const uct_gaudi_dma_xfer_t *xfers,
                                            unsigned count, const char *name)
 {
-    ucs_status_t status;
-
-    status = uct_gaudi_dma_check_xfers(base, xfers, count, name);
-    if (status != UCS_OK) {
-        return status;
-    }
-
     return uct_gaudi_dma_syn_sync_run(ucs_derived_of(base,
                                                      uct_gaudi_dma_syn_t),
                                       xfers, count, name);
@@ -454,12 +438,6 @@ static ucs_status_t uct_gaudi_dma_syn_fill(uct_gaudi_dma_t *base,
 {
     size_t off, len;
     ucs_status_t status;
-
-    if (length > UCT_GAUDI_DMA_MAX_COPY) {
-        ucs_error("%s: %s of more than %lu bytes is not supported",
-                  base->name, name, UCT_GAUDI_DMA_MAX_COPY);
-        return UCS_ERR_EXCEEDS_LIMIT;
-    }
 
     memset(base->bounce, value, ucs_min(length, base->params.bounce_size));
     for (off = 0; off < length; off += len) {
