@@ -504,6 +504,14 @@ protected:
         ASSERT_EQ(UCS_OK, uct_gaudi_heap_get(m_ctx, &m_heap));
     }
 
+    /* Free @a buf as the MD does (with the heap lock) */
+    void heap_free(uct_gaudi_buf_t *buf)
+    {
+        pthread_mutex_lock(&m_heap->lock);
+        EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
+        pthread_mutex_unlock(&m_heap->lock);
+    }
+
     /* H2D into @a ptr and D2H back on the application's stream */
     void check_data(uint64_t ptr, size_t size)
     {
@@ -561,9 +569,7 @@ protected:
         } else {
             chunk = 0;
         }
-        pthread_mutex_lock(&m_heap->lock);
-        (void)uct_gaudi_heap_free(m_heap, buf);
-        pthread_mutex_unlock(&m_heap->lock);
+        heap_free(buf);
         return chunk;
     }
 
@@ -585,9 +591,7 @@ TEST_F(gaudi_syn_heap, synapse_provider)
     EXPECT_TRUE(buf->chunk->syn);
     check_data(buf->memh.address, length);
     chunk = buf->chunk->ptr;
-    pthread_mutex_lock(&m_heap->lock);
-    EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
-    pthread_mutex_unlock(&m_heap->lock);
+    heap_free(buf);
     EXPECT_FALSE(syn_owns(chunk)) << "the chunk was not given back";
 }
 
@@ -610,9 +614,7 @@ TEST_F(gaudi_syn_heap, gaudi1_synapse_memory)
     /* SynapseAI addresses Gaudi1 DRAM physically */
     check_data(buf->memh.dma_base, length);
     phys = buf->chunk->dma;
-    pthread_mutex_lock(&m_heap->lock);
-    EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
-    pthread_mutex_unlock(&m_heap->lock);
+    heap_free(buf);
     EXPECT_FALSE(syn_owns(phys)) << "the chunk was not given back";
 }
 
@@ -640,10 +642,8 @@ TEST_F(gaudi_syn_heap, auto_falls_back_on_enomem)
     ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length2, &buf2));
     EXPECT_FALSE(buf2->chunk->syn);
     check_data(buf2->memh.address + length2 - 1024 * 1024, 1024 * 1024);
-    pthread_mutex_lock(&m_heap->lock);
-    EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
-    EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf2));
-    pthread_mutex_unlock(&m_heap->lock);
+    heap_free(buf);
+    heap_free(buf2);
 }
 
 /* An exported SynapseAI chunk is never freed back to SynapseAI */
@@ -699,9 +699,7 @@ TEST_F(gaudi_syn_heap, retained_chunk_reused)
         if ((i % 5) == 0) {
             check_data(buf->memh.address, length);
         }
-        pthread_mutex_lock(&m_heap->lock);
-        EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
-        pthread_mutex_unlock(&m_heap->lock);
+        heap_free(buf);
     }
     EXPECT_EQ(c0.chunk_count + 1, m_heap->counters.chunk_count);
     EXPECT_TRUE(syn_owns(first));
@@ -729,17 +727,13 @@ TEST_F(gaudi_syn_heap, retained_chunk_best_fit)
     ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
     EXPECT_EQ(small, buf->chunk->ptr);
     check_data(buf->memh.address, length);
-    pthread_mutex_lock(&m_heap->lock);
-    EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
-    pthread_mutex_unlock(&m_heap->lock);
+    heap_free(buf);
 
     /* what fits only in the larger one gets it */
     length = 3 * chunk - 100;
     ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
     EXPECT_EQ(big, buf->chunk->ptr);
-    pthread_mutex_lock(&m_heap->lock);
-    EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
-    pthread_mutex_unlock(&m_heap->lock);
+    heap_free(buf);
     EXPECT_EQ(count, m_heap->counters.chunk_count) << "a chunk was added";
 }
 
