@@ -20,6 +20,7 @@ run_asic() {
     new_node
     what="${UCX_GAUDI_COPY_BACKEND:-auto}"
     what+="${UCX_GAUDI_DEVICE_MEM:+ mem $UCX_GAUDI_DEVICE_MEM}"
+    what+="${HLSIM_DMA_GBPS:+ model $HLSIM_DMA_GBPS GB/s}"
     echo "=== $flavour HLSIM_ASIC=$asic $what $(basename "$gtest")"
     # a short grace before the hard reset's SIGKILL (fault_*_kills)
     HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=1 HLSIM_KILL_DELAY_MS=200 \
@@ -41,6 +42,10 @@ run_syn() {
 run_asic gaudi2 "$dma_test" '*'
 run_asic gaudi1 "$dma_test" '*'
 run_asic gaudi3 "$dma_test" '*asic_support:*packets'
+# the completion poll bound, with a copy the engine model keeps in flight
+for asic in gaudi2 gaudi1; do
+    HLSIM_DMA_GBPS=0.5 run_asic $asic "$dma_test" '*poll_interval*'
+done
 run_asic gaudi2 "$cpy_test" '*'
 run_asic gaudi1 "$cpy_test" '*'
 run_asic gaudi3 "$cpy_test" '*no_transport_gaudi3'
