@@ -42,7 +42,8 @@ typedef struct {
 /* The emulator's counters (test/hlsim/hlsim.h), when it is preloaded */
 enum {
     BENCH_COUNTER_CS_IOCTLS      = 10, /* HLSIM_COUNTER_CS_IOCTLS */
-    BENCH_COUNTER_WAIT_CS_IOCTLS = 11  /* HLSIM_COUNTER_WAIT_CS_IOCTLS */
+    BENCH_COUNTER_WAIT_CS_IOCTLS = 11, /* HLSIM_COUNTER_WAIT_CS_IOCTLS */
+    BENCH_COUNTER_ENGINE_NS      = 12  /* HLSIM_COUNTER_ENGINE_NS */
 };
 
 typedef int64_t (*bench_counter_func_t)(int counter, int dev);
@@ -297,12 +298,28 @@ static int bench_cmp_double(const void *a, const void *b)
 static void bench_print_ioctls(int64_t cs0, int64_t wait0, double ops)
 {
     if (cs0 < 0) {
-        printf(" %7s %7s\n", "-", "-");
+        printf(" %7s %7s", "-", "-");
         return;
     }
-    printf(" %7.2f %7.2f\n",
+    printf(" %7.2f %7.2f",
            (bench_counter(BENCH_COUNTER_CS_IOCTLS) - cs0) / ops,
            (bench_counter(BENCH_COUNTER_WAIT_CS_IOCTLS) - wait0) / ops);
+}
+
+/*
+ * What the emulated engines delivered since @a eng0 (HLSIM_ENGINE_CLOCK=1):
+ * how many were copying on average over @a sec of zcopies, and how fast one
+ * copies while it does. The zcopy bandwidth is their product.
+ */
+static void bench_print_engines(int64_t eng0, double bytes, double sec)
+{
+    int64_t ns = bench_counter(BENCH_COUNTER_ENGINE_NS) - eng0;
+
+    if ((eng0 < 0) || (ns <= 0)) {
+        printf(" %6s %9s\n", "-", "-");
+        return;
+    }
+    printf(" %6.2f %9.0f\n", ns / (sec * 1e9), bytes / ns * 1e9 / UCS_MBYTE);
 }
 
 /* A fixed number of operations, for instruction counts per operation */
@@ -325,6 +342,7 @@ static int bench_count(bench_t *b, int argc, char **argv)
            n, size, win, bw / UCS_MBYTE, b->progress_calls);
     printf("ioctls per zcopy: CS, WAIT_CS:");
     bench_print_ioctls(cs0, w0, n);
+    printf("\n");
     cs0 = bench_counter(BENCH_COUNTER_CS_IOCTLS);
     w0  = bench_counter(BENCH_COUNTER_WAIT_CS_IOCTLS);
     if (bench_put_short_usec(b, 8, n) < 0) {
@@ -333,6 +351,7 @@ static int bench_count(bench_t *b, int argc, char **argv)
     printf("put_short %u of 8 B\n", n);
     printf("ioctls per put_short: CS, WAIT_CS:");
     bench_print_ioctls(cs0, w0, n);
+    printf("\n");
     return 0;
 }
 
@@ -347,7 +366,8 @@ int main(int argc, char **argv)
     bench_t b;
     unsigned s, d, r, iters;
     double bw[BENCH_ROUNDS], mbw[BENCH_ROUNDS], ratio[BENCH_ROUNDS];
-    int64_t cs0, wait0;
+    int64_t cs0, wait0, eng0;
+    double sec;
     int ret;
 
     memset(&b, 0, sizeof(b));
@@ -364,20 +384,26 @@ int main(int argc, char **argv)
 
     printf("# zcopy bandwidth vs memcpy, %zu MiB per point, window %u,\n"
            "# median of %d rounds of (memcpy, zcopy) measured back to back;\n"
-           "# CS, WAIT: ioctls per zcopy (emulator counters, all rounds)\n",
+           "# CS, WAIT: ioctls per zcopy (emulator counters, all rounds);\n"
+           "# busy: emulated engines copying on average, eng MB/s: the\n"
+           "# speed of one while it copies (HLSIM_ENGINE_CLOCK=1)\n",
            total >> 20, win, BENCH_ROUNDS);
-    printf("%-4s %10s %12s %12s %7s %7s %7s\n", "dir", "size", "dma MB/s",
-           "memcpy MB/s", "ratio", "CS", "WAIT");
+    printf("%-4s %10s %12s %12s %7s %7s %7s %6s %9s\n", "dir", "size",
+           "dma MB/s", "memcpy MB/s", "ratio", "CS", "WAIT", "busy",
+           "eng MB/s");
     for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); ++s) {
         iters = ucs_max(8, total / sizes[s]);
         for (d = DIR_H2D; d <= DIR_D2D; ++d) {
             bench_zcopy(&b, d, sizes[s], ucs_max(2, iters / 8), win); /* warm */
             cs0   = bench_counter(BENCH_COUNTER_CS_IOCTLS);
             wait0 = bench_counter(BENCH_COUNTER_WAIT_CS_IOCTLS);
+            eng0  = bench_counter(BENCH_COUNTER_ENGINE_NS);
+            sec   = 0;
             for (r = 0; r < BENCH_ROUNDS; ++r) {
                 mbw[r]   = bench_memcpy(&b, sizes[s], iters);
                 bw[r]    = bench_zcopy(&b, d, sizes[s], iters, win);
                 ratio[r] = bw[r] / mbw[r];
+                sec     += (double)sizes[s] * iters / bw[r];
             }
             qsort(bw, BENCH_ROUNDS, sizeof(double), bench_cmp_double);
             qsort(mbw, BENCH_ROUNDS, sizeof(double), bench_cmp_double);
@@ -387,6 +413,8 @@ int main(int argc, char **argv)
                    mbw[BENCH_ROUNDS / 2] / UCS_MBYTE,
                    ratio[BENCH_ROUNDS / 2]);
             bench_print_ioctls(cs0, wait0, (double)iters * BENCH_ROUNDS);
+            bench_print_engines(eng0, (double)sizes[s] * iters * BENCH_ROUNDS,
+                                sec);
         }
     }
 

@@ -43,7 +43,9 @@ for backend in $backends; do
     [ "${CALLGRIND_ONLY:-0}" != 1 ] || break
     echo "# $(nproc) CPUs, HLSIM_ASIC=${HLSIM_ASIC:-gaudi2}," \
          "HLSIM_DMA_GBPS=${HLSIM_DMA_GBPS:-0}, copy backend $backend"
-    UCX_GAUDI_COPY_BACKEND=$backend LD_PRELOAD="$preload" "$bench" "$@" |
+    # HLSIM_ENGINE_CLOCK: the engines' busy time (two clock reads a job)
+    HLSIM_ENGINE_CLOCK=1 UCX_GAUDI_COPY_BACKEND=$backend \
+        LD_PRELOAD="$preload" "$bench" "$@" |
         awk -v g="$gbps" -v q="$queues" '
             g > 0 && /^dir / { print $0 "   model"; next }
             g > 0 && /^(H2D|D2H|D2D) / {

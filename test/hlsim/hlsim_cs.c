@@ -84,10 +84,39 @@ typedef struct {
 } hlsim_worker_arg_t;
 
 /*
- * Run the job at the head of @a q, in order: one job of a queue at a time.
+ * Run a job, and with HLSIM_ENGINE_CLOCK count the time it took: how busy
+ * the emulated engines were, and how fast they copied while busy, are the
+ * measure of what the instrument itself can deliver (docs/hlsim.md).
+ */
+static void hlsim_queue_exec(hlsim_ctx_t *ctx, hlsim_job_t *job, int waiter,
+                             int *abort)
+{
+    uint64_t start, ns;
+
+    __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_JOBS], 1,
+                       __ATOMIC_RELAXED);
+    if (!hlsim_cfg.engine_clock) {
+        hlsim_dma_run_job(ctx, job, abort);
+        return;
+    }
+    start = hlsim_now_ns();
+    hlsim_dma_run_job(ctx, job, abort);
+    ns    = hlsim_now_ns() - start;
+    __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_ENGINE_NS], ns,
+                       __ATOMIC_RELAXED);
+    if (waiter) {
+        __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_WAITER_NS], ns,
+                           __ATOMIC_RELAXED);
+    }
+}
+
+/*
+ * Run the job at the head of @a q, in order: one job of a queue at a time;
+ * @a waiter: in a WAIT_CS caller's thread, not the queue's worker.
  * hlsim_lock held; dropped while the job moves data.
  */
-static void hlsim_queue_run_head(hlsim_ctx_t *ctx, hlsim_queue_t *q)
+static void hlsim_queue_run_head(hlsim_ctx_t *ctx, hlsim_queue_t *q,
+                                 int waiter)
 {
     hlsim_job_t *job = q->head;
     hlsim_cs_t  *cs;
@@ -107,7 +136,7 @@ static void hlsim_queue_run_head(hlsim_ctx_t *ctx, hlsim_queue_t *q)
     } else {
         q->busy = 1;
         pthread_mutex_unlock(&hlsim_lock);
-        hlsim_dma_run_job(ctx, job, &abort);
+        hlsim_queue_exec(ctx, job, waiter, &abort);
         pthread_mutex_lock(&hlsim_lock);
         q->busy = 0;
         if (q->head != NULL) {
@@ -132,7 +161,7 @@ static void *hlsim_worker(void *arg)
         if (q->head == NULL) {
             break;
         }
-        hlsim_queue_run_head(ctx, q);
+        hlsim_queue_run_head(ctx, q, 0);
     }
     pthread_mutex_unlock(&hlsim_lock);
     return NULL;
@@ -160,7 +189,7 @@ static void hlsim_wait_cs_run(hlsim_ctx_t *ctx, hlsim_cs_t *cs, uint64_t seq)
         while ((cs->seq == seq) && (cs->state == HLSIM_CS_PENDING) &&
                (q->head != NULL) && !q->busy && !q->stop &&
                (q->head->seq <= seq)) {
-            hlsim_queue_run_head(ctx, q);
+            hlsim_queue_run_head(ctx, q, 1);
         }
     }
 }

@@ -86,6 +86,7 @@ typedef struct {
     unsigned       kill_delay_ms;  /* hard reset: SIGKILL of fd holders */
     double         dma_gbps;
     int            wait_runs;  /* a waiter runs its CS's queued jobs */
+    int            engine_clock; /* count the time jobs run (a measure) */
     int            no_drm;     /* Habana build without DRM accel (HLSIM_DRM=0) */
     int            verbose;
 } hlsim_config_t;

@@ -532,6 +532,9 @@ static int hlsim_do_init(void)
     if (!hlsim_env_int("HLSIM_WAIT_RUNS", 1, 0, 1, &v)) {
         hlsim_cfg.wait_runs = v;
     }
+    if (!hlsim_env_int("HLSIM_ENGINE_CLOCK", 0, 0, 1, &v)) {
+        hlsim_cfg.engine_clock = v;
+    }
     hlsim_cfg.verbose = getenv("HLSIM_VERBOSE") && atoi(getenv("HLSIM_VERBOSE"));
 
     if (mkdir(hlsim_cfg.root, 0777) && (errno != EEXIST)) {

@@ -2085,6 +2085,60 @@ static void t_wait_runs_order(void)
     free(d);
 }
 
+/*
+ * HLSIM_ENGINE_CLOCK counts the time jobs run, and which part of it ran in
+ * WAIT_CS callers: off, it counts nothing; with the bandwidth model on, a
+ * 1 MiB job at 1 GB/s runs at least 1.048 ms and never in the caller.
+ */
+static void t_engine_clock(void)
+{
+    const size_t n = MB;
+    const int    num = 4;
+    const char  *clk = getenv("HLSIM_ENGINE_CLOCK");
+    const char  *gbps = getenv("HLSIM_DMA_GBPS");
+    int          on = (clk != NULL) && (atoi(clk) == 1);
+    uint8_t     *a = malloc(n), *d = malloc(n);
+    uint64_t     ava, dva, seq[4];
+    int64_t      eng, waiter;
+    uint32_t     status = 0;
+    hcb_t        cb;
+    int          fd, i;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    cb = hcb_new(fd, 4096);
+    fill(a, n, 5);
+    CHECK_OK(map_host(fd, a, n, &ava), "map a");
+    CHECK_OK(map_host(fd, d, n, &dva), "map d");
+    pkt_lin(&cb.cb, ava, dva, n, 0, 0);
+    for (i = 0; i < num; i++) {
+        CHECK_OK(submit(fd, cb.va, cb.cb.len, 0,
+                        HL_CS_CHUNK_FLAGS_USER_ALLOC_CB, &seq[i]), "CS");
+    }
+    for (i = 0; i < num; i++) {
+        CHECK_OK(wait_cs(fd, seq[i], 5000000, &status, NULL), "wait");
+        CHECK(status == HL_WAIT_CS_STATUS_COMPLETED, "done: %u", status);
+    }
+    CHECK(!memcmp(a, d, n), "copied");
+    eng    = API(hlsim_get_counter)(HLSIM_COUNTER_ENGINE_NS, 0);
+    waiter = API(hlsim_get_counter)(HLSIM_COUNTER_WAITER_NS, 0);
+    if (!on) {
+        CHECK((eng == 0) && (waiter == 0), "not counted: %lld %lld",
+              (long long)eng, (long long)waiter);
+    } else if (gbps != NULL) {
+        CHECK(eng >= num * 1048576ll, "model time counted: %lld ns",
+              (long long)eng);
+        CHECK(waiter == 0, "no job in a waiter under the model: %lld",
+              (long long)waiter);
+    } else {
+        CHECK((eng > 0) && (waiter >= 0) && (waiter <= eng),
+              "counted: %lld ns, %lld ns by waiters", (long long)eng,
+              (long long)waiter);
+    }
+    close(fd);
+    free(a);
+    free(d);
+}
+
 static void t_cs_inflight(void)
 {
     struct hl_cs_chunk ch = {0};
@@ -2795,6 +2849,10 @@ static const test_t tests[] = {
     { "cs_inflight", t_cs_inflight, "HLSIM_DMA_GBPS=0.001" },
     { "wait_runs_order", t_wait_runs_order, "" },
     { "wait_runs_order_off", t_wait_runs_order, "HLSIM_WAIT_RUNS=0" },
+    { "engine_clock_off", t_engine_clock, "" },
+    { "engine_clock", t_engine_clock, "HLSIM_ENGINE_CLOCK=1" },
+    { "engine_clock_model", t_engine_clock,
+      "HLSIM_ENGINE_CLOCK=1 HLSIM_DMA_GBPS=1" },
     { "wait_errors", t_wait_errors, "HLSIM_RESET_ON_LOCKUP=0" },
     { "wait_old_outcome", t_wait_old_outcome, "HLSIM_RESET_ON_LOCKUP=0" },
     { "dram_page_768m", t_dram_page_768m, "HLSIM_DRAM_PAGE_SIZE=768M" },
@@ -2832,7 +2890,7 @@ static const char *const test_unset[] = {
     "HLSIM_NUM_DEVICES", "HLSIM_ASIC", "HLSIM_FAULTS", "HLSIM_NODES",
     "HLSIM_FLAVOUR", "HLSIM_MODULE_IDS", "HLSIM_NUMA_NODE", "HLSIM_DRM",
     "HLSIM_HBM_SIZE", "HLSIM_DRAM_PAGE_SIZE", "HLSIM_DMA_GBPS",
-    "HLSIM_WAIT_RUNS", NULL
+    "HLSIM_WAIT_RUNS", "HLSIM_ENGINE_CLOCK", NULL
 };
 
 static const test_env_t test_env = {test_unset, "HLSIM_RELEASE_RESET_MS=0"};

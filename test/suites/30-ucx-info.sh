@@ -48,6 +48,10 @@ expect_match "UCX_GAUDI_SYNAPSE_LIB in ucx_info -c" "$out" \
     '^UCX_GAUDI_SYNAPSE_LIB=libSynapse.so$'
 expect_match "UCX_GAUDI_DEVICE_MEM in ucx_info -c" "$out" \
     '^UCX_GAUDI_DEVICE_MEM=auto$'
+expect_match "UCX_GAUDI_COPY_DMA_QUEUES in ucx_info -c" "$out" \
+    '^UCX_GAUDI_COPY_DMA_QUEUES=auto$'
+expect_match "UCX_GAUDI_IPC_DMA_QUEUES in ucx_info -c" "$out" \
+    '^UCX_GAUDI_IPC_DMA_QUEUES=auto$'
 
 # without the module nothing Gaudi appears (stock UCX is untouched)
 LD_PRELOAD="$(in_device_mode || echo "$HLSIM_LIB")" ucx_info -d > "$out" 2>&1

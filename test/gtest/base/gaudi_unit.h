@@ -51,29 +51,7 @@ using gaudi_gtest::count_fds;
 using gaudi_gtest::hlsim_fault_add;
 using gaudi_gtest::hlsim_set_device_status;
 using gaudi_gtest::hlsim_reset_device;
-
-/* Messages logged by UCX at @a level (warn by default) or above while
- * alive; a level above the configured one is enabled meanwhile */
-class log_capture {
-public:
-    explicit log_capture(ucs_log_level_t level = UCS_LOG_LEVEL_WARN);
-    ~log_capture();
-
-    /* the first message with all of @a words, "" if none */
-    std::string find(const std::vector<std::string> &words) const;
-    size_t count(ucs_log_level_t max_level) const;
-    std::string dump() const;
-
-    struct entry {
-        ucs_log_level_t level;
-        std::string     text;
-    };
-    static std::vector<entry> entries;
-    static ucs_log_level_t    max_level;
-
-private:
-    ucs_log_level_t m_saved;
-};
+using gaudi_gtest::log_capture;
 
 /* A process that holds a compute node open until destroyed */
 class node_holder {

@@ -8,6 +8,11 @@
 
 #include <gtest/gtest.h>
 
+extern "C" {
+#include <ucs/config/global_opts.h>
+#include <ucs/debug/log.h>
+}
+
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -118,6 +123,81 @@ void hlsim_setup(char **argv, const char *name)
         }
         setenv("HLSIM_ROOT", root.c_str(), 1);
     }
+}
+
+std::vector<log_capture::entry> log_capture::entries;
+ucs_log_level_t log_capture::max_level = UCS_LOG_LEVEL_WARN;
+
+static ucs_log_func_rc_t
+log_capture_handler(const char *file, unsigned line, const char *function,
+                    ucs_log_level_t level,
+                    const ucs_log_component_config_t *comp_conf,
+                    const char *message, va_list ap)
+{
+    char buf[1024];
+    va_list aq;
+
+    if (level > log_capture::max_level) {
+        return UCS_LOG_FUNC_RC_CONTINUE;
+    }
+
+    va_copy(aq, ap);
+    vsnprintf(buf, sizeof(buf), message, aq);
+    va_end(aq);
+    log_capture::entries.push_back({level, buf});
+    return UCS_LOG_FUNC_RC_STOP;
+}
+
+log_capture::log_capture(ucs_log_level_t level)
+{
+    m_saved   = ucs_global_opts.log_component.log_level;
+    max_level = level;
+    if (m_saved < level) {
+        ucs_global_opts.log_component.log_level = level;
+    }
+    entries.clear();
+    ucs_log_push_handler(log_capture_handler);
+}
+
+log_capture::~log_capture()
+{
+    ucs_log_pop_handler();
+    ucs_global_opts.log_component.log_level = m_saved;
+    max_level = UCS_LOG_LEVEL_WARN;
+}
+
+std::string log_capture::find(const std::vector<std::string> &words) const
+{
+    for (auto &e : entries) {
+        bool all = true;
+        for (auto &w : words) {
+            all = all && (e.text.find(w) != std::string::npos);
+        }
+        if (all) {
+            return e.text;
+        }
+    }
+    return "";
+}
+
+size_t log_capture::count(ucs_log_level_t max_level) const
+{
+    size_t n = 0;
+
+    for (auto &e : entries) {
+        n += (e.level <= max_level);
+    }
+    return n;
+}
+
+std::string log_capture::dump() const
+{
+    std::string s;
+
+    for (auto &e : entries) {
+        s += "\n  [" + std::to_string(e.level) + "] " + e.text;
+    }
+    return s.empty() ? "\n  (nothing logged)" : s;
 }
 
 } // namespace gaudi_gtest

@@ -2,7 +2,8 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * Helpers shared by the project's gtest programs (libgaudi_gtest.la):
- * fd counting, and control of the habanalabs emulator (test/hlsim), which
+ * fd counting, UCX log capture, and control of the habanalabs emulator
+ * (test/hlsim), which
  * the tests run on. The emulator is preloaded, never linked: its control
  * API is looked up at run time.
  */
@@ -12,8 +13,13 @@
 
 #include "../../hlsim/hlsim.h"
 
+extern "C" {
+#include <ucs/config/types.h>
+}
+
 #include <stdint.h>
 #include <string>
+#include <vector>
 
 
 namespace gaudi_gtest {
@@ -40,6 +46,29 @@ int hlsim_reset_device(int dev, unsigned ms);
 /* LD_PRELOAD value with the emulator (HLSIM_LIB, else the build tree's)
  * in front of @a current, unchanged when it is there already */
 std::string hlsim_preload(const char *current);
+
+/* Messages logged by UCX at @a level (warn by default) or above while
+ * alive; a level above the configured one is enabled meanwhile */
+class log_capture {
+public:
+    explicit log_capture(ucs_log_level_t level = UCS_LOG_LEVEL_WARN);
+    ~log_capture();
+
+    /* the first message with all of @a words, "" if none */
+    std::string find(const std::vector<std::string> &words) const;
+    size_t count(ucs_log_level_t max_level) const;
+    std::string dump() const;
+
+    struct entry {
+        ucs_log_level_t level;
+        std::string     text;
+    };
+    static std::vector<entry> entries;
+    static ucs_log_level_t    max_level;
+
+private:
+    ucs_log_level_t m_saved;
+};
 
 /*
  * First thing in main(): unless the emulator is preloaded, run this

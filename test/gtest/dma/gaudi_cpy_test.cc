@@ -975,6 +975,41 @@ TEST_F(cpy_batch_test, synapse_one_event_per_batch) {
     dlclose(syn);
 }
 
+/* gaudi_cpy with UCX_GAUDI_COPY_DMA_QUEUES=1 */
+class cpy_one_queue_test : public cpy_batch_test {
+protected:
+    void SetUp() override {
+        setenv("UCX_GAUDI_COPY_DMA_QUEUES", "1", 1);
+        cpy_batch_test::SetUp();
+        unsetenv("UCX_GAUDI_COPY_DMA_QUEUES");
+    }
+};
+
+/*
+ * DMA_QUEUES=1: every submission runs on one queue, one job (the emulator
+ * counts jobs; with every queue a lone 1 MiB copy is split three ways).
+ */
+TEST_F(cpy_one_queue_test, dma_queues) {
+    SKIP_NO_TL();
+    const char *lib = getenv("UCX_GAUDI_SYNAPSE_LIB");
+    void *syn       = (lib != NULL) ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) :
+                      NULL;
+    if (syn != NULL) {
+        dlclose(syn);
+        GTEST_SKIP() << "the SynapseAI backend has no DMA queues to choose";
+    }
+    int64_t cs0   = hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED);
+    int64_t jobs0 = hlsim_counter(HLSIM_COUNTER_JOBS);
+
+    post_flush_check(8, 1 << 20, 13, [&]() {
+        int64_t cs = hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED) - cs0;
+
+        EXPECT_GE(cs, 2) << "the first alone, then a batch";
+        EXPECT_EQ(cs, hlsim_counter(HLSIM_COUNTER_JOBS) - jobs0)
+            << "one queue, one job per submission";
+    });
+}
+
 int main(int argc, char **argv)
 {
     ::testing::InitGoogleTest(&argc, argv);

@@ -592,6 +592,48 @@ TEST_F(dma_test, poll_interval_bounds_wait_cs) {
     EXPECT_EQ(src, dst);
 }
 
+/*
+ * A submission spreads over params.max_queues DMA queues (DMA_QUEUES): a
+ * 4 MiB copy runs as one job on each queue it may use (the emulator counts
+ * jobs). 0 is every queue of the ASIC; more than the ASIC has is the same,
+ * with a warning.
+ */
+TEST_F(dma_test, max_queues) {
+    SKIP_GAUDI3();
+    const size_t len = 4ul << 20;
+    const unsigned all =
+            ucs_derived_of(m_dma, uct_gaudi_dma_cs_t)->num_queues;
+    std::vector<uint8_t> src(len), dst(len);
+    uint64_t s = host_map(src), d = host_map(dst);
+
+    fill(src, 10);
+    for (unsigned want : { 1u, 2u, all, all + 3, 0u }) {
+        unsigned expect = ((want == 0) || (want > all)) ? all : want;
+        gaudi_gtest::log_capture log;
+
+        uct_gaudi_dma_destroy(m_dma);
+        m_dma               = NULL;
+        m_params.max_queues = want;
+        ASSERT_EQ(UCS_OK, uct_gaudi_dma_create(m_ctx, &m_params, &m_dma));
+        EXPECT_EQ(expect,
+                  ucs_derived_of(m_dma, uct_gaudi_dma_cs_t)->num_queues);
+        EXPECT_EQ((want > all) ? 1u : 0u, log.count(UCS_LOG_LEVEL_WARN))
+                << log.dump();
+        if (want > all) {
+            EXPECT_NE("", log.find({ "DMA queues asked for", "using" }))
+                    << log.dump();
+        }
+
+        int64_t jobs = hlsim_counter(HLSIM_COUNTER_JOBS);
+        ASSERT_EQ(UCS_OK, copy1(s, m_dev, len, true)) << want;
+        EXPECT_EQ((int64_t)expect, hlsim_counter(HLSIM_COUNTER_JOBS) - jobs)
+                << "queues used for " << want << " asked";
+        std::fill(dst.begin(), dst.end(), 0);
+        ASSERT_EQ(UCS_OK, copy1(m_dev, d, len, false));
+        EXPECT_EQ(src, dst) << want;
+    }
+}
+
 /* A synchronous copy while the async ring is full still goes through */
 TEST_F(dma_test, sync_with_full_ring) {
     SKIP_GAUDI3();

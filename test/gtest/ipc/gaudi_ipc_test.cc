@@ -16,6 +16,7 @@
 extern "C" {
 #include <uct/gaudi/ipc/gaudi_ipc_iface.h>
 #include <uct/gaudi/ipc/gaudi_ipc_md.h>
+#include <uct/gaudi/base/gaudi_dma_ops.h>
 #include <uct/gaudi/api/uct_gaudi.h>
 #include <uct/api/uct.h>
 #include <ucs/async/async.h>
@@ -1075,6 +1076,43 @@ TEST_F(gaudi_ipc_small_cache, eviction)
     /* the most recent one hits */
     ASSERT_EQ(UCS_OK, xfer(false, host.data(), 8192, rb[2].addr, rb[2]));
     EXPECT_EQ(1u, cache()->stats.hits);
+}
+
+/* gaudi_ipc with UCX_GAUDI_IPC_DMA_QUEUES=1 */
+class gaudi_ipc_one_queue : public gaudi_ipc {
+protected:
+    std::map<std::string, std::string> ipc_config() override
+    {
+        return {{"DMA_QUEUES", "1"}};
+    }
+};
+
+/* Every submission runs on one queue: one emulated job per CS (with every
+ * queue a 4 MiB copy is split over them) */
+TEST_F(gaudi_ipc_one_queue, dma_queues)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    connect();
+    uct_gaudi_dma_t *dma = ucs_derived_of(m_uct.ipc_if,
+                                          uct_gaudi_ipc_iface_t)->super.dma;
+    if (dma->ops != &uct_gaudi_dma_cs_ops) {
+        GTEST_SKIP() << "the SynapseAI backend has no DMA queues to choose";
+    }
+    const size_t len = 4ul << 20;
+    remote_buf rb    = ralloc(len);
+    std::vector<uint8_t> host(len), exp(len);
+
+    ASSERT_EQ("ok", rfill(rb.addr, len, 31));
+    pattern(exp, 31);
+    int64_t cs0   = hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED);
+    int64_t jobs0 = hlsim_counter(HLSIM_COUNTER_JOBS);
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), len, rb.addr, rb));
+    EXPECT_EQ(exp, host);
+    EXPECT_EQ(1, hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED) - cs0);
+    EXPECT_EQ(1, hlsim_counter(HLSIM_COUNTER_JOBS) - jobs0)
+            << "one queue, one job";
 }
 
 TEST_F(gaudi_ipc, free_realloc_same_address)

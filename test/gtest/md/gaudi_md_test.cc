@@ -53,59 +53,21 @@ static long rss_kb()
 }
 
 
-/* Captures UCX error and warning messages (and keeps them off the output) */
-static std::vector<std::string> g_errors;
-static std::vector<ucs_log_level_t> g_levels;
-
-static ucs_log_func_rc_t
-log_capture(const char *file, unsigned line, const char *function,
-            ucs_log_level_t level, const ucs_log_component_config_t *comp,
-            const char *message, va_list ap)
-{
-    char buf[1024];
-
-    if (level > UCS_LOG_LEVEL_WARN) {
-        return UCS_LOG_FUNC_RC_CONTINUE;
-    }
-    vsnprintf(buf, sizeof(buf), message, ap);
-    g_errors.push_back(buf);
-    g_levels.push_back(level);
-    return UCS_LOG_FUNC_RC_STOP;
-}
-
-class scoped_log {
+/* UCX errors and warnings, kept off the output (test/gtest/common) */
+class scoped_log : public gaudi_gtest::log_capture {
 public:
-    scoped_log() {
-        g_errors.clear();
-        g_levels.clear();
-        ucs_log_push_handler(log_capture);
-    }
-    ~scoped_log() { ucs_log_pop_handler(); }
-    /* some captured error contains all of @a words */
+    /* some captured message contains all of @a words */
     bool has(const char *w1, const char *w2 = NULL) const {
-        for (const std::string &e : g_errors) {
-            if ((e.find(w1) != std::string::npos) &&
-                ((w2 == NULL) || (e.find(w2) != std::string::npos))) {
-                return true;
-            }
+        std::vector<std::string> words{w1};
+
+        if (w2 != NULL) {
+            words.push_back(w2);
         }
-        return false;
+        return !find(words).empty();
     }
-    /* messages logged at exactly @a level */
-    size_t count(ucs_log_level_t level) const {
-        size_t n = 0;
-        for (ucs_log_level_t l : g_levels) {
-            n += (l == level);
-        }
-        return n;
-    }
-    std::string all() const {
-        std::string s;
-        for (const std::string &e : g_errors) {
-            s += e + "\n";
-        }
-        return s;
-    }
+    bool empty() const { return entries.empty(); }
+    void clear() { entries.clear(); }
+    std::string all() const { return dump(); }
 };
 
 
@@ -631,7 +593,7 @@ TEST_F(gaudi_md, fork_child_cannot_touch_parent_mappings)
         uct_mem_h m;
         void *p;
         size_t len = 4096;
-        ucs_log_push_handler(log_capture);
+        scoped_log quiet;
         bad |= (uct_md_mem_dereg(m_md, hmemh) != UCS_OK);
         bad |= (uct_md_mem_free(m_md, dmemh) != UCS_OK);
         bad |= (uct_md_mem_alloc(m_md, &len, &p, gaudi_type(), 0, "child",
@@ -983,7 +945,7 @@ TEST_F(gaudi_md, dmabuf_held_defers_chunk_release)
         /* no UNMAP on Gaudi1 (one heap-managed range, facts 3.2) */
         EXPECT_EQ(c0.deferred_chunks, counters().deferred_chunks);
         close(fd);
-        EXPECT_TRUE(g_errors.empty()) << log.all();
+        EXPECT_TRUE(log.empty()) << log.all();
         GTEST_SKIP() << "Gaudi1: chunks are never unmapped";
     }
 
@@ -1001,8 +963,7 @@ TEST_F(gaudi_md, dmabuf_held_defers_chunk_release)
     EXPECT_EQ(UCS_ERR_INVALID_ADDR,
               uct_gaudi_reg_dma_resolve(&m_gmd->reg, a, 8192, NULL, &ref));
     EXPECT_TRUE(log.has("not inside one live allocation")) << log.all();
-    g_errors.clear();
-    g_levels.clear();
+    log.clear();
     char *b = (char*)alloc_ok(8192, &mb);
     EXPECT_TRUE(((uintptr_t)b + 8192 <= dchunk) ||
                 ((uintptr_t)b >= dchunk + chunk_size()))
@@ -1052,7 +1013,7 @@ TEST_F(gaudi_md, dmabuf_held_defers_chunk_release)
 
     /* no ERROR or WARN at any point (the old code logged "could not
      * release device memory chunk") */
-    EXPECT_TRUE(g_errors.empty()) << log.all();
+    EXPECT_TRUE(log.empty()) << log.all();
 }
 
 /* UNMAP refused while the device is not operational (EBUSY): deferred
@@ -1079,7 +1040,7 @@ TEST_F(gaudi_md, unmap_busy_defers_chunk_release)
     EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, m2));
     EXPECT_EQ(c0.chunk_count, counters().chunk_count);
     EXPECT_EQ(allocs, hlsim_counter(HLSIM_COUNTER_ALLOCS));
-    EXPECT_TRUE(g_errors.empty()) << log.all();
+    EXPECT_TRUE(log.empty()) << log.all();
 }
 
 /*
@@ -1224,7 +1185,7 @@ TEST_F(gaudi_md, deferred_teardown_child)
     EXPECT_EQ(0u, counters().chunk_count);        /* no heap left */
     EXPECT_EQ(0, hlsim_counter(HLSIM_COUNTER_ALLOCS));
     EXPECT_EQ(0, hlsim_counter(HLSIM_COUNTER_MAPPINGS));
-    EXPECT_TRUE(g_errors.empty()) << log.all();
+    EXPECT_TRUE(log.empty()) << log.all();
 
     /* 2: still held at teardown: one warning, no error; the device close
      * frees the chunk (facts 3.2) */

@@ -90,6 +90,11 @@ static ucs_status_t uct_gaudi_dma_params_apply(uct_gaudi_dma_cs_t *dma,
     if (p->max_inflight == 0) {
         dma->super.params.max_inflight = def.max_inflight;
     }
+    if (p->max_queues > dma->asic->num_queues) {
+        ucs_warn("%s: %u DMA queues asked for, the ASIC leaves %u to users: "
+                 "using %u", dma->super.name, p->max_queues,
+                 dma->asic->num_queues, def.max_queues);
+    }
     if ((p->max_queues == 0) || (p->max_queues > dma->asic->num_queues)) {
         dma->super.params.max_queues = def.max_queues;
     }

@@ -107,6 +107,11 @@ static void uct_gaudi_dma_syn_params_apply(uct_gaudi_dma_syn_t *dma,
     if (p->sync_timeout > 0) {
         dma->super.params.sync_timeout = p->sync_timeout;
     }
+    if (p->max_queues > def.max_queues) {
+        ucs_diag("%s: the synapse backend copies on one stream per engine: "
+                 "%u DMA queues asked for, using one", dma->super.name,
+                 p->max_queues);
+    }
     dma->super.num_slots = dma->super.params.max_inflight;
 }
 

@@ -14,7 +14,9 @@
 #include <ucs/datastruct/mpool.inl>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
+#include <ucs/sys/string.h>
 #include <ucs/sys/sys.h>
+#include <ucs/time/time.h>
 #include <limits.h>
 
 
@@ -450,6 +452,19 @@ ucs_status_t uct_gaudi_iface_submit(uct_gaudi_iface_t *iface,
 
 
 /* Lifetime */
+
+void uct_gaudi_iface_dma_params(uct_gaudi_dma_params_t *params,
+                                unsigned max_batch, unsigned long dma_queues,
+                                ucs_time_t poll_interval)
+{
+    params->max_batch = max_batch;
+    if ((dma_queues != UCS_ULUNITS_AUTO) && (dma_queues != UCS_ULUNITS_INF)) {
+        params->max_queues = (unsigned)ucs_min(dma_queues, UINT_MAX);
+    }
+    if (poll_interval != UCS_TIME_AUTO) {
+        params->poll_interval = ucs_time_to_sec(poll_interval);
+    }
+}
 
 void uct_gaudi_iface_dma_close(uct_gaudi_iface_t *iface)
 {

@@ -169,6 +169,14 @@ void uct_gaudi_iface_query(uct_gaudi_iface_t *iface, size_t max_iov,
                            uct_iface_attr_t *iface_attr);
 
 /**
+ * The engine settings both transports have (MAX_BATCH, DMA_QUEUES,
+ * POLL_INTERVAL; auto keeps the backend's default in @a params).
+ */
+void uct_gaudi_iface_dma_params(uct_gaudi_dma_params_t *params,
+                                unsigned max_batch, unsigned long dma_queues,
+                                ucs_time_t poll_interval);
+
+/**
  * Let the device finish, then destroy the engine without calling back the
  * user (closing: the close cancels the operations). A transport whose
  * descriptors hold its own resources calls it before releasing them; the

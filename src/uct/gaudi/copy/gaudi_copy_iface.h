@@ -44,6 +44,7 @@ typedef struct uct_gaudi_copy_iface_config {
     double             sync_timeout; /* SYNC_TIMEOUT */
     unsigned           max_poll;     /* MAX_POLL */
     unsigned           max_batch;    /* MAX_BATCH */
+    unsigned long      dma_queues;   /* DMA_QUEUES */
     ucs_time_t         poll_interval; /* POLL_INTERVAL */
 } uct_gaudi_copy_iface_config_t;
 

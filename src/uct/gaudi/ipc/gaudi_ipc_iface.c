@@ -78,6 +78,13 @@ static ucs_config_field_t uct_gaudi_ipc_iface_config_table[] = {
      ucs_offsetof(uct_gaudi_ipc_iface_config_t, max_batch),
      UCS_CONFIG_TYPE_UINT},
 
+    {"DMA_QUEUES", "auto",
+     "DMA queues one submission spreads its copies over; auto: every queue\n"
+     "the ASIC leaves to users (Gaudi2 3, Gaudi1 4). The synapse backend\n"
+     "copies on one stream per engine and does not use it.",
+     ucs_offsetof(uct_gaudi_ipc_iface_config_t, dma_queues),
+     UCS_CONFIG_TYPE_ULUNITS},
+
     {"POLL_INTERVAL", "auto",
      "Least time between two completion polls of the asynchronous copies\n"
      "(0: every progress call). auto: 1us on the kernel backend, where each\n"
@@ -332,10 +339,8 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
     }
 
     uct_gaudi_dma_params_default(ipc_md->ctx, &dma_params);
-    dma_params.max_batch = config->max_batch;
-    if (config->poll_interval != UCS_TIME_AUTO) {
-        dma_params.poll_interval = ucs_time_to_sec(config->poll_interval);
-    }
+    uct_gaudi_iface_dma_params(&dma_params, config->max_batch,
+                               config->dma_queues, config->poll_interval);
     status = uct_gaudi_dma_create(ipc_md->ctx, &dma_params, &self->super.dma);
     if (status != UCS_OK) {
         goto err_reg;

@@ -50,6 +50,7 @@ typedef struct uct_gaudi_ipc_iface_config {
     double                    latency;           /* LAT */
     unsigned                  max_poll;          /* MAX_POLL */
     unsigned                  max_batch;         /* MAX_BATCH */
+    unsigned long             dma_queues;        /* DMA_QUEUES */
     ucs_time_t                poll_interval;     /* POLL_INTERVAL */
     double                    peer_check;        /* PEER_CHECK_INTERVAL */
 } uct_gaudi_ipc_iface_config_t;
