@@ -36,9 +36,10 @@ export HLSIM_ROOT=$root HLSIM_NUM_DEVICES=1
 export UCX_GAUDI_SYNAPSE_LIB=$build/test/synsim/.libs/libSynapse.so
 preload="$build/test/hlsim/.libs/libhlsim.so $build/src/uct/gaudi/.libs/libuct_gaudi.so"
 # with the engine model on, also the fraction of its limit: the sum over
-# the queues a copy may use (Gaudi1 4, Gaudi2 3; docs/performance.md)
+# the DMA engines a copy may use (two on Gaudi1 and Gaudi2, whatever
+# number of their streams it uses; docs/driver-facts.md 5.7)
 gbps=${HLSIM_DMA_GBPS:-0}
-queues=$([ "${HLSIM_ASIC:-gaudi2}" = gaudi1 ] && echo 4 || echo 3)
+engines=2
 for backend in $backends; do
     [ "${CALLGRIND_ONLY:-0}" != 1 ] || break
     echo "# $(nproc) CPUs, HLSIM_ASIC=${HLSIM_ASIC:-gaudi2}," \
@@ -46,12 +47,12 @@ for backend in $backends; do
     # HLSIM_ENGINE_CLOCK: the engines' busy time (two clock reads a job)
     HLSIM_ENGINE_CLOCK=1 UCX_GAUDI_COPY_BACKEND=$backend \
         LD_PRELOAD="$preload" "$bench" "$@" |
-        awk -v g="$gbps" -v q="$queues" '
+        awk -v g="$gbps" -v q="$engines" '
             g > 0 && /^dir / { print $0 "   model"; next }
             g > 0 && /^(H2D|D2H|D2D) / {
                 printf "%s %7.2f\n", $0, $3 / (g * q * 1000); next }
             g > 0 && /^# zcopy/ { print; printf "# model: %s GB/s x %d " \
-                "queues = %.0f MB/s\n", g, q, g * q * 1000; next }
+                "engines = %.0f MB/s\n", g, q, g * q * 1000; next }
             { print }'
 done
 

@@ -2,7 +2,8 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * HL_IOCTL_CS and HL_IOCTL_WAIT_CS (facts 5.2-5.4). Jobs run on one worker
- * thread per (context, queue), in order per queue, asynchronously.
+ * thread per (context, DMA engine), one at a time, taken in turn from the
+ * engine's streams (queues), in order per queue, asynchronously.
  */
 
 #include "hlsim_int.h"
@@ -80,8 +81,13 @@ static void hlsim_job_done(hlsim_ctx_t *ctx, hlsim_job_t *job, int aborted)
 
 typedef struct {
     hlsim_ctx_t *ctx;
-    int          q;
+    int          e;
 } hlsim_worker_arg_t;
+
+static hlsim_engine_t *hlsim_queue_engine(hlsim_ctx_t *ctx, int qi)
+{
+    return &ctx->engines[qi / HLSIM_ENGINE_STREAMS];
+}
 
 /*
  * Run a job, and with HLSIM_ENGINE_CLOCK count the time it took: how busy
@@ -110,37 +116,57 @@ static void hlsim_queue_exec(hlsim_ctx_t *ctx, hlsim_job_t *job, int waiter,
     }
 }
 
+/* The first stream of engine @a e with a job, from its round-robin start */
+static int hlsim_engine_pick(hlsim_ctx_t *ctx, int e)
+{
+    hlsim_engine_t *eng = &ctx->engines[e];
+    unsigned        i;
+    int             qi;
+
+    for (i = 0; i < HLSIM_ENGINE_STREAMS; i++) {
+        qi = e * HLSIM_ENGINE_STREAMS +
+             (eng->next + i) % HLSIM_ENGINE_STREAMS;
+        if (ctx->queues[qi].head != NULL) {
+            return qi;
+        }
+    }
+    return -1;
+}
+
 /*
- * Run the job at the head of @a q, in order: one job of a queue at a time;
- * @a waiter: in a WAIT_CS caller's thread, not the queue's worker.
+ * Run the job at the head of queue @a qi, in order: one job of an engine
+ * at a time, whichever of its streams it comes from; @a waiter: in a
+ * WAIT_CS caller's thread, not the engine's worker.
  * hlsim_lock held; dropped while the job moves data.
  */
-static void hlsim_queue_run_head(hlsim_ctx_t *ctx, hlsim_queue_t *q,
-                                 int waiter)
+static void hlsim_queue_run_head(hlsim_ctx_t *ctx, int qi, int waiter)
 {
-    hlsim_job_t *job = q->head;
-    hlsim_cs_t  *cs;
-    int          abort, fail;
+    hlsim_queue_t  *q   = &ctx->queues[qi];
+    hlsim_engine_t *eng = hlsim_queue_engine(ctx, qi);
+    hlsim_job_t    *job = q->head;
+    hlsim_cs_t     *cs;
+    int             abort, fail;
 
     q->head = job->next;
     if (q->head == NULL) {
         q->tail = NULL;
     }
+    eng->next = (qi + 1) % HLSIM_ENGINE_STREAMS;
     cs    = &ctx->cs_ring[job->seq & (hlsim_cfg.dev[ctx->dev].
                                        max_pending - 1)];
     fail  = (cs->seq == job->seq) ? cs->fail : HLSIM_CS_ABORTED;
     abort = 0;
-    if (q->stop || fail || (cs->state != HLSIM_CS_PENDING) ||
+    if (eng->stop || fail || (cs->state != HLSIM_CS_PENDING) ||
         (hlsim_gen(ctx->dev) != cs->gen)) {
         abort = fail ? fail : HLSIM_CS_ABORTED;   /* do not execute */
     } else {
-        q->busy = 1;
+        eng->busy = 1;
         pthread_mutex_unlock(&hlsim_lock);
         hlsim_queue_exec(ctx, job, waiter, &abort);
         pthread_mutex_lock(&hlsim_lock);
-        q->busy = 0;
-        if (q->head != NULL) {
-            pthread_cond_signal(&q->cond);   /* the queue is free again */
+        eng->busy = 0;
+        if (hlsim_engine_pick(ctx, qi / HLSIM_ENGINE_STREAMS) >= 0) {
+            pthread_cond_signal(&eng->cond);   /* the engine is free again */
         }
     }
     hlsim_job_done(ctx, job, abort);
@@ -150,18 +176,21 @@ static void *hlsim_worker(void *arg)
 {
     hlsim_worker_arg_t *wa  = arg;
     hlsim_ctx_t        *ctx = wa->ctx;
-    hlsim_queue_t      *q   = &ctx->queues[wa->q];
+    int                 e   = wa->e;
+    hlsim_engine_t     *eng = &ctx->engines[e];
+    int                 qi;
 
     free(wa);
     pthread_mutex_lock(&hlsim_lock);
     for (;;) {
-        while (((q->head == NULL) || q->busy) && !q->stop) {
-            pthread_cond_wait(&q->cond, &hlsim_lock);
+        while ((((qi = hlsim_engine_pick(ctx, e)) < 0) || eng->busy) &&
+               !eng->stop) {
+            pthread_cond_wait(&eng->cond, &hlsim_lock);
         }
-        if (q->head == NULL) {
+        if (qi < 0) {
             break;
         }
-        hlsim_queue_run_head(ctx, q, 0);
+        hlsim_queue_run_head(ctx, qi, 0);
     }
     pthread_mutex_unlock(&hlsim_lock);
     return NULL;
@@ -178,41 +207,44 @@ static void *hlsim_worker(void *arg)
  */
 static void hlsim_wait_cs_run(hlsim_ctx_t *ctx, hlsim_cs_t *cs, uint64_t seq)
 {
-    hlsim_queue_t *q;
-    int            qi;
+    hlsim_engine_t *eng;
+    hlsim_queue_t  *q;
+    int             qi;
 
     if (!hlsim_cfg.wait_runs || (hlsim_cfg.dma_gbps > 0)) {
         return;
     }
     for (qi = 0; qi < HLSIM_MAX_QUEUES; qi++) {
-        q = &ctx->queues[qi];
+        q   = &ctx->queues[qi];
+        eng = hlsim_queue_engine(ctx, qi);
         while ((cs->seq == seq) && (cs->state == HLSIM_CS_PENDING) &&
-               (q->head != NULL) && !q->busy && !q->stop &&
+               (q->head != NULL) && !eng->busy && !eng->stop &&
                (q->head->seq <= seq)) {
-            hlsim_queue_run_head(ctx, q, 1);
+            hlsim_queue_run_head(ctx, qi, 1);
         }
     }
 }
 
 static int hlsim_queue_push(hlsim_ctx_t *ctx, int qi, hlsim_job_t *job)
 {
-    hlsim_queue_t      *q = &ctx->queues[qi];
+    hlsim_queue_t      *q   = &ctx->queues[qi];
+    hlsim_engine_t     *eng = hlsim_queue_engine(ctx, qi);
     hlsim_worker_arg_t *wa;
 
-    if (!q->started) {
+    if (!eng->started) {
         wa = malloc(sizeof(*wa));
         if (wa == NULL) {
             return -ENOMEM;
         }
         wa->ctx = ctx;
-        wa->q   = qi;
-        pthread_cond_init(&q->cond, NULL);
-        if (pthread_create(&q->thread, NULL, hlsim_worker, wa)) {
-            pthread_cond_destroy(&q->cond);
+        wa->e   = qi / HLSIM_ENGINE_STREAMS;
+        pthread_cond_init(&eng->cond, NULL);
+        if (pthread_create(&eng->thread, NULL, hlsim_worker, wa)) {
+            pthread_cond_destroy(&eng->cond);
             free(wa);
             return -ENOMEM;
         }
-        q->started = 1;
+        eng->started = 1;
     }
     job->next = NULL;
     if (q->tail != NULL) {
@@ -221,7 +253,7 @@ static int hlsim_queue_push(hlsim_ctx_t *ctx, int qi, hlsim_job_t *job)
         q->head = job;
     }
     q->tail = job;
-    pthread_cond_signal(&q->cond);
+    pthread_cond_signal(&eng->cond);
     return 0;
 }
 
@@ -650,22 +682,22 @@ void hlsim_cs_abort_dev(int dev)
 /* Stop the workers; called without the lock */
 void hlsim_cs_ctx_fini(hlsim_ctx_t *ctx)
 {
-    int q;
+    int e;
 
     pthread_mutex_lock(&hlsim_lock);
     hlsim_ctx_register(ctx, 0);
-    for (q = 0; q < HLSIM_MAX_QUEUES; q++) {
-        ctx->queues[q].stop = 1;
-        if (ctx->queues[q].started) {
-            pthread_cond_signal(&ctx->queues[q].cond);
+    for (e = 0; e < HLSIM_MAX_ENGINES; e++) {
+        ctx->engines[e].stop = 1;
+        if (ctx->engines[e].started) {
+            pthread_cond_signal(&ctx->engines[e].cond);
         }
     }
     pthread_cond_broadcast(&hlsim_cond);
     pthread_mutex_unlock(&hlsim_lock);
-    for (q = 0; q < HLSIM_MAX_QUEUES; q++) {
-        if (ctx->queues[q].started && !ctx->inherited) {
-            pthread_join(ctx->queues[q].thread, NULL);
-            pthread_cond_destroy(&ctx->queues[q].cond);
+    for (e = 0; e < HLSIM_MAX_ENGINES; e++) {
+        if (ctx->engines[e].started && !ctx->inherited) {
+            pthread_join(ctx->engines[e].thread, NULL);
+            pthread_cond_destroy(&ctx->engines[e].cond);
         }
     }
 }
@@ -689,6 +721,7 @@ void hlsim_cs_atfork_child(void)
             }
             memset(&ctx->queues[q], 0, sizeof(ctx->queues[q]));
         }
+        memset(ctx->engines, 0, sizeof(ctx->engines));
         for (s = 0; ctx->cs_ring &&
              (s < hlsim_cfg.dev[ctx->dev].max_pending); s++) {
             if (ctx->cs_ring[s].state == HLSIM_CS_PENDING) {

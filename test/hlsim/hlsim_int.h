@@ -29,6 +29,9 @@
 #define HLSIM_SHM_MAGIC      0x484c534d32ULL
 #define HLSIM_DMABUF_MAGIC   0x48444d4142554631ULL
 #define HLSIM_MAX_QUEUES     8
+/* queues 0-3 / 4-7 are the streams of DMA engine 0 / 1 (docs/hlsim.md) */
+#define HLSIM_ENGINE_STREAMS 4
+#define HLSIM_MAX_ENGINES    (HLSIM_MAX_QUEUES / HLSIM_ENGINE_STREAMS)
 
 #define HLSIM_PAGE_SIZE      4096ULL
 /*
@@ -253,14 +256,20 @@ typedef struct hlsim_job {
     hlsim_cb_t       *cb;      /* Gaudi1: CB whose cs_cnt we hold */
 } hlsim_job_t;
 
+/* A queue: one stream of a DMA engine's QMAN, its jobs in order */
 typedef struct hlsim_queue {
+    hlsim_job_t    *head, *tail;
+} hlsim_queue_t;
+
+/* A DMA engine: one job at a time, taken from its streams in turn */
+typedef struct hlsim_engine {
     pthread_t      thread;
     pthread_cond_t cond;      /* the worker waits for jobs here */
     int            started;
     int            stop;
-    int            busy;      /* a job of this queue is running */
-    hlsim_job_t    *head, *tail;
-} hlsim_queue_t;
+    int            busy;      /* a job of this engine is running */
+    unsigned       next;      /* stream to look at first (round robin) */
+} hlsim_engine_t;
 
 typedef struct hlsim_ctx {
     int              dev;
@@ -284,6 +293,7 @@ typedef struct hlsim_ctx {
     hlsim_cs_outcome_t outcomes[HLSIM_CS_OUTCOMES];
     unsigned         outcome_next; /* ring: the oldest is overwritten */
     hlsim_queue_t    queues[HLSIM_MAX_QUEUES];
+    hlsim_engine_t   engines[HLSIM_MAX_ENGINES];
     int              in_flight;
     uint64_t         drop_in_flight;
     uint64_t         drop_validation;

@@ -2139,6 +2139,98 @@ static void t_engine_clock(void)
     free(d);
 }
 
+/* A CB with one LIN_DMA, for either ASIC (Gaudi1: a kernel CB) */
+static uint64_t engine_cb(int fd, int gaudi1, uint64_t src, uint64_t dst,
+                          size_t n, uint32_t *len, uint32_t *flags)
+{
+    union hl_cb_args a = {0};
+    hcb_t            h;
+    cbuf_t           c;
+
+    if (!gaudi1) {
+        h = hcb_new(fd, 4096);
+        pkt_lin(&h.cb, src, dst, n, 0, 0);
+        *len   = h.cb.len;
+        *flags = HL_CS_CHUNK_FLAGS_USER_ALLOC_CB;
+        return h.va;
+    }
+    a.in.op      = HL_CB_OP_CREATE;
+    a.in.cb_size = 4096;
+    CHECK_OK(cb_op(fd, &a), "create");
+    c.p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+               a.out.cb_handle);
+    CHECK(c.p != MAP_FAILED, "mmap");
+    c.len = 0;
+    pkt_lin(&c, src, dst, n, 0, 1);
+    *len   = c.len;
+    *flags = 0;
+    return a.out.cb_handle;
+}
+
+/* Submit one CS on each of @a qa and @a qb, wait for both: elapsed ns */
+static uint64_t engine_pair(int fd, uint64_t cb, uint32_t len,
+                            uint32_t flags, int qa, int qb)
+{
+    uint64_t seq[2], start = now_ns();
+    uint32_t status;
+    int      i;
+
+    CHECK_OK(submit(fd, cb, len, qa, flags, &seq[0]), "CS a");
+    CHECK_OK(submit(fd, cb, len, qb, flags, &seq[1]), "CS b");
+    for (i = 0; i < 2; i++) {
+        CHECK_OK(wait_cs(fd, seq[i], 5000000, &status, NULL), "wait");
+        CHECK(status == HL_WAIT_CS_STATUS_COMPLETED, "done: %u", status);
+    }
+    return now_ns() - start;
+}
+
+/*
+ * Queues 0-3 are the streams of one DMA engine and 4-7 of another
+ * (docs/hlsim.md): under the bandwidth model (1 GB/s) two 16 MiB copies on
+ * two streams of one engine take twice as long as one, on two engines
+ * about as long as one. An engine takes its streams in turn: a CS on a
+ * second stream runs before the third of three queued on the first.
+ */
+static void t_engine_streams(void)
+{
+    const size_t n = 16 * MB;
+    const uint64_t one = n;   /* ns at 1 GB/s */
+    int      gaudi1 = getenv("HLSIM_ASIC") != NULL;
+    int      qb = gaudi1 ? 2 : 1;   /* Gaudi2: PDMA_0_1; Gaudi1: DMA_0_2 */
+    uint8_t  *a = malloc(n), *d = malloc(n);
+    uint64_t ava, dva, cb, t, seq[4];
+    uint32_t len, flags, status;
+    int      fd, i;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    fill(a, n, 6);
+    CHECK_OK(map_host(fd, a, n, &ava), "map a");
+    CHECK_OK(map_host(fd, d, n, &dva), "map d");
+    cb = engine_cb(fd, gaudi1, ava, dva, n, &len, &flags);
+    t  = engine_pair(fd, cb, len, flags, 0, qb);
+    CHECK(t >= 2 * one, "one engine: %.1f ms, serial >= %.1f", t / 1e6,
+          2 * one / 1e6);
+    t  = engine_pair(fd, cb, len, flags, 0, 4);
+    CHECK(t < 3 * one / 2, "two engines: %.1f ms, parallel < %.1f", t / 1e6,
+          1.5 * one / 1e6);
+    memset(d, 0, n);
+    for (i = 0; i < 3; i++) {
+        CHECK_OK(submit(fd, cb, len, 0, flags, &seq[i]), "CS q0");
+    }
+    CHECK_OK(submit(fd, cb, len, qb, flags, &seq[3]), "CS q1");
+    CHECK_OK(wait_cs(fd, seq[3], 5000000, &status, NULL), "wait second");
+    CHECK(status == HL_WAIT_CS_STATUS_COMPLETED, "second stream: %u",
+          status);
+    CHECK_OK(wait_cs(fd, seq[2], 0, &status, NULL), "poll third");
+    CHECK(status == HL_WAIT_CS_STATUS_BUSY, "third on the first stream "
+          "still queued or running: %u", status);
+    CHECK_OK(wait_cs(fd, seq[2], 5000000, &status, NULL), "wait third");
+    CHECK(!memcmp(a, d, n), "copied");
+    close(fd);
+    free(a);
+    free(d);
+}
+
 static void t_cs_inflight(void)
 {
     struct hl_cs_chunk ch = {0};
@@ -2853,6 +2945,9 @@ static const test_t tests[] = {
     { "engine_clock", t_engine_clock, "HLSIM_ENGINE_CLOCK=1" },
     { "engine_clock_model", t_engine_clock,
       "HLSIM_ENGINE_CLOCK=1 HLSIM_DMA_GBPS=1" },
+    { "engine_streams", t_engine_streams, "HLSIM_DMA_GBPS=1" },
+    { "engine_streams_gaudi1", t_engine_streams,
+      "HLSIM_DMA_GBPS=1 HLSIM_ASIC=gaudi1" },
     { "wait_errors", t_wait_errors, "HLSIM_RESET_ON_LOCKUP=0" },
     { "wait_old_outcome", t_wait_old_outcome, "HLSIM_RESET_ON_LOCKUP=0" },
     { "dram_page_768m", t_dram_page_768m, "HLSIM_DRAM_PAGE_SIZE=768M" },

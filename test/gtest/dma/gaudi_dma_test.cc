@@ -316,11 +316,15 @@ TEST_F(dma_test, asic_support) {
     EXPECT_EQ(UCS_OK, status);
     /* the ring respects the driver's in-flight window (facts 5.2) */
     ASSERT_EQ(&uct_gaudi_dma_cs_ops, m_dma->ops);
+    /* one queue per DMA engine by default, of 3 / 4 (facts 5.7) */
+    EXPECT_EQ(2u, ucs_derived_of(m_dma, uct_gaudi_dma_cs_t)->num_queues);
     if (m_asic == UCT_GAUDI_ASIC_GAUDI2) {
-        EXPECT_EQ(3u, ucs_derived_of(m_dma, uct_gaudi_dma_cs_t)->num_queues);
+        EXPECT_EQ(3u, ucs_derived_of(m_dma, uct_gaudi_dma_cs_t)->
+                      asic->num_queues);
         EXPECT_LT(m_dma->num_slots, (unsigned)GAUDI_HL_GAUDI2_MAX_PENDING_CS);
     } else {
-        EXPECT_EQ(4u, ucs_derived_of(m_dma, uct_gaudi_dma_cs_t)->num_queues);
+        EXPECT_EQ(4u, ucs_derived_of(m_dma, uct_gaudi_dma_cs_t)->
+                      asic->num_queues);
         EXPECT_LT(m_dma->num_slots, (unsigned)GAUDI_HL_GAUDI1_MAX_PENDING_CS);
     }
 }
@@ -595,20 +599,24 @@ TEST_F(dma_test, poll_interval_bounds_wait_cs) {
 /*
  * A submission spreads over params.max_queues DMA queues (DMA_QUEUES): a
  * 4 MiB copy runs as one job on each queue it may use (the emulator counts
- * jobs). 0 is every queue of the ASIC; more than the ASIC has is the same,
- * with a warning.
+ * jobs). 0 is one queue per DMA engine; up to every queue of the ASIC is
+ * allowed (further streams of the same engines); more is the default, with
+ * a warning.
  */
 TEST_F(dma_test, max_queues) {
     SKIP_GAUDI3();
     const size_t len = 4ul << 20;
-    const unsigned all =
-            ucs_derived_of(m_dma, uct_gaudi_dma_cs_t)->num_queues;
+    const uct_gaudi_dma_asic_t *asic =
+            ucs_derived_of(m_dma, uct_gaudi_dma_cs_t)->asic;
+    const unsigned all = asic->num_queues, engines = asic->num_engines;
     std::vector<uint8_t> src(len), dst(len);
     uint64_t s = host_map(src), d = host_map(dst);
 
+    EXPECT_EQ(2u, engines) << asic->name;
+    EXPECT_EQ(engines, ucs_derived_of(m_dma, uct_gaudi_dma_cs_t)->num_queues);
     fill(src, 10);
     for (unsigned want : { 1u, 2u, all, all + 3, 0u }) {
-        unsigned expect = ((want == 0) || (want > all)) ? all : want;
+        unsigned expect = ((want == 0) || (want > all)) ? engines : want;
         gaudi_gtest::log_capture log;
 
         uct_gaudi_dma_destroy(m_dma);

@@ -69,7 +69,9 @@ static void uct_gaudi_dma_cs_params_default(const uct_gaudi_ctx_t *ctx,
             uct_gaudi_dma_asic_get(ctx->info->asic, &reason);
 
     params->max_inflight = (backend != NULL) ? backend->def_inflight : 0;
-    params->max_queues   = (backend != NULL) ? backend->num_queues : 0;
+    /* one queue per engine: the others are further streams of the same
+     * engines, more queue depth but no more bandwidth (facts 5.7) */
+    params->max_queues   = (backend != NULL) ? backend->num_engines : 0;
     params->cb_size      = 4096;
     params->bounce_size  = 256 * UCS_KBYTE;
     params->split_min    = 256 * UCS_KBYTE;

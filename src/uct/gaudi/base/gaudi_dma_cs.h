@@ -42,6 +42,7 @@ typedef struct uct_gaudi_dma_asic {
     const char      *name;
     gaudi_pkt_gen_t gen;
     unsigned        num_queues;
+    unsigned        num_engines;   /* queues[0..num_engines-1]: one each */
     uint32_t        queues[UCT_GAUDI_DMA_MAX_QUEUES]; /* spreading order */
     unsigned        max_pending;   /* driver's in-flight CS window */
     unsigned        def_inflight;  /* default async slots */

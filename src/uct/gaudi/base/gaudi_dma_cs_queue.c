@@ -9,6 +9,8 @@
  *   PDMA_0_0, PDMA_0_1, PDMA_1_0 (the only PDMA queues left to users); the
  *   QMAN reads the CB at run time, so it lives until the CS is done.
  * Gaudi3 (facts 6): no user-visible CS queue.
+ * On both, queues x_0..x_3 are the streams of one DMA engine (facts 5.7):
+ * a copy split over two streams of an engine is no faster than on one.
  */
 
 #ifdef HAVE_CONFIG_H
@@ -31,6 +33,7 @@ static const uct_gaudi_dma_asic_t uct_gaudi_dma_asic_gaudi1 = {
     .gen          = GAUDI_PKT_GEN_GAUDI1,
     /* two PCI-DMA engines first, then their second streams */
     .num_queues   = 4,
+    .num_engines  = 2,
     .queues       = { GAUDI_QUEUE_ID_DMA_0_0, GAUDI_QUEUE_ID_DMA_1_0,
                       GAUDI_QUEUE_ID_DMA_0_1, GAUDI_QUEUE_ID_DMA_1_1 },
     .max_pending  = GAUDI_HL_GAUDI1_MAX_PENDING_CS,
@@ -42,6 +45,7 @@ static const uct_gaudi_dma_asic_t uct_gaudi_dma_asic_gaudi2 = {
     .name         = "Gaudi2",
     .gen          = GAUDI_PKT_GEN_GAUDI2,
     .num_queues   = 3,
+    .num_engines  = 2,   /* PDMA0 (two streams), PDMA1 */
     .queues       = { GAUDI2_QUEUE_ID_PDMA_0_0, GAUDI2_QUEUE_ID_PDMA_1_0,
                       GAUDI2_QUEUE_ID_PDMA_0_1 },
     .max_pending  = GAUDI_HL_GAUDI2_MAX_PENDING_CS,

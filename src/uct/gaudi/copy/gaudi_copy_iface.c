@@ -120,9 +120,10 @@ static ucs_config_field_t uct_gaudi_copy_iface_config_table[] = {
      UCS_CONFIG_TYPE_UINT},
 
     {"DMA_QUEUES", "auto",
-     "DMA queues one submission spreads its copies over; auto: every queue\n"
-     "the ASIC leaves to users (Gaudi2 3, Gaudi1 4). The synapse backend\n"
-     "copies on one stream per engine and does not use it.",
+     "DMA queues one submission spreads its copies over; auto: one per DMA\n"
+     "engine (2). Up to all the ASIC leaves to users (Gaudi2 3, Gaudi1 4):\n"
+     "further streams of the same engines, no more bandwidth. The synapse\n"
+     "backend copies on one stream per engine and does not use it.",
      ucs_offsetof(uct_gaudi_copy_iface_config_t, dma_queues),
      UCS_CONFIG_TYPE_ULUNITS},
 
