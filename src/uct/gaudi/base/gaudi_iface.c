@@ -20,6 +20,32 @@
 #include <limits.h>
 
 
+ucs_config_field_t uct_gaudi_iface_dma_config_table[] = {
+    {"MAX_BATCH", "32",
+     "Asynchronous copies posted while the engine is busy that share one\n"
+     "command submission (1: one submission per copy)",
+     ucs_offsetof(uct_gaudi_iface_dma_config_t, max_batch),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"DMA_QUEUES", "auto",
+     "DMA queues one submission spreads its copies over; auto: one per DMA\n"
+     "engine (2). Up to all the ASIC leaves to users (Gaudi2 3, Gaudi1 4):\n"
+     "further streams of the same engines, no more bandwidth. The synapse\n"
+     "backend copies on one stream per engine and does not use it.",
+     ucs_offsetof(uct_gaudi_iface_dma_config_t, dma_queues),
+     UCS_CONFIG_TYPE_ULUNITS},
+
+    {"POLL_INTERVAL", "auto",
+     "Least time between two completion polls of the asynchronous copies\n"
+     "(0: every progress call). auto: 1us on the kernel backend, where each\n"
+     "poll is a WAIT_CS system call; 0 on the synapse backend.",
+     ucs_offsetof(uct_gaudi_iface_dma_config_t, poll_interval),
+     UCS_CONFIG_TYPE_TIME_UNITS},
+
+    {NULL}
+};
+
+
 static ucs_mpool_ops_t uct_gaudi_iface_desc_mpool_ops = {
     .chunk_alloc   = ucs_mpool_chunk_malloc,
     .chunk_release = ucs_mpool_chunk_free,
@@ -454,15 +480,15 @@ ucs_status_t uct_gaudi_iface_submit(uct_gaudi_iface_t *iface,
 /* Lifetime */
 
 void uct_gaudi_iface_dma_params(uct_gaudi_dma_params_t *params,
-                                unsigned max_batch, unsigned long dma_queues,
-                                ucs_time_t poll_interval)
+                                const uct_gaudi_iface_dma_config_t *config)
 {
-    params->max_batch = max_batch;
-    if ((dma_queues != UCS_ULUNITS_AUTO) && (dma_queues != UCS_ULUNITS_INF)) {
-        params->max_queues = (unsigned)ucs_min(dma_queues, UINT_MAX);
+    params->max_batch = config->max_batch;
+    if ((config->dma_queues != UCS_ULUNITS_AUTO) &&
+        (config->dma_queues != UCS_ULUNITS_INF)) {
+        params->max_queues = (unsigned)ucs_min(config->dma_queues, UINT_MAX);
     }
-    if (poll_interval != UCS_TIME_AUTO) {
-        params->poll_interval = ucs_time_to_sec(poll_interval);
+    if (config->poll_interval != UCS_TIME_AUTO) {
+        params->poll_interval = ucs_time_to_sec(config->poll_interval);
     }
 }
 

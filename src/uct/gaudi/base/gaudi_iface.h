@@ -27,6 +27,17 @@
 typedef struct uct_gaudi_iface uct_gaudi_iface_t;
 
 
+/* The engine settings both transports have (uct_gaudi_iface_dma_config_table,
+ * embedded in each transport's table under its own prefix) */
+typedef struct uct_gaudi_iface_dma_config {
+    unsigned      max_batch;     /* MAX_BATCH */
+    unsigned long dma_queues;    /* DMA_QUEUES */
+    ucs_time_t    poll_interval; /* POLL_INTERVAL */
+} uct_gaudi_iface_dma_config_t;
+
+extern ucs_config_field_t uct_gaudi_iface_dma_config_table[];
+
+
 /* An asynchronous copy: what completes it and what it holds; transports
  * extend it (desc_size of the iface) */
 typedef struct uct_gaudi_iface_desc {
@@ -169,12 +180,11 @@ void uct_gaudi_iface_query(uct_gaudi_iface_t *iface, size_t max_iov,
                            uct_iface_attr_t *iface_attr);
 
 /**
- * The engine settings both transports have (MAX_BATCH, DMA_QUEUES,
- * POLL_INTERVAL; auto keeps the backend's default in @a params).
+ * Apply the engine settings both transports have to @a params (auto keeps
+ * the backend's default).
  */
 void uct_gaudi_iface_dma_params(uct_gaudi_dma_params_t *params,
-                                unsigned max_batch, unsigned long dma_queues,
-                                ucs_time_t poll_interval);
+                                const uct_gaudi_iface_dma_config_t *config);
 
 /**
  * Let the device finish, then destroy the engine without calling back the

@@ -113,26 +113,10 @@ static ucs_config_field_t uct_gaudi_copy_iface_config_table[] = {
      ucs_offsetof(uct_gaudi_copy_iface_config_t, max_poll),
      UCS_CONFIG_TYPE_UINT},
 
-    {"MAX_BATCH", "32",
-     "Asynchronous copies posted while the engine is busy that share one\n"
-     "command submission (1: one submission per copy)",
-     ucs_offsetof(uct_gaudi_copy_iface_config_t, max_batch),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"DMA_QUEUES", "auto",
-     "DMA queues one submission spreads its copies over; auto: one per DMA\n"
-     "engine (2). Up to all the ASIC leaves to users (Gaudi2 3, Gaudi1 4):\n"
-     "further streams of the same engines, no more bandwidth. The synapse\n"
-     "backend copies on one stream per engine and does not use it.",
-     ucs_offsetof(uct_gaudi_copy_iface_config_t, dma_queues),
-     UCS_CONFIG_TYPE_ULUNITS},
-
-    {"POLL_INTERVAL", "auto",
-     "Least time between two completion polls of the asynchronous copies\n"
-     "(0: every progress call). auto: 1us on the kernel backend, where each\n"
-     "poll is a WAIT_CS system call; 0 on the synapse backend.",
-     ucs_offsetof(uct_gaudi_copy_iface_config_t, poll_interval),
-     UCS_CONFIG_TYPE_TIME_UNITS},
+    /* MAX_BATCH, DMA_QUEUES, POLL_INTERVAL, as gaudi_ipc's */
+    {"", "", NULL,
+     ucs_offsetof(uct_gaudi_copy_iface_config_t, dma),
+     UCS_CONFIG_TYPE_TABLE(uct_gaudi_iface_dma_config_table)},
 
     {NULL}
 };
@@ -391,8 +375,7 @@ uct_gaudi_copy_iface_dma_params(const uct_gaudi_copy_iface_t *iface,
         params->cb_size = config->cb_size;
     }
     params->sync_timeout = config->sync_timeout;
-    uct_gaudi_iface_dma_params(params, config->max_batch, config->dma_queues,
-                               config->poll_interval);
+    uct_gaudi_iface_dma_params(params, &config->dma);
 }
 
 static UCS_CLASS_INIT_FUNC(uct_gaudi_copy_iface_t, uct_md_h md,

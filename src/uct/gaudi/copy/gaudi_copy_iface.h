@@ -43,9 +43,8 @@ typedef struct uct_gaudi_copy_iface_config {
     size_t             cb_size;      /* CB_SIZE */
     double             sync_timeout; /* SYNC_TIMEOUT */
     unsigned           max_poll;     /* MAX_POLL */
-    unsigned           max_batch;    /* MAX_BATCH */
-    unsigned long      dma_queues;   /* DMA_QUEUES */
-    ucs_time_t         poll_interval; /* POLL_INTERVAL */
+    uct_gaudi_iface_dma_config_t dma; /* MAX_BATCH, DMA_QUEUES,
+                                         POLL_INTERVAL */
 } uct_gaudi_copy_iface_config_t;
 
 
