@@ -55,7 +55,7 @@ typedef enum {
     HLSIM_COUNTER_DRAM_USED,     /* device-wide bytes, @dev required */
     HLSIM_COUNTER_CS_IOCTLS,     /* CS ioctls, refused ones too (process) */
     HLSIM_COUNTER_WAIT_CS_IOCTLS, /* WAIT_CS ioctls (process) */
-    HLSIM_COUNTER_ENGINE_NS,     /* ns spent running jobs, all queues,
+    HLSIM_COUNTER_ENGINE_NS,     /* ns spent running jobs, all engines,
                                     HLSIM_ENGINE_CLOCK=1 only (process) */
     HLSIM_COUNTER_WAITER_NS,     /* the part of it run by WAIT_CS callers */
     HLSIM_COUNTER_JOBS,          /* jobs run: one per queue a CS used */

@@ -2143,9 +2143,9 @@ static void t_engine_clock(void)
 static uint64_t engine_cb(int fd, int gaudi1, uint64_t src, uint64_t dst,
                           size_t n, uint32_t *len, uint32_t *flags)
 {
-    union hl_cb_args a = {0};
-    hcb_t            h;
-    cbuf_t           c;
+    uint64_t handle;
+    hcb_t    h;
+    cbuf_t   c;
 
     if (!gaudi1) {
         h = hcb_new(fd, 4096);
@@ -2154,17 +2154,14 @@ static uint64_t engine_cb(int fd, int gaudi1, uint64_t src, uint64_t dst,
         *flags = HL_CS_CHUNK_FLAGS_USER_ALLOC_CB;
         return h.va;
     }
-    a.in.op      = HL_CB_OP_CREATE;
-    a.in.cb_size = 4096;
-    CHECK_OK(cb_op(fd, &a), "create");
-    c.p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-               a.out.cb_handle);
+    CHECK_OK(cb_create(fd, 4096, &handle), "create");
+    c.p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, handle);
     CHECK(c.p != MAP_FAILED, "mmap");
     c.len = 0;
     pkt_lin(&c, src, dst, n, 0, 1);
     *len   = c.len;
     *flags = 0;
-    return a.out.cb_handle;
+    return handle;
 }
 
 /* Submit one CS on each of @a qa and @a qb, wait for both: elapsed ns */

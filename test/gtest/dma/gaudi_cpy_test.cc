@@ -834,6 +834,14 @@ protected:
                                            (uintptr_t)dev, rkey));
         EXPECT_EQ(src, back);
     }
+
+    /* The emulated libSynapse if the SynapseAI backend loaded it (to be
+     * dlclose'd), else NULL: the kernel backend is in use */
+    static void *synapse_lib() {
+        const char *lib = getenv("UCX_GAUDI_SYNAPSE_LIB");
+
+        return (lib != NULL) ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    }
 };
 
 /*
@@ -955,9 +963,7 @@ TEST_F(cpy_test, batch_flush_fence) {
  */
 TEST_F(cpy_batch_test, synapse_one_event_per_batch) {
     SKIP_NO_TL();
-    const char *lib = getenv("UCX_GAUDI_SYNAPSE_LIB");
-    void *syn       = (lib != NULL) ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) :
-                      NULL;
+    void *syn = synapse_lib();
     if (syn == NULL) {
         GTEST_SKIP() << "the SynapseAI backend is not in use";
     }
@@ -987,13 +993,11 @@ protected:
 
 /*
  * DMA_QUEUES=1: every submission runs on one queue, one job (the emulator
- * counts jobs; with every queue a lone 1 MiB copy is split three ways).
+ * counts jobs; with the default two a lone 1 MiB copy is split in two).
  */
 TEST_F(cpy_one_queue_test, dma_queues) {
     SKIP_NO_TL();
-    const char *lib = getenv("UCX_GAUDI_SYNAPSE_LIB");
-    void *syn       = (lib != NULL) ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) :
-                      NULL;
+    void *syn = synapse_lib();
     if (syn != NULL) {
         dlclose(syn);
         GTEST_SKIP() << "the SynapseAI backend has no DMA queues to choose";

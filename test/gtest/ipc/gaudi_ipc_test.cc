@@ -1087,8 +1087,8 @@ protected:
     }
 };
 
-/* Every submission runs on one queue: one emulated job per CS (with every
- * queue a 4 MiB copy is split over them) */
+/* Every submission runs on one queue: one emulated job per CS (by default
+ * a 4 MiB copy is split over one queue per engine) */
 TEST_F(gaudi_ipc_one_queue, dma_queues)
 {
     if (upstream_flavour()) {
