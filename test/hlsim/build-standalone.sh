@@ -8,7 +8,7 @@ out=${1:-build-hlsim}
 mkdir -p "$out"
 CC=${CC:-gcc}
 CFLAGS=${CFLAGS:--O2 -g -Wall -Wextra -Wno-unused-parameter}
-inc="-I$top/src/uct/gaudi/base -I$here -I$top/test/common"
+inc="-I$top/src -I$here -I$top/test/common"
 $CC -std=gnu11 $CFLAGS -fPIC -shared $inc -o "$out/libhlsim.so" \
     "$here"/hlsim_*.c -ldl -lpthread
 $CC -std=gnu11 $CFLAGS $inc -o "$out/test_hlsim" "$here/test_hlsim.c" \

@@ -9,7 +9,7 @@
 #define HLSIM_INT_H_
 
 #define _GNU_SOURCE
-#include "gaudi_hl_abi.h"
+#include <uct/gaudi/hl/gaudi_hl_abi.h>
 #include "hlsim.h"
 
 #include <pthread.h>

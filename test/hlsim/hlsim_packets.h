@@ -3,7 +3,7 @@
  *
  * Packet encodings the emulator parses (facts 5.3, 5.5: K612
  * include/gaudi/gaudi_packets.h, gaudi2_packets.h). Kept self-contained on
- * purpose: the plugin's src/uct/gaudi/base/gaudi_packets.h is the
+ * purpose: the plugin's src/uct/gaudi/hl/gaudi_packets.h is the
  * builder side; the emulator re-derives the bits from the facts so that a
  * mistake in one is caught by the other.
  */

@@ -8,7 +8,7 @@
  */
 
 #define _GNU_SOURCE
-#include "gaudi_hl_abi.h"
+#include <uct/gaudi/hl/gaudi_hl_abi.h>
 #include "hlsim.h"
 #include "hlsim_packets.h"
 #include "test_runner.h"

@@ -11,7 +11,7 @@
 
 #define _GNU_SOURCE
 #include "synsim_api.h"
-#include "gaudi_hl_abi.h"
+#include <uct/gaudi/hl/gaudi_hl_abi.h>
 
 #include <pthread.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * Tests of the SynapseAI loader and wrappers (src/uct/gaudi/base/
+ * Tests of the SynapseAI loader and wrappers (src/uct/gaudi/syn/
  * gaudi_syn.c) against the emulated libSynapse (test/synsim) on the
  * habanalabs emulator (test/hlsim). Every test that touches a device
  * re-runs itself in a fresh process with its own emulated node
@@ -10,10 +10,10 @@
  */
 
 extern "C" {
-#include <uct/gaudi/base/gaudi_base.h>
-#include <uct/gaudi/base/gaudi_hl.h>
-#include <uct/gaudi/base/gaudi_mem.h>
-#include <uct/gaudi/base/gaudi_syn.h>
+#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/hl/gaudi_hl.h>
+#include <uct/gaudi/mem/gaudi_mem.h>
+#include <uct/gaudi/syn/gaudi_syn.h>
 #include <ucs/time/time.h>
 #include <ucs/config/global_opts.h>
 #include <ucs/debug/log_def.h>

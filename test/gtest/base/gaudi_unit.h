@@ -12,8 +12,8 @@
 #define GAUDI_UNIT_H_
 
 extern "C" {
-#include <uct/gaudi/base/gaudi_base.h>
-#include <uct/gaudi/base/gaudi_mapping.h>
+#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_mapping.h>
 #include <ucs/sys/topo/base/topo.h>
 #include <ucs/time/time.h>
 #include <ucs/debug/log_def.h>

@@ -9,9 +9,9 @@
 #include "gaudi_unit.h"
 
 extern "C" {
-#include <uct/gaudi/base/gaudi_numa.h>
-#include <uct/gaudi/base/gaudi_dma.h>
-#include <uct/gaudi/base/gaudi_dma_cs.h>
+#include <uct/gaudi/dev/gaudi_numa.h>
+#include <uct/gaudi/dma/gaudi_dma.h>
+#include <uct/gaudi/dma/gaudi_dma_cs.h>
 }
 
 #include <numa.h>

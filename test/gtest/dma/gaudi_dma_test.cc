@@ -1,7 +1,7 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * DMA engine tests (src/uct/gaudi/base/gaudi_dma*), run on the habanalabs
+ * DMA engine tests (src/uct/gaudi/dma/gaudi_dma*), run on the habanalabs
  * emulator (test/hlsim) for the ASIC of HLSIM_ASIC: data read back and
  * compared for every direction, sizes 1 B .. 64 MiB, unaligned offsets,
  * multi-transfer copies, the in-flight window, faults, Gaudi3 refusal.
@@ -14,8 +14,8 @@
 #include <gtest/gtest.h>
 
 extern "C" {
-#include <uct/gaudi/base/gaudi_dma.h>
-#include <uct/gaudi/base/gaudi_dma_cs.h>
+#include <uct/gaudi/dma/gaudi_dma.h>
+#include <uct/gaudi/dma/gaudi_dma_cs.h>
 #include <ucs/time/time.h>
 }
 

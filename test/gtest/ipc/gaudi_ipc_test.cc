@@ -16,7 +16,7 @@
 extern "C" {
 #include <uct/gaudi/ipc/gaudi_ipc_iface.h>
 #include <uct/gaudi/ipc/gaudi_ipc_md.h>
-#include <uct/gaudi/base/gaudi_dma_ops.h>
+#include <uct/gaudi/dma/gaudi_dma_ops.h>
 #include <uct/gaudi/api/uct_gaudi.h>
 #include <uct/api/uct.h>
 #include <ucs/async/async.h>

@@ -8,14 +8,14 @@
 #  include "config.h"
 #endif
 
-#include "gaudi_mem.h"
-#include "gaudi_device.h"
-#include "gaudi_dma.h"
+#include <uct/gaudi/mem/gaudi_mem.h>
+#include <uct/gaudi/dev/gaudi_device.h>
+#include <uct/gaudi/dma/gaudi_dma.h>
 
 #include <ucm/event/event.h>
 
 #include <uct/gaudi/api/uct_gaudi.h>
-#include <uct/gaudi/gaudi_compat.h>
+#include <uct/gaudi/base/gaudi_compat.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>

@@ -6,9 +6,9 @@
 #  include "config.h"
 #endif
 
-#include "gaudi_iface.h"
+#include <uct/gaudi/base/gaudi_iface.h>
 
-#include <uct/gaudi/gaudi_compat.h>
+#include <uct/gaudi/base/gaudi_compat.h>
 
 #include <ucs/arch/cpu.h>
 #include <ucs/datastruct/mpool.inl>

@@ -2,7 +2,7 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * Base class of the gaudi_cpy and gaudi_ipc interfaces (as UCX's
- * uct_cuda_iface_t): the DMA engine of the iface (base/gaudi_dma.h), the
+ * uct_cuda_iface_t): the DMA engine of the iface (dma/gaudi_dma.h), the
  * descriptors of asynchronous copies and their completion accounting,
  * flushes, fence and the pending queue, and the endpoint class both
  * transports use. Copies are not tracked per ep: a flush waits for every
@@ -12,8 +12,8 @@
 #ifndef UCT_GAUDI_IFACE_H_
 #define UCT_GAUDI_IFACE_H_
 
-#include "gaudi_dma.h"
-#include "gaudi_reg.h"
+#include <uct/gaudi/dma/gaudi_dma.h>
+#include <uct/gaudi/mem/gaudi_reg.h>
 
 #include <ucs/datastruct/mpool.h>
 #include <ucs/datastruct/queue.h>

@@ -2,7 +2,7 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * gaudi_cpy ep: data operations. Buffers become DMA addresses through the
- * memory layer (base/gaudi_reg.h); device addresses are never dereferenced.
+ * memory layer (mem/gaudi_reg.h); device addresses are never dereferenced.
  * - short, bcopy: synchronous; host buffers go through the engine's
  *   pre-mapped bounce buffer (no registration, no lookup on the hot path);
  * - zcopy: asynchronous, one CS per operation, completed from progress.

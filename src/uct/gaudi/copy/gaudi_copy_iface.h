@@ -2,7 +2,7 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * gaudi_cpy transport: copies host<->device and device<->device on the
- * process's Gaudi through the DMA engine (base/gaudi_dma.h). Design and
+ * process's Gaudi through the DMA engine (dma/gaudi_dma.h). Design and
  * performance model: docs/performance.md.
  */
 

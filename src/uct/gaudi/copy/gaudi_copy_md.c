@@ -2,8 +2,8 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * gaudi_copy memory domain: UCT MD ops, memory type detection and rkeys
- * over the memory layer (device memory: base/gaudi_mem.c, registrations
- * and address resolution: base/gaudi_reg.c).
+ * over the memory layer (device memory: mem/gaudi_mem.c, registrations
+ * and address resolution: mem/gaudi_reg.c).
  * Design: docs/md.md.
  */
 
@@ -13,8 +13,8 @@
 
 #include "gaudi_copy_md.h"
 
-#include <uct/gaudi/gaudi_compat.h>
-#include <uct/gaudi/base/gaudi_device.h>
+#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/dev/gaudi_device.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/memory/memtype_cache.h>

@@ -10,8 +10,8 @@
 #define UCT_GAUDI_COPY_MD_H_
 
 #include <uct/base/uct_md.h>
-#include <uct/gaudi/base/gaudi_base.h>
-#include <uct/gaudi/base/gaudi_reg.h>
+#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/mem/gaudi_reg.h>
 #include <ucs/stats/stats.h>
 
 #define UCT_GAUDI_COPY_COMPONENT_NAME "gaudi_copy"

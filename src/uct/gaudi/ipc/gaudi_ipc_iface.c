@@ -10,8 +10,8 @@
 #include "gaudi_ipc_ep.h"
 #include "gaudi_ipc_md.h"
 
-#include <uct/gaudi/gaudi_compat.h>
-#include <uct/gaudi/base/gaudi_device.h>
+#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/dev/gaudi_device.h>
 #include <ucs/debug/log.h>
 #include <inttypes.h>
 #include <ucs/sys/sys.h>

@@ -3,7 +3,7 @@
  *
  * gaudi_ipc transport: put/get zcopy between a local buffer and a buffer
  * of another process on the node, imported into the local device (op 99,
- * facts 4.3) and copied by the local DMA engine (base/gaudi_dma.h).
+ * facts 4.3) and copied by the local DMA engine (dma/gaudi_dma.h).
  * Design: docs/ipc.md.
  */
 

@@ -1,0 +1,185 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * Gaudi base layer: device discovery (control nodes + sysfs), the process's
+ * device selection config (UCX_GAUDI_*) and the refcounted per-process
+ * device context that every MD and iface shares. Design: docs/base.md.
+ */
+
+#ifndef UCT_GAUDI_BASE_H_
+#define UCT_GAUDI_BASE_H_
+
+#include <uct/gaudi/hl/gaudi_hl.h>
+#include <uct/gaudi/hl/gaudi_driver.h>
+
+#include <uct_gaudi_ucx_features.h>
+#include UCT_GAUDI_UCS_TOPO_H /* where this UCX has it */
+#include <ucs/time/time_def.h>
+#include <ucs/type/spinlock.h>
+#include <pthread.h>
+#include <sys/types.h>
+
+BEGIN_C_DECLS
+
+#define UCT_GAUDI_PCI_ADDR_MAX    16   /* "dddd:bb:ss.f" + '\0' */
+#define UCT_GAUDI_DEV_NAME_MAX    16   /* "GAUDI_<n>" */
+#define UCT_GAUDI_SYSFS_VALUE_MAX 32
+
+
+typedef enum {
+    UCT_GAUDI_ASIC_UNKNOWN,
+    UCT_GAUDI_ASIC_GAUDI1,
+    UCT_GAUDI_ASIC_GAUDI2,
+    UCT_GAUDI_ASIC_GAUDI3,
+    UCT_GAUDI_ASIC_LAST
+} uct_gaudi_asic_t;
+
+
+/* A device found by discovery; immutable after discovery */
+typedef struct uct_gaudi_dev_info {
+    int                        index;     /* logical index (user selects) */
+    int                        minor;     /* N of the node names */
+    gaudi_hl_abi_t             abi;       /* ioctl code set of the driver */
+    uct_gaudi_asic_t           asic;
+    uint32_t                   module_id; /* hw_ip.module_id (OAM slot) */
+    uint32_t                   status;    /* GAUDI_HL_DEVICE_STATUS_* */
+    int                        has_bus_id;
+    ucs_sys_bus_id_t           bus_id;
+    ucs_sys_device_t           sys_dev;   /* UCS_SYS_DEVICE_ID_UNKNOWN if none */
+    char                       name[UCT_GAUDI_DEV_NAME_MAX]; /* "GAUDI_0" */
+    char                       node_name[UCT_GAUDI_HL_NAME_MAX]; /* "accel0" */
+    char                       pci_addr[UCT_GAUDI_PCI_ADDR_MAX];
+    char                       device_type[UCT_GAUDI_SYSFS_VALUE_MAX];
+    char                       sysfs_status[UCT_GAUDI_SYSFS_VALUE_MAX];
+    struct gaudi_hl_hw_ip_info hw_ip;     /* dram base/size/page sizes... */
+    uint64_t                   dram_bar_size; /* DRAM PCI BAR, 0: unknown */
+} uct_gaudi_dev_info_t;
+
+
+/* The discovered devices, sorted by logical index; cached per process */
+typedef struct uct_gaudi_devices {
+    unsigned             count;
+    uct_gaudi_dev_info_t dev[GAUDI_HL_MAX_MINOR];
+    /* nodes that exist but could not be probed: the devices after them
+     * got lower logical indices than their minors */
+    uint8_t              skipped[GAUDI_HL_MAX_MINOR];
+    /* index of the minor set by GAUDI_MAPPING_TABLE, not by order */
+    uint8_t              mapped[GAUDI_HL_MAX_MINOR];
+} uct_gaudi_devices_t;
+
+
+/* The engine that copies for a device (UCX_GAUDI_COPY_BACKEND) */
+typedef enum {
+    UCT_GAUDI_BACKEND_AUTO,
+    UCT_GAUDI_BACKEND_KERNEL,   /* kernel command submission (Gaudi1/2) */
+    UCT_GAUDI_BACKEND_SYNAPSE,  /* SynapseAI streams and events */
+    UCT_GAUDI_BACKEND_LAST
+} uct_gaudi_backend_t;
+
+extern const char *uct_gaudi_backend_names[];
+
+
+/* Where the heap gets device memory (UCX_GAUDI_DEVICE_MEM) */
+typedef enum {
+    UCT_GAUDI_DEVICE_MEM_AUTO,
+    UCT_GAUDI_DEVICE_MEM_DRIVER,   /* ALLOC + MAP on the device fd */
+    UCT_GAUDI_DEVICE_MEM_SYNAPSE,  /* synDeviceMalloc */
+    UCT_GAUDI_DEVICE_MEM_LAST
+} uct_gaudi_device_mem_t;
+
+extern const char *uct_gaudi_device_mem_names[];
+
+
+/* UCX_GAUDI_* global configuration (prefix "GAUDI_") */
+typedef struct uct_gaudi_global_config {
+    char             *device;        /* auto | <index> | module:<id> */
+    int              device_fd;      /* -1: none */
+    ucs_ternary_auto_value_t synapse; /* try (auto) | yes | no */
+    double           open_timeout;   /* seconds of EAGAIN back-off */
+    int              copy_backend;   /* uct_gaudi_backend_t */
+    char             *synapse_lib;   /* libSynapse name or path */
+    int              device_mem;     /* uct_gaudi_device_mem_t */
+} uct_gaudi_global_config_t;
+
+
+/* The process's device context, shared by every MD and iface */
+typedef struct uct_gaudi_ctx {
+    uct_gaudi_hl_t              hl;       /* compute node handle */
+    const uct_gaudi_dev_info_t  *info;    /* from discovery */
+    pthread_mutex_t             lock;     /* serializes users of hl */
+    unsigned                    refcount; /* guarded by the registry lock */
+    pid_t                       pid;      /* process that opened/attached it */
+    const char                  *source;  /* for messages: "opened",
+                                             "UCX_GAUDI_DEVICE_FD", "SynapseAI" */
+    uct_gaudi_driver_t          driver;   /* who drives it (DRM identity) */
+    uct_gaudi_backend_t         backend;  /* KERNEL or SYNAPSE, for good */
+    char                        backend_why[160]; /* how it was chosen */
+    struct uct_gaudi_syn        *syn;     /* SYNAPSE: the loaded library */
+    uint32_t                    syn_device; /* SYNAPSE: synDeviceId */
+    int                         syn_acquired; /* we acquired: we release */
+} uct_gaudi_ctx_t;
+
+
+/* Discovery */
+
+/* Discover once per process (thread-safe); never fails, may return 0 devs */
+const uct_gaudi_devices_t *uct_gaudi_devices(void);
+
+/* Device by logical index, or NULL */
+const uct_gaudi_dev_info_t *uct_gaudi_device_by_index(int index);
+
+/* Device by hw module id, or NULL */
+const uct_gaudi_dev_info_t *uct_gaudi_device_by_module_id(uint32_t module_id);
+
+/* Device by node minor, or NULL */
+const uct_gaudi_dev_info_t *uct_gaudi_device_by_minor(int minor);
+
+/* "Gaudi2" etc. */
+const char *uct_gaudi_asic_name(uct_gaudi_asic_t asic);
+
+/* ASIC from a PCI device id (facts 1.3) */
+uct_gaudi_asic_t uct_gaudi_asic_from_device_id(uint32_t device_id);
+
+/* Parse "dddd:bb:ss.f" strictly; UCS_ERR_INVALID_PARAM if malformed */
+ucs_status_t uct_gaudi_parse_bus_id(const char *str, ucs_sys_bus_id_t *bus_id);
+
+/* Forget the cached discovery (tests only; no context may be open) */
+void uct_gaudi_devices_reset(void);
+
+
+/* Configuration */
+
+/* UCX_GAUDI_* read once per process at first use */
+const uct_gaudi_global_config_t *uct_gaudi_global_config(void);
+
+/* Re-read UCX_GAUDI_* (tests only; no context may be open) */
+void uct_gaudi_global_config_reset(void);
+
+
+/* Selection and ownership */
+
+/**
+ * Get (open on first use) the context of the device with logical index
+ * @a index, or with -1 the process's selected device: the device of
+ * UCX_GAUDI_DEVICE_FD or of SynapseAI's fd, else UCX_GAUDI_DEVICE, else the
+ * launcher's local rank modulo the device count, else the first free
+ * device (docs/base.md "Selection"). Selection and opening are one step:
+ * a device is only known to be free once its compute node is open, and
+ * closing it again could reset it (facts 7.1). Pair every get with a put.
+ */
+ucs_status_t uct_gaudi_ctx_get(int index, uct_gaudi_ctx_t **ctx_p);
+
+/* Drop a reference; the last one closes the compute node if we opened it */
+void uct_gaudi_ctx_put(uct_gaudi_ctx_t *ctx);
+
+/**
+ * Whether @a ctx belongs to the calling process. After fork() the child
+ * inherits the fd, but the device context (and every mapping in it)
+ * belongs to the parent (facts 7.1): the child must not issue MEMORY
+ * ioctls on it. The one fork check of the plugin.
+ */
+int uct_gaudi_ctx_owned(const uct_gaudi_ctx_t *ctx);
+
+END_C_DECLS
+
+#endif

@@ -1,0 +1,1221 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * Device memory heap of the memory layer. "facts N.M" is a section of
+ * docs/driver-facts.md. Design and trade-offs: docs/md.md.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include <uct/gaudi/mem/gaudi_mem.h>
+#include <uct/gaudi/syn/gaudi_syn.h>
+
+#include <ucs/datastruct/khash.h>
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/math.h>
+#include <uct/gaudi/base/gaudi_compat.h>
+#include <ucs/sys/sys.h>
+#include <fcntl.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+
+KHASH_SET_INIT_INT64(uct_gaudi_memh_set)
+
+typedef khash_t(uct_gaudi_memh_set) uct_gaudi_memh_set_t;
+
+
+/* A free range of a chunk */
+typedef struct uct_gaudi_extent {
+    ucs_list_link_t list;
+    uint64_t        offset;
+    uint64_t        length;
+} uct_gaudi_extent_t;
+
+
+/* Heap teardown waits at most this long for deferred chunks to become
+ * releasable (a peer importer is often closing at the same time) */
+#define UCT_GAUDI_HEAP_TEARDOWN_GRACE_MS  100
+#define UCT_GAUDI_HEAP_TEARDOWN_STEP_MS   5
+
+
+static pthread_mutex_t uct_gaudi_heap_global_lock =
+        PTHREAD_MUTEX_INITIALIZER;
+static uct_gaudi_heap_t *uct_gaudi_heap_global = NULL;
+
+
+const char *uct_gaudi_heap_name(const uct_gaudi_heap_t *heap)
+{
+    return heap->ctx->info->name;
+}
+
+static int uct_gaudi_heap_is_gaudi1(const uct_gaudi_heap_t *heap)
+{
+    return heap->ctx->info->asic == UCT_GAUDI_ASIC_GAUDI1;
+}
+
+/* Gaudi1 with driver memory: one chunk over the user DRAM range, whose
+ * ALLOC only counts bytes (facts 3.2) */
+static int uct_gaudi_heap_ranged(const uct_gaudi_heap_t *heap)
+{
+    return uct_gaudi_heap_is_gaudi1(heap) &&
+           (heap->device_mem == UCT_GAUDI_DEVICE_MEM_DRIVER);
+}
+
+int uct_gaudi_heap_can_alloc(const uct_gaudi_heap_t *heap)
+{
+    /* opened by us: no other allocator shares the context; or SynapseAI's
+     * allocator, which knows what its owner uses */
+    return !uct_gaudi_heap_ranged(heap) || heap->ctx->hl.owns_fd;
+}
+
+int uct_gaudi_heap_owned(uct_gaudi_heap_t *heap, const char *op)
+{
+    if (uct_gaudi_ctx_owned(heap->ctx)) {
+        return 1;
+    }
+
+    ucs_error("gaudi %s (%s): %s refused: the device context belongs to "
+              "process %d, this process (%d) is a fork() child of it",
+              heap->ctx->info->name, heap->ctx->info->node_name, op,
+              (int)heap->ctx->pid, (int)getpid());
+    return 0;
+}
+
+
+/* Page table directories of the allocation table */
+
+static ucs_pgt_dir_t *uct_gaudi_heap_pgt_dir_alloc(const ucs_pgtable_t *pgt)
+{
+    void *ptr;
+
+    if (ucs_posix_memalign(&ptr, ucs_max(sizeof(void*),
+                                         UCS_PGT_ENTRY_MIN_ALIGN),
+                           sizeof(ucs_pgt_dir_t), "gaudi_heap_pgt_dir") != 0) {
+        return NULL;
+    }
+    return ptr;
+}
+
+static void uct_gaudi_heap_pgt_dir_release(const ucs_pgtable_t *pgt,
+                                           ucs_pgt_dir_t *dir)
+{
+    ucs_free(dir);
+}
+
+
+/* Chunk free lists: first fit, sorted by offset, coalesced */
+
+static ucs_status_t uct_gaudi_chunk_take(uct_gaudi_chunk_t *chunk,
+                                         uint64_t size, uint64_t *off_p)
+{
+    uct_gaudi_extent_t *ext;
+
+    ucs_list_for_each(ext, &chunk->free_list, list) {
+        if (ext->length < size) {
+            continue;
+        }
+        *off_p       = ext->offset;
+        ext->offset += size;
+        ext->length -= size;
+        if (ext->length == 0) {
+            ucs_list_del(&ext->list);
+            ucs_free(ext);
+        }
+        chunk->used += size;
+        chunk->nbufs++;
+        return UCS_OK;
+    }
+    return UCS_ERR_NO_MEMORY;
+}
+
+static ucs_status_t uct_gaudi_chunk_give(uct_gaudi_chunk_t *chunk,
+                                         uint64_t off, uint64_t size)
+{
+    uct_gaudi_extent_t *ext, *next, *prev = NULL, *new_ext;
+
+    ucs_list_for_each(next, &chunk->free_list, list) {
+        if (next->offset > off) {
+            break;
+        }
+        prev = next;
+    }
+
+    if ((prev != NULL) && (prev->offset + prev->length == off)) {
+        prev->length += size;                    /* merge with previous */
+        ext           = prev;
+    } else {
+        new_ext = ucs_malloc(sizeof(*new_ext), "gaudi_heap_extent");
+        if (new_ext == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        new_ext->offset = off;
+        new_ext->length = size;
+        if (prev == NULL) {
+            ucs_list_add_head(&chunk->free_list, &new_ext->list);
+        } else {
+            ucs_list_insert_after(&prev->list, &new_ext->list);
+        }
+        ext = new_ext;
+    }
+
+    if (ext->list.next != &chunk->free_list) {          /* merge with next */
+        next = ucs_list_next(&ext->list, uct_gaudi_extent_t, list);
+        if (ext->offset + ext->length == next->offset) {
+            ext->length += next->length;
+            ucs_list_del(&next->list);
+            ucs_free(next);
+        }
+    }
+
+    chunk->used -= size;
+    chunk->nbufs--;
+    return UCS_OK;
+}
+
+static uct_gaudi_chunk_t *
+uct_gaudi_chunk_new(uint64_t ptr, uint64_t dma, uint64_t size)
+{
+    uct_gaudi_chunk_t *chunk;
+    uct_gaudi_extent_t *ext;
+
+    chunk = ucs_calloc(1, sizeof(*chunk), "gaudi_heap_chunk");
+    ext   = ucs_malloc(sizeof(*ext), "gaudi_heap_extent");
+    if ((chunk == NULL) || (ext == NULL)) {
+        ucs_free(chunk);
+        ucs_free(ext);
+        return NULL;
+    }
+
+    chunk->ptr  = ptr;
+    chunk->dma  = dma;
+    chunk->size = size;
+    ucs_list_head_init(&chunk->free_list);
+    ext->offset = 0;
+    ext->length = size;
+    ucs_list_add_tail(&chunk->free_list, &ext->list);
+    return chunk;
+}
+
+static void uct_gaudi_chunk_delete(uct_gaudi_chunk_t *chunk)
+{
+    uct_gaudi_extent_t *ext, *tmp;
+
+    ucs_list_for_each_safe(ext, tmp, &chunk->free_list, list) {
+        ucs_free(ext);
+    }
+    ucs_free(chunk);
+}
+
+
+/*
+ * Device memory of a new chunk: the driver's ALLOC of whole pages, then
+ * MAP (Gaudi2/3, facts 3.2, 3.3), whose VA is exactly what a dma-buf
+ * export takes (facts 4.1); or SynapseAI's allocator (*syn_p set, any
+ * ASIC), which shares SynapseAI's account of the DRAM. With the ctx lock.
+ */
+static ucs_status_t uct_gaudi_chunk_provide(uct_gaudi_heap_t *heap,
+                                            uint64_t size, uint64_t *handle_p,
+                                            uint64_t *va_p, int *syn_p)
+{
+    const uct_gaudi_hl_t *hl = &heap->ctx->hl;
+    ucs_status_t status      = UCS_ERR_NO_MEMORY;
+
+    *syn_p = (heap->device_mem == UCT_GAUDI_DEVICE_MEM_SYNAPSE);
+    if (!*syn_p) {
+        status = (heap->device_mem == UCT_GAUDI_DEVICE_MEM_AUTO) ?
+                 uct_gaudi_hl_mem_try_alloc(hl, size, handle_p) :
+                 uct_gaudi_hl_mem_alloc(hl, size, 0, handle_p);
+        if (status == UCS_OK) {
+            status = uct_gaudi_hl_mem_map_device(hl, *handle_p, 0, va_p);
+            if (status != UCS_OK) {
+                (void)uct_gaudi_hl_mem_free(hl, *handle_p);
+            }
+            return status;
+        } else if ((status != UCS_ERR_NO_MEMORY) ||
+                   (heap->device_mem != UCT_GAUDI_DEVICE_MEM_AUTO)) {
+            return status;
+        }
+        /* SynapseAI may hold the rest of the DRAM in its own pool */
+        ucs_debug("gaudi %s: the driver has no free DRAM for a %" PRIu64
+                  " byte chunk: taking it from SynapseAI's allocator",
+                  uct_gaudi_heap_name(heap), size);
+        *syn_p = 1;
+    }
+
+    *handle_p = 0;
+    return uct_gaudi_syn_device_malloc(heap->ctx->syn, heap->ctx->syn_device,
+                                       size, va_p);
+}
+
+/* Give a chunk's memory back to where it came from (with the ctx lock) */
+static void uct_gaudi_chunk_unprovide(uct_gaudi_heap_t *heap, int syn,
+                                      uint64_t handle, uint64_t va)
+{
+    if (syn) {
+        (void)uct_gaudi_syn_device_free(heap->ctx->syn,
+                                        heap->ctx->syn_device, va);
+        return;
+    }
+
+    (void)uct_gaudi_hl_mem_unmap(&heap->ctx->hl, va);
+    (void)uct_gaudi_hl_mem_free(&heap->ctx->hl, handle);
+}
+
+static ucs_status_t uct_gaudi_chunk_create(uct_gaudi_heap_t *heap,
+                                           uint64_t size, int dedicated,
+                                           uct_gaudi_chunk_t **chunk_p)
+{
+    uct_gaudi_chunk_t *chunk;
+    uint64_t handle, va;
+    ucs_status_t status;
+    int syn;
+
+    pthread_mutex_lock(&heap->ctx->lock);
+    status = uct_gaudi_chunk_provide(heap, size, &handle, &va, &syn);
+    pthread_mutex_unlock(&heap->ctx->lock);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* Gaudi1 (SynapseAI's memory): va is a physical address (facts 3.2) */
+    chunk = uct_gaudi_chunk_new(uct_gaudi_heap_is_gaudi1(heap) ?
+                                (UCT_GAUDI_MEM_G1_WINDOW + va) : va, va,
+                                size);
+    if (chunk == NULL) {
+        pthread_mutex_lock(&heap->ctx->lock);
+        uct_gaudi_chunk_unprovide(heap, syn, handle, va);
+        pthread_mutex_unlock(&heap->ctx->lock);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    chunk->handle    = handle;
+    chunk->mapped    = !syn;
+    chunk->syn       = syn;
+    chunk->dedicated = dedicated;
+    ucs_list_add_tail(&heap->chunks, &chunk->list);
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_count, 1);
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_bytes, size);
+    ucs_debug("gaudi %s: new %s chunk of %" PRIu64 " bytes at 0x%" PRIx64
+              " (%s %" PRIu64 ")", uct_gaudi_heap_name(heap),
+              dedicated ? "dedicated" : "shared", size, chunk->ptr,
+              syn ? "synDeviceMalloc" : "handle", handle);
+    *chunk_p = chunk;
+    return UCS_OK;
+}
+
+/*
+ * UNMAP + FREE of a chunk (Gaudi2/3), resuming after a FREE that failed.
+ * UNMAP fails with EINVAL while a dma-buf exported from the mapping is
+ * alive anywhere (facts 3.3): the shim logs that at debug level only.
+ */
+static ucs_status_t uct_gaudi_chunk_release(uct_gaudi_heap_t *heap,
+                                            uct_gaudi_chunk_t *chunk)
+{
+    const uct_gaudi_hl_t *hl = &heap->ctx->hl;
+    ucs_status_t status      = UCS_OK;
+
+    pthread_mutex_lock(&heap->ctx->lock);
+    if (chunk->syn) {
+        status = uct_gaudi_syn_device_free(heap->ctx->syn,
+                                           heap->ctx->syn_device, chunk->dma);
+    } else if (chunk->mapped) {
+        status = uct_gaudi_hl_mem_unmap_exported(hl, chunk->ptr);
+        if (status == UCS_OK) {
+            chunk->mapped = 0;
+        }
+    }
+    if ((status == UCS_OK) && !chunk->syn) {
+        status = uct_gaudi_hl_mem_free(hl, chunk->handle);
+    }
+    pthread_mutex_unlock(&heap->ctx->lock);
+
+    if (status == UCS_OK) {
+        UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_count, -1);
+        UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_bytes, -chunk->size);
+    }
+    return status;
+}
+
+/* An empty chunk (in heap->chunks) goes back to the driver, or, if the
+ * driver refuses, to the deferred list (see gaudi_mem.h) */
+static void uct_gaudi_chunk_destroy(uct_gaudi_heap_t *heap,
+                                    uct_gaudi_chunk_t *chunk)
+{
+    ucs_status_t status;
+
+    ucs_list_del(&chunk->list);
+    if (chunk->syn && chunk->exported) {
+        /* see gaudi_mem.h: never back to SynapseAI once exported */
+        ucs_list_add_tail(&heap->retained, &chunk->list);
+        ucs_debug("gaudi %s: SynapseAI chunk 0x%" PRIx64 " (%" PRIu64
+                  " bytes) was exported: kept reserved, not freed",
+                  uct_gaudi_heap_name(heap), chunk->ptr, chunk->size);
+        return;
+    }
+
+    status = uct_gaudi_chunk_release(heap, chunk);
+    if (status == UCS_OK) {
+        uct_gaudi_chunk_delete(chunk);
+        return;
+    }
+
+    chunk->release_tries = 1;
+    ucs_list_add_tail(&heap->deferred, &chunk->list);
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, deferred_chunks, 1);
+    ucs_debug("gaudi %s: release of device memory chunk 0x%" PRIx64
+              " (%" PRIu64 " bytes) deferred: %s (%s); its range stays "
+              "reserved until the driver lets it go",
+              uct_gaudi_heap_name(heap), chunk->ptr, chunk->size,
+              ucs_status_string(status), chunk->mapped ?
+              "a dma-buf exported from it is still alive, e.g. imported by "
+              "another process" : "FREE failed");
+}
+
+/* Retry the deferred releases; heap->lock held, owner process only */
+static void uct_gaudi_heap_retry_deferred(uct_gaudi_heap_t *heap)
+{
+    uct_gaudi_chunk_t *chunk, *tmp;
+    ucs_status_t status;
+
+    ucs_list_for_each_safe(chunk, tmp, &heap->deferred, list) {
+        status = uct_gaudi_chunk_release(heap, chunk);
+        if (status != UCS_OK) {
+            ++chunk->release_tries;
+            ucs_trace("gaudi %s: deferred chunk 0x%" PRIx64 " still not "
+                      "releasable (try %u): %s",
+                      uct_gaudi_heap_name(heap), chunk->ptr,
+                      chunk->release_tries, ucs_status_string(status));
+            continue;
+        }
+
+        ucs_debug("gaudi %s: released deferred device memory chunk 0x%"
+                  PRIx64 " (%" PRIu64 " bytes) after %u failed tries",
+                  uct_gaudi_heap_name(heap), chunk->ptr, chunk->size,
+                  chunk->release_tries);
+        ucs_list_del(&chunk->list);
+        UCT_GAUDI_MEM_COUNTER_ADD(heap, deferred_chunks, -1);
+        uct_gaudi_chunk_delete(chunk);
+    }
+}
+
+static inline void
+uct_gaudi_heap_retry_deferred_fast(uct_gaudi_heap_t *heap)
+{
+    if (ucs_unlikely(!ucs_list_is_empty(&heap->deferred)) &&
+        uct_gaudi_ctx_owned(heap->ctx)) {
+        uct_gaudi_heap_retry_deferred(heap);
+    }
+}
+
+void uct_gaudi_heap_progress(uct_gaudi_heap_t *heap)
+{
+    /* unlocked peek at the counter: nothing to do in the common case */
+    if (ucs_likely(__atomic_load_n(&heap->counters.deferred_chunks,
+                                   __ATOMIC_RELAXED) == 0)) {
+        return;
+    }
+
+    pthread_mutex_lock(&heap->lock);
+    uct_gaudi_heap_retry_deferred_fast(heap);
+    pthread_mutex_unlock(&heap->lock);
+}
+
+/* Teardown: give the deferred chunks a short grace period, then leave the
+ * rest to the driver (freed when the device is closed, facts 3.2) */
+static void uct_gaudi_heap_drop_deferred(uct_gaudi_heap_t *heap)
+{
+    struct timespec step = {0, UCT_GAUDI_HEAP_TEARDOWN_STEP_MS * 1000000l};
+    uct_gaudi_chunk_t *chunk, *tmp;
+    unsigned waited_ms;
+
+    if (uct_gaudi_ctx_owned(heap->ctx)) {
+        uct_gaudi_heap_retry_deferred(heap);
+        for (waited_ms = 0; !ucs_list_is_empty(&heap->deferred) &&
+                            (waited_ms < UCT_GAUDI_HEAP_TEARDOWN_GRACE_MS);
+             waited_ms += UCT_GAUDI_HEAP_TEARDOWN_STEP_MS) {
+            nanosleep(&step, NULL);
+            uct_gaudi_heap_retry_deferred(heap);
+        }
+    }
+
+    ucs_list_for_each_safe(chunk, tmp, &heap->deferred, list) {
+        if (uct_gaudi_ctx_owned(heap->ctx)) {
+            ucs_warn("gaudi %s: device memory chunk 0x%" PRIx64 " (%" PRIu64
+                     " bytes) is still exported at teardown (a dma-buf of "
+                     "it is open, e.g. imported by another process): not "
+                     "released; the driver frees it when the device is "
+                     "closed", uct_gaudi_heap_name(heap), chunk->ptr,
+                     chunk->size);
+        }
+        ucs_list_del(&chunk->list);
+        UCT_GAUDI_MEM_COUNTER_ADD(heap, deferred_chunks, -1);
+        uct_gaudi_chunk_delete(chunk);
+    }
+}
+
+
+/* Heap lifetime */
+
+static ucs_status_t uct_gaudi_heap_layout(uct_gaudi_heap_t *heap)
+{
+    const uct_gaudi_dev_info_t *info       = heap->ctx->info;
+    const struct gaudi_hl_hw_ip_info *hw_ip = &info->hw_ip;
+    uct_gaudi_chunk_t *chunk;
+
+    if (hw_ip->u61.dram_size == 0) {
+        ucs_error("gaudi %s (%s): the device reports no user DRAM",
+                  info->name, info->node_name);
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    switch (info->asic) {
+    case UCT_GAUDI_ASIC_GAUDI1:
+        /* user space owns [dram_base, +dram_size) (facts 3.2): one chunk,
+         * or SynapseAI's pieces of it */
+        heap->win_start  = UCT_GAUDI_MEM_G1_WINDOW +
+                           hw_ip->u61.dram_base_address;
+        heap->win_end    = heap->win_start + hw_ip->u61.dram_size;
+        if (!uct_gaudi_heap_ranged(heap)) {
+            heap->chunk_size = UCT_GAUDI_MEM_G1_SYN_CHUNK;
+            return UCS_OK;
+        }
+        heap->chunk_size = hw_ip->u61.dram_size;
+        chunk = uct_gaudi_chunk_new(heap->win_start,
+                                    hw_ip->u61.dram_base_address,
+                                    hw_ip->u61.dram_size);
+        if (chunk == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        ucs_list_add_tail(&heap->chunks, &chunk->list);
+        return UCS_OK;
+    case UCT_GAUDI_ASIC_GAUDI2:
+        heap->win_end = UCT_GAUDI_MEM_G2_VA_END;
+        break;
+    case UCT_GAUDI_ASIC_GAUDI3:
+        heap->win_end = UCT_GAUDI_MEM_G3_VA_END;
+        break;
+    default:
+        ucs_error("gaudi %s (%s): unknown ASIC, no memory support",
+                  info->name, info->node_name);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    /* DRAM VA range (facts 2.3, 3.4); ALLOC granularity from INFO */
+    heap->win_start  = hw_ip->u61.dram_base_address;
+    heap->chunk_size = hw_ip->u61.device_mem_alloc_default_page_size ?
+                       hw_ip->u61.device_mem_alloc_default_page_size :
+                       hw_ip->u61.dram_page_size;
+    if ((heap->chunk_size == 0) || (heap->win_end <= heap->win_start)) {
+        ucs_error("gaudi %s (%s): unexpected DRAM layout: base 0x%" PRIx64
+                  " page size %" PRIu64, info->name, info->node_name,
+                  (uint64_t)hw_ip->u61.dram_base_address, heap->chunk_size);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return UCS_OK;
+}
+
+/*
+ * Resolve UCX_GAUDI_DEVICE_MEM for the heap's device and backend. Gaudi1
+ * on the SynapseAI backend: SynapseAI's allocator unless the driver is
+ * named, since the driver's ALLOC there only counts bytes and the fd is
+ * SynapseAI's, which uses the same DRAM (facts 3.2)
+ */
+static ucs_status_t uct_gaudi_heap_device_mem(uct_gaudi_heap_t *heap)
+{
+    const uct_gaudi_dev_info_t *info = heap->ctx->info;
+    int value = uct_gaudi_global_config()->device_mem;
+
+    if (heap->ctx->syn == NULL) {
+        if (value == UCT_GAUDI_DEVICE_MEM_SYNAPSE) {
+            ucs_error("gaudi %s (%s): UCX_GAUDI_DEVICE_MEM=synapse needs "
+                      "the synapse copy backend; this device has %s (%s)",
+                      info->name, info->node_name,
+                      uct_gaudi_backend_names[heap->ctx->backend],
+                      heap->ctx->backend_why);
+            return UCS_ERR_UNSUPPORTED;
+        }
+        value = UCT_GAUDI_DEVICE_MEM_DRIVER;
+    } else if (uct_gaudi_heap_is_gaudi1(heap) &&
+               (value == UCT_GAUDI_DEVICE_MEM_AUTO)) {
+        value = UCT_GAUDI_DEVICE_MEM_SYNAPSE;
+    }
+
+    heap->device_mem = value;
+    ucs_debug("gaudi %s: device memory from %s", info->name,
+              (value == UCT_GAUDI_DEVICE_MEM_DRIVER) ? "the driver" :
+              (value == UCT_GAUDI_DEVICE_MEM_SYNAPSE) ? "synDeviceMalloc" :
+              "the driver, else synDeviceMalloc");
+    return UCS_OK;
+}
+
+static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
+                                          uct_gaudi_heap_t **heap_p)
+{
+    uct_gaudi_heap_t *heap;
+    ucs_status_t status;
+
+    heap = ucs_calloc(1, sizeof(*heap), "gaudi_heap");
+    if (heap == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = uct_gaudi_ctx_get(ctx->info->index, &heap->ctx);
+    if (status != UCS_OK) {
+        goto err_free;
+    }
+
+    pthread_mutex_init(&heap->lock, NULL);
+    ucs_list_head_init(&heap->chunks);
+    ucs_list_head_init(&heap->deferred);
+    ucs_list_head_init(&heap->retained);
+    heap->uuid      = ucs_generate_uuid((uintptr_t)heap);
+    heap->host_page = ucs_get_page_size();
+    heap->registry  = kh_init(uct_gaudi_memh_set);
+    if (heap->registry == NULL) {
+        status = UCS_ERR_NO_MEMORY;
+        goto err_put;
+    }
+
+    status = ucs_pgtable_init(&heap->bufs, uct_gaudi_heap_pgt_dir_alloc,
+                              uct_gaudi_heap_pgt_dir_release);
+    if (status != UCS_OK) {
+        goto err_registry;
+    }
+
+    status = uct_gaudi_heap_device_mem(heap);
+    if (status != UCS_OK) {
+        goto err_pgt;
+    }
+
+    status = uct_gaudi_heap_layout(heap);
+    if (status != UCS_OK) {
+        goto err_pgt;
+    }
+
+    ucs_debug("gaudi %s: memory window [0x%" PRIx64 ", 0x%" PRIx64 "), "
+              "allocation chunk %" PRIu64 " bytes", ctx->info->name,
+              heap->win_start, heap->win_end, heap->chunk_size);
+    if (!uct_gaudi_heap_can_alloc(heap)) {
+        ucs_diag("gaudi %s (%s): device memory allocation disabled: Gaudi1 "
+                 "with the fd from %s, whose owner uses the same DRAM (the "
+                 "driver's ALLOC only counts bytes; SynapseAI's allocator "
+                 "is used on the synapse copy backend)", ctx->info->name,
+                 ctx->info->node_name, ctx->source);
+    }
+    *heap_p = heap;
+    return UCS_OK;
+
+err_pgt:
+    ucs_pgtable_cleanup(&heap->bufs);
+err_registry:
+    kh_destroy(uct_gaudi_memh_set, heap->registry);
+err_put:
+    pthread_mutex_destroy(&heap->lock);
+    uct_gaudi_ctx_put(heap->ctx);
+err_free:
+    ucs_free(heap);
+    return status;
+}
+
+static void uct_gaudi_heap_destroy(uct_gaudi_heap_t *heap)
+{
+    uct_gaudi_chunk_t *chunk, *tmp;
+
+    ucs_list_for_each_safe(chunk, tmp, &heap->chunks, list) {
+        if (uct_gaudi_heap_ranged(heap)) {
+            ucs_list_del(&chunk->list);
+            uct_gaudi_chunk_delete(chunk);
+        } else if (uct_gaudi_ctx_owned(heap->ctx)) {
+            uct_gaudi_chunk_destroy(heap, chunk);
+        } else {
+            ucs_list_del(&chunk->list);   /* the parent's, not ours */
+            uct_gaudi_chunk_delete(chunk);
+        }
+    }
+    uct_gaudi_heap_drop_deferred(heap);
+    ucs_list_for_each_safe(chunk, tmp, &heap->retained, list) {
+        /* left to SynapseAI's release of the device (gaudi_mem.h) */
+        ucs_list_del(&chunk->list);
+        uct_gaudi_chunk_delete(chunk);
+    }
+    ucs_pgtable_cleanup(&heap->bufs);
+    kh_destroy(uct_gaudi_memh_set, heap->registry);
+    pthread_mutex_destroy(&heap->lock);
+    uct_gaudi_ctx_put(heap->ctx);
+    ucs_free(heap);
+}
+
+ucs_status_t uct_gaudi_heap_get(uct_gaudi_ctx_t *ctx,
+                                uct_gaudi_heap_t **heap_p)
+{
+    ucs_status_t status = UCS_OK;
+
+    pthread_mutex_lock(&uct_gaudi_heap_global_lock);
+    if (uct_gaudi_heap_global == NULL) {
+        status = uct_gaudi_heap_create(ctx, &uct_gaudi_heap_global);
+    } else if (uct_gaudi_heap_global->ctx != ctx) {
+        ucs_error("gaudi %s: this process already uses device %s for memory",
+                  ctx->info->name, uct_gaudi_heap_global->ctx->info->name);
+        status = UCS_ERR_ALREADY_EXISTS;
+    }
+    if (status == UCS_OK) {
+        uct_gaudi_heap_global->refcount++;
+        *heap_p = uct_gaudi_heap_global;
+    }
+    pthread_mutex_unlock(&uct_gaudi_heap_global_lock);
+    return status;
+}
+
+void uct_gaudi_heap_put(uct_gaudi_heap_t *heap)
+{
+    pthread_mutex_lock(&uct_gaudi_heap_global_lock);
+    ucs_assert(heap->refcount > 0);
+    /* Buffers outlive their MD (UCX allows it): keep the heap for them */
+    if ((--heap->refcount == 0) && (heap->bufs.num_regions == 0)) {
+        uct_gaudi_heap_destroy(heap);
+        uct_gaudi_heap_global = NULL;
+    }
+    pthread_mutex_unlock(&uct_gaudi_heap_global_lock);
+}
+
+uct_gaudi_heap_t *uct_gaudi_heap_peek(void)
+{
+    return uct_gaudi_heap_global;
+}
+
+
+/* Allocation */
+
+/* The smallest retained chunk (gaudi_mem.h) of at least @a size, back in
+ * use; a larger one serves a shared chunk or one large buffer whole */
+static uct_gaudi_chunk_t *uct_gaudi_heap_reuse(uct_gaudi_heap_t *heap,
+                                               uint64_t size, int dedicated)
+{
+    uct_gaudi_chunk_t *chunk, *best = NULL;
+
+    ucs_list_for_each(chunk, &heap->retained, list) {
+        if ((chunk->size >= size) &&
+            ((best == NULL) || (chunk->size < best->size))) {
+            best = chunk;
+        }
+    }
+    if (best == NULL) {
+        return NULL;
+    }
+
+    ucs_list_del(&best->list);
+    ucs_list_add_tail(&heap->chunks, &best->list);
+    best->dedicated = dedicated;
+    ucs_debug("gaudi %s: reusing retained SynapseAI chunk 0x%" PRIx64
+              " (%" PRIu64 " bytes) for %" PRIu64 " bytes",
+              uct_gaudi_heap_name(heap), best->ptr, best->size, size);
+    return best;
+}
+
+/* Shared chunk with room for @a size, a retained one, or a new one */
+static ucs_status_t
+uct_gaudi_heap_place(uct_gaudi_heap_t *heap, uint64_t size,
+                     uct_gaudi_chunk_t **chunk_p, uint64_t *off_p)
+{
+    uct_gaudi_chunk_t *chunk;
+    ucs_status_t status;
+    int dedicated;
+
+    if (!uct_gaudi_heap_ranged(heap)) {
+        /* half a page or more: whole pages of its own, no fragmentation */
+        dedicated = (size >= heap->chunk_size / 2);
+        if (!dedicated) {
+            ucs_list_for_each(chunk, &heap->chunks, list) {
+                if (!chunk->dedicated &&
+                    (uct_gaudi_chunk_take(chunk, size, off_p) == UCS_OK)) {
+                    *chunk_p = chunk;
+                    return UCS_OK;
+                }
+            }
+        }
+
+        chunk = uct_gaudi_heap_reuse(heap, ucs_align_up(size,
+                                                        heap->chunk_size),
+                                     dedicated);
+        if (chunk == NULL) {
+            status = uct_gaudi_chunk_create(heap,
+                                            ucs_align_up(size,
+                                                         heap->chunk_size),
+                                            dedicated, &chunk);
+            if (status != UCS_OK) {
+                return status;
+            }
+        }
+    } else {
+        chunk = ucs_list_head(&heap->chunks, uct_gaudi_chunk_t, list);
+    }
+
+    status = uct_gaudi_chunk_take(chunk, size, off_p);
+    if ((status != UCS_OK) && (chunk->nbufs == 0) &&
+        !uct_gaudi_heap_ranged(heap)) {
+        uct_gaudi_chunk_destroy(heap, chunk);
+    }
+    *chunk_p = chunk;
+    return status;
+}
+
+static void uct_gaudi_heap_unplace(uct_gaudi_heap_t *heap,
+                                   uct_gaudi_chunk_t *chunk,
+                                   uint64_t off, uint64_t size)
+{
+    if (uct_gaudi_chunk_give(chunk, off, size) != UCS_OK) {
+        ucs_error("gaudi %s: out of host memory: %" PRIu64 " bytes of "
+                  "device memory are lost", uct_gaudi_heap_name(heap),
+                  size);
+        chunk->used -= size;
+        chunk->nbufs--;
+    }
+    if ((chunk->nbufs == 0) && !uct_gaudi_heap_ranged(heap)) {
+        uct_gaudi_chunk_destroy(heap, chunk);
+    }
+}
+
+/* Gaudi1 ALLOC/FREE only keep the driver's usage accounting (facts 3.2) */
+static ucs_status_t uct_gaudi_heap_account(uct_gaudi_heap_t *heap,
+                                           uint64_t size, int add)
+{
+    uint64_t handle;
+    ucs_status_t status;
+
+    if (!uct_gaudi_heap_ranged(heap)) {
+        return UCS_OK;
+    }
+
+    pthread_mutex_lock(&heap->ctx->lock);
+    if (add) {
+        status = uct_gaudi_hl_mem_alloc(&heap->ctx->hl, size, 0, &handle);
+    } else {
+        status = uct_gaudi_hl_mem_free_size(&heap->ctx->hl, size);
+    }
+    pthread_mutex_unlock(&heap->ctx->lock);
+    return status;
+}
+
+ucs_status_t uct_gaudi_heap_alloc(uct_gaudi_heap_t *heap,
+                                  size_t *length_p,
+                                  uct_gaudi_buf_t **buf_p)
+{
+    const uct_gaudi_dev_info_t *info = heap->ctx->info;
+    size_t length                    = *length_p;
+    uct_gaudi_chunk_t *chunk;
+    uct_gaudi_buf_t *buf;
+    uint64_t size, off;
+    ucs_status_t status;
+
+    if (length == 0) {
+        ucs_error("gaudi %s (%s): cannot allocate 0 bytes of device memory",
+                  info->name, info->node_name);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (length > info->hw_ip.u61.dram_size) {
+        ucs_error("gaudi %s (%s): cannot allocate %zu bytes: the device has "
+                  "%" PRIu64 " bytes of user DRAM", info->name,
+                  info->node_name, length, (uint64_t)info->hw_ip.u61.dram_size);
+        return UCS_ERR_NO_MEMORY;
+    }
+    if (!uct_gaudi_heap_owned(heap, "device memory allocation")) {
+        return UCS_ERR_NO_DEVICE;
+    }
+    if (!uct_gaudi_heap_can_alloc(heap)) {
+        ucs_error("gaudi %s (%s): no device memory allocation on Gaudi1 with "
+                  "the fd from %s: the driver's ALLOC only counts bytes and "
+                  "the fd's owner places its buffers in the same DRAM, which "
+                  "the driver cannot tell apart; allocate with the fd's owner "
+                  "and register that memory instead, or let UCX open the "
+                  "device", info->name, info->node_name, heap->ctx->source);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    size = ucs_align_up_pow2(length, UCT_GAUDI_MEM_ALLOC_ALIGN);
+    buf  = ucs_calloc(1, sizeof(*buf), "gaudi_heap_buf");
+    if (buf == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    pthread_mutex_lock(&heap->lock);
+    uct_gaudi_heap_retry_deferred_fast(heap);
+    status = uct_gaudi_heap_place(heap, size, &chunk, &off);
+    if (status != UCS_OK) {
+        ucs_error("gaudi %s (%s): failed to allocate %zu bytes of device "
+                  "memory: %s", info->name, info->node_name, length,
+                  ucs_status_string(status));
+        goto err_unlock;
+    }
+
+    status = uct_gaudi_heap_account(heap, size, 1);
+    if (status != UCS_OK) {
+        goto err_unplace;
+    }
+
+    buf->super.start   = chunk->ptr + off;
+    buf->super.end     = buf->super.start + size;
+    buf->chunk         = chunk;
+    buf->offset        = off;
+    buf->size          = size;
+    buf->dmabuf_fd     = -1;
+    buf->memh.tag      = UCT_GAUDI_MEMH_TAG;
+    buf->memh.kind     = UCT_GAUDI_MEMH_ALLOC;
+    buf->memh.address  = buf->super.start;
+    buf->memh.length   = size;
+    buf->memh.dma_base = chunk->dma + off;
+    buf->memh.buf      = buf;
+
+    status = ucs_pgtable_insert(&heap->bufs, &buf->super);
+    if (status != UCS_OK) {
+        ucs_error("gaudi %s: failed to record buffer 0x%" PRIx64 ": %s",
+                  info->name, buf->super.start, ucs_status_string(status));
+        (void)uct_gaudi_heap_account(heap, size, 0);
+        goto err_unplace;
+    }
+
+    uct_gaudi_heap_memh_add(heap, &buf->memh);
+    pthread_mutex_unlock(&heap->lock);
+
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, alloc_count, 1);
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, alloc_bytes, size);
+    ucs_trace("gaudi %s: allocated %zu bytes at 0x%" PRIx64, info->name,
+              length, buf->super.start);
+    *length_p = size;
+    *buf_p    = buf;
+    return UCS_OK;
+
+err_unplace:
+    uct_gaudi_heap_unplace(heap, chunk, off, size);
+err_unlock:
+    pthread_mutex_unlock(&heap->lock);
+    ucs_free(buf);
+    return status;
+}
+
+static void uct_gaudi_buf_close_dmabuf(uct_gaudi_heap_t *heap,
+                                       uct_gaudi_buf_t *buf)
+{
+    if (buf->dmabuf_fd >= 0) {
+        close(buf->dmabuf_fd);
+        buf->dmabuf_fd = -1;
+        UCT_GAUDI_MEM_COUNTER_ADD(heap, dmabuf_open, -1);
+    }
+}
+
+ucs_status_t uct_gaudi_heap_free(uct_gaudi_heap_t *heap,
+                                 uct_gaudi_buf_t *buf)
+{
+    int owned = (uct_gaudi_ctx_owned(heap->ctx));
+    ucs_status_t status;
+
+    /* the caller validated buf (registry) with heap->lock held */
+    uct_gaudi_heap_memh_del(heap, &buf->memh);
+    status = ucs_pgtable_remove(&heap->bufs, &buf->super);
+    ucs_assert_always(status == UCS_OK);
+    uct_gaudi_buf_close_dmabuf(heap, buf);
+    buf->memh.tag = 0;
+
+    if (owned) {
+        /* older deferred chunks first: the one this free may defer has
+         * just been tried */
+        uct_gaudi_heap_retry_deferred_fast(heap);
+        (void)uct_gaudi_heap_account(heap, buf->size, 0);
+        uct_gaudi_heap_unplace(heap, buf->chunk, buf->offset, buf->size);
+    } else {
+        /* fork child: forget the buffer, never touch the parent's device */
+        ucs_debug("gaudi %s: fork child drops buffer 0x%" PRIx64
+                  " without driver calls", uct_gaudi_heap_name(heap),
+                  buf->super.start);
+    }
+
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, free_count, 1);
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, alloc_bytes, -buf->size);
+    ucs_free(buf);
+    return UCS_OK;
+}
+
+uct_gaudi_buf_t *uct_gaudi_heap_buf_at(uct_gaudi_heap_t *heap,
+                                       uint64_t ptr)
+{
+    ucs_pgt_region_t *region = ucs_pgtable_lookup(&heap->bufs, ptr);
+
+    if ((region == NULL) || (region->start != ptr)) {
+        return NULL;
+    }
+    return ucs_derived_of(region, uct_gaudi_buf_t);
+}
+
+uint64_t uct_gaudi_heap_dma_of(const uct_gaudi_heap_t *heap,
+                               uint64_t ptr)
+{
+    return uct_gaudi_heap_is_gaudi1(heap) ?
+           (ptr - UCT_GAUDI_MEM_G1_WINDOW) : ptr;
+}
+
+static int uct_gaudi_chunk_list_has(ucs_list_link_t *list, uint64_t addr)
+{
+    uct_gaudi_chunk_t *chunk;
+
+    ucs_list_for_each(chunk, list, list) {
+        if ((addr >= chunk->ptr) && (addr - chunk->ptr < chunk->size)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether @a addr is inside one of our chunks (freed or not, deferred and
+ * retained ones included) */
+static int uct_gaudi_heap_in_chunk(uct_gaudi_heap_t *heap,
+                                   uint64_t addr)
+{
+    return uct_gaudi_chunk_list_has(&heap->chunks, addr) ||
+           uct_gaudi_chunk_list_has(&heap->deferred, addr) ||
+           uct_gaudi_chunk_list_has(&heap->retained, addr);
+}
+
+ucs_status_t uct_gaudi_heap_resolve(uct_gaudi_heap_t *heap,
+                                    uint64_t addr, size_t len,
+                                    uct_gaudi_dev_range_t *range)
+{
+    ucs_pgt_region_t *region;
+    uct_gaudi_buf_t *buf;
+    ucs_status_t status = UCS_OK;
+
+    pthread_mutex_lock(&heap->lock);
+    region = ucs_pgtable_lookup(&heap->bufs, addr);
+    if (region != NULL) {
+        buf = ucs_derived_of(region, uct_gaudi_buf_t);
+        if (len > region->end - addr) {
+            status = UCS_ERR_INVALID_ADDR;  /* runs past the allocation */
+        } else {
+            range->base     = region->start;
+            range->length   = buf->size;
+            range->dma_base = buf->memh.dma_base;
+            range->buf      = buf;
+        }
+    } else if (uct_gaudi_heap_is_gaudi1(heap) ||
+               uct_gaudi_heap_in_chunk(heap, addr) ||
+               heap->ctx->hl.owns_fd) {
+        /* Not allocated: freed, or no other allocator shares this context
+         * (we opened the device ourselves) */
+        status = UCS_ERR_INVALID_ADDR;
+    } else {
+        /* DRAM VA of the application's allocator on the shared fd */
+        range->base     = addr;
+        range->length   = len;
+        range->dma_base = uct_gaudi_heap_dma_of(heap, addr);
+        range->buf      = NULL;
+    }
+    pthread_mutex_unlock(&heap->lock);
+    return status;
+}
+
+ucs_status_t uct_gaudi_heap_dma_addr(uct_gaudi_heap_t *heap, const void *ptr,
+                                     size_t len, uint64_t *dma_addr_p)
+{
+    uct_gaudi_dev_range_t range;
+    ucs_status_t status;
+
+    status = uct_gaudi_heap_resolve(heap, (uintptr_t)ptr, len, &range);
+    if (status != UCS_OK) {
+        ucs_error("gaudi %s: device range %p length %zu is not inside one "
+                  "live allocation", uct_gaudi_heap_name(heap), ptr, len);
+        return status;
+    }
+
+    *dma_addr_p = range.dma_base + ((uintptr_t)ptr - range.base);
+    return UCS_OK;
+}
+
+ucs_status_t uct_gaudi_heap_dma_end(uct_gaudi_heap_t *heap, const void *ptr,
+                                    size_t len, const char *op,
+                                    uct_gaudi_dma_end_t *end)
+{
+    if (!uct_gaudi_heap_touches_window(heap, (uintptr_t)ptr, len)) {
+        end->host = (void*)ptr;
+        return UCS_OK;
+    }
+
+    if (!uct_gaudi_heap_in_window(heap, (uintptr_t)ptr, len)) {
+        ucs_error("gaudi %s: %s: range %p..+%zu is partly Gaudi memory",
+                  uct_gaudi_heap_name(heap), op, ptr, len);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    end->host = NULL;
+    return uct_gaudi_heap_dma_addr(heap, ptr, len, &end->dma_addr);
+}
+
+
+/* Registry */
+
+void uct_gaudi_heap_memh_add(uct_gaudi_heap_t *heap,
+                             uct_gaudi_memh_t *memh)
+{
+    int ret;
+
+    kh_put(uct_gaudi_memh_set, heap->registry, (uintptr_t)memh, &ret);
+    if (ret < 0) {
+        ucs_warn("gaudi %s: out of memory: memory handle %p is not checked",
+                 uct_gaudi_heap_name(heap), memh);
+    }
+}
+
+void uct_gaudi_heap_memh_del(uct_gaudi_heap_t *heap,
+                             uct_gaudi_memh_t *memh)
+{
+    uct_gaudi_memh_set_t *set = heap->registry;
+    khiter_t it;
+
+    it = kh_get(uct_gaudi_memh_set, set, (uintptr_t)memh);
+    if (it != kh_end(set)) {
+        kh_del(uct_gaudi_memh_set, set, it);
+    }
+}
+
+int uct_gaudi_heap_memh_valid(uct_gaudi_heap_t *heap,
+                              const void *memh)
+{
+    uct_gaudi_memh_set_t *set = heap->registry;
+
+    return (memh != NULL) &&
+           (kh_get(uct_gaudi_memh_set, set, (uintptr_t)memh) !=
+            kh_end(set)) &&
+           (((const uct_gaudi_memh_t*)memh)->tag ==
+            UCT_GAUDI_MEMH_TAG);
+}
+
+
+/* DMA-BUF export */
+
+/* Whether the DRAM PCI BAR is known not to cover the whole DRAM */
+static int uct_gaudi_heap_bar_limited(const uct_gaudi_heap_t *heap)
+{
+    const uct_gaudi_dev_info_t *info = heap->ctx->info;
+
+    return (info->dram_bar_size != 0) &&
+           (info->dram_bar_size < info->hw_ip.u61.dram_size);
+}
+
+/* Export the pages enclosing @a buf (facts 4.1); keep the fd in buf */
+static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
+                                         uct_gaudi_buf_t *buf)
+{
+    uint64_t page = heap->host_page;
+    uint64_t addr, off, start, end;
+    ucs_status_t status;
+    int fd;
+
+    if (uct_gaudi_heap_is_gaudi1(heap)) {
+        /* physical address, offset 0 */
+        start = ucs_align_down(buf->memh.dma_base, page);
+        end   = ucs_align_up(buf->memh.dma_base + buf->size, page);
+        addr  = start;
+        off   = 0;
+        buf->dmabuf_offset = buf->memh.dma_base - start;
+    } else {
+        /* the exact MAP VA of the chunk, page-aligned offset and size */
+        start = ucs_align_down(buf->offset, page);
+        end   = ucs_min(ucs_align_up(buf->offset + buf->size, page),
+                        buf->chunk->size);
+        addr  = buf->chunk->ptr;
+        off   = start;
+        buf->dmabuf_offset = buf->offset - start;
+    }
+
+    pthread_mutex_lock(&heap->ctx->lock);
+    status = uct_gaudi_hl_export_dmabuf(&heap->ctx->hl, addr, end - start,
+                                        off, O_RDWR | O_CLOEXEC, &fd);
+    pthread_mutex_unlock(&heap->ctx->lock);
+    if ((status == UCS_ERR_INVALID_PARAM) && buf->chunk->syn) {
+        /* the driver exports from the start of a MAP only (facts 4.1) */
+        ucs_error("gaudi %s: buffer 0x%" PRIx64 " cannot be exported: its "
+                  "memory came from synDeviceMalloc, inside a mapping "
+                  "SynapseAI made for more than this chunk; set "
+                  "UCX_GAUDI_DEVICE_MEM=driver to share device memory "
+                  "with other processes", uct_gaudi_heap_name(heap),
+                  buf->super.start);
+    } else if ((status == UCS_ERR_INVALID_PARAM) &&
+               uct_gaudi_heap_bar_limited(heap)) {
+        /* the driver checks every page of the allocation (facts 4.1) */
+        ucs_error("gaudi %s: buffer 0x%" PRIx64 " cannot be exported: the "
+                  "driver exports only device memory whose every page lies "
+                  "inside the DRAM PCI BAR, which is %" PRIu64 " MiB of %"
+                  PRIu64 " MiB here; memory beyond it cannot be shared with "
+                  "other processes", uct_gaudi_heap_name(heap),
+                  buf->super.start, heap->ctx->info->dram_bar_size >> 20,
+                  (uint64_t)heap->ctx->info->hw_ip.u61.dram_size >> 20);
+    }
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    buf->dmabuf_fd        = fd;
+    buf->chunk->exported = 1;
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, dmabuf_exports, 1);
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, dmabuf_open, 1);
+    ucs_debug("gaudi %s: exported buffer 0x%" PRIx64 " as dma-buf fd %d "
+              "(export 0x%" PRIx64 "+0x%" PRIx64 ", %" PRIu64 " bytes)",
+              uct_gaudi_heap_name(heap), buf->super.start, fd, addr, off,
+              end - start);
+    return UCS_OK;
+}
+
+ucs_status_t uct_gaudi_heap_dmabuf(uct_gaudi_heap_t *heap,
+                                   uint64_t addr, size_t len,
+                                   int *fd_p, uint64_t *offset_p)
+{
+    const uct_gaudi_dev_info_t *info = heap->ctx->info;
+    ucs_pgt_region_t *region;
+    uct_gaudi_buf_t *buf;
+    ucs_status_t status;
+    int fd;
+
+    if (len == 0) {
+        ucs_error("gaudi %s (%s): dma-buf export of an empty range",
+                  info->name, info->node_name);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (!uct_gaudi_heap_owned(heap, "dma-buf export")) {
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    pthread_mutex_lock(&heap->lock);
+    region = ucs_pgtable_lookup(&heap->bufs, addr);
+    if ((region == NULL) || (len > region->end - addr)) {
+        ucs_error("gaudi %s (%s): dma-buf export of [0x%" PRIx64 ", +%zu): "
+                  "not inside one device allocation of this process",
+                  info->name, info->node_name, addr, len);
+        status = UCS_ERR_INVALID_ADDR;
+        goto out;
+    }
+
+    buf = ucs_derived_of(region, uct_gaudi_buf_t);
+    if (buf->dmabuf_fd < 0) {
+        status = uct_gaudi_buf_export(heap, buf);
+        if (status != UCS_OK) {
+            goto out;
+        }
+    }
+
+    fd = fcntl(buf->dmabuf_fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) {
+        ucs_error("gaudi %s: dup of dma-buf fd %d failed: %m", info->name,
+                  buf->dmabuf_fd);
+        status = UCS_ERR_NO_RESOURCE;
+        goto out;
+    }
+
+    *fd_p     = fd;
+    *offset_p = buf->dmabuf_offset + (addr - region->start);
+    status    = UCS_OK;
+out:
+    pthread_mutex_unlock(&heap->lock);
+    return status;
+}

@@ -1,0 +1,297 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * Device memory of the memory layer: the process-wide heap of the selected
+ * device (driver chunks, sub-allocation, the allocation table, Gaudi
+ * pointer window), the registry of live memory handles, DMA-BUF export and
+ * the process counters. Both components (gaudi_copy, gaudi_ipc) and the
+ * public API (api/uct_gaudi.h) share one heap, so a buffer allocated
+ * through one UCX context is known to every other. Host registration and
+ * address resolution: gaudi_reg.h. Design: docs/md.md.
+ */
+
+#ifndef UCT_GAUDI_MEM_H_
+#define UCT_GAUDI_MEM_H_
+
+#include <uct/gaudi/api/uct_gaudi.h>
+#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dma/gaudi_dma.h>
+#include <ucs/datastruct/list.h>
+#include <ucs/datastruct/pgtable.h>
+#include <ucs/type/status.h>
+#include <sys/types.h>
+
+BEGIN_C_DECLS
+
+/*
+ * Addresses.
+ * - A "Gaudi pointer" is what the MD hands out for device memory
+ *   (mem_alloc) and what applications pass to UCX: a device address that is
+ *   never dereferenced by the CPU. On Gaudi2/3 it is the DRAM VA returned by
+ *   MAP (facts 3.3); on Gaudi1, whose DRAM is not virtualized (facts 3.2),
+ *   it is a synthetic non-canonical window over the physical user range, so
+ *   it can never alias a host address.
+ * - A "DMA address" is what a LIN_DMA packet takes (facts 5.3, 5.4): the
+ *   DRAM VA (Gaudi2), the physical DRAM address (Gaudi1), or the device VA of
+ *   a host mapping (MAP USERPTR).
+ */
+
+/* Alignment (and granularity) of every sub-allocated buffer */
+#define UCT_GAUDI_MEM_ALLOC_ALIGN   256
+
+/*
+ * Gaudi1 has no DRAM MMU (facts 3.2, 3.4): its pointers are
+ * UCT_GAUDI_MEM_G1_WINDOW + physical address, a non-canonical x86-64
+ * address that can never alias host memory. DMA address = pointer - window.
+ */
+#define UCT_GAUDI_MEM_G1_WINDOW     0x4000000000000000ull
+
+/* Gaudi1 chunks from SynapseAI's allocator: the heap's own granularity
+ * (Gaudi1 has no DRAM page of the MMU to follow) */
+#define UCT_GAUDI_MEM_G1_SYN_CHUNK  (32ull << 20)
+
+/* End of the DRAM VA range (VA_HBM_SPACE_END, facts 3.4) */
+#define UCT_GAUDI_MEM_G2_VA_END     0x1002000000000000ull
+#define UCT_GAUDI_MEM_G3_VA_END     0x0202000000000000ull
+
+/* Tag of a valid memory handle (the registry is authoritative) */
+#define UCT_GAUDI_MEMH_TAG      0x47434d48u  /* "GCMH" */
+
+
+typedef enum {
+    UCT_GAUDI_MEMH_ALLOC = 1,   /* device memory from mem_alloc */
+    UCT_GAUDI_MEMH_DEVICE_REG,  /* registration of device memory */
+    UCT_GAUDI_MEMH_HOST_REG,    /* MAP USERPTR, owned by the memh */
+    UCT_GAUDI_MEMH_HOST_RCACHE  /* MAP USERPTR, in an rcache region */
+} uct_gaudi_memh_kind_t;
+
+
+struct uct_gaudi_buf;
+
+/* What a uct_mem_h of gaudi_copy points to; also a resolved local buffer */
+typedef struct uct_gaudi_memh {
+    uint32_t                  tag;       /* UCT_GAUDI_MEMH_TAG */
+    uint32_t                  kind;      /* uct_gaudi_memh_kind_t */
+    uint64_t                  address;   /* first byte, as the user sees it */
+    uint64_t                  length;
+    uint64_t                  dma_base;  /* DMA address of @address */
+    uint64_t                  map_va;    /* HOST_*: VA returned by MAP */
+    struct uct_gaudi_buf      *buf;      /* ALLOC/DEVICE_REG, or NULL */
+    uint32_t                  user_refs; /* HOST_RCACHE: handed out, not
+                                            deregistered yet */
+} uct_gaudi_memh_t;
+
+
+/* Process-wide counters (plain: UCS stats are compiled out in Debian) */
+#define UCT_GAUDI_MEM_COUNTER_ADD(_heap, _name, _delta) \
+    __atomic_add_fetch(&(_heap)->counters._name, (_delta), __ATOMIC_RELAXED)
+
+
+/* A driver allocation sub-divided into buffers */
+typedef struct uct_gaudi_chunk {
+    ucs_list_link_t list;       /* in heap->chunks, or heap->deferred */
+    uint64_t        handle;     /* ALLOC handle (Gaudi2/3) */
+    int             mapped;     /* MAP not undone yet (Gaudi2/3) */
+    int             syn;        /* from synDeviceMalloc, not the driver */
+    int             exported;   /* a dma-buf of it was ever exported */
+    unsigned        release_tries; /* failed releases (deferred) */
+    uint64_t        ptr;        /* Gaudi pointer of byte 0 = MAP VA */
+    uint64_t        dma;        /* DMA address of byte 0 */
+    uint64_t        size;
+    uint64_t        used;       /* bytes in buffers */
+    unsigned        nbufs;
+    int             dedicated;  /* one large buffer, released with it */
+    ucs_list_link_t free_list;  /* uct_gaudi_extent_t by offset */
+} uct_gaudi_chunk_t;
+
+
+/* A device buffer handed out by mem_alloc; its own memh is embedded */
+typedef struct uct_gaudi_buf {
+    ucs_pgt_region_t       super;     /* [ptr, ptr + size): table key */
+    uct_gaudi_memh_t       memh;
+    uct_gaudi_chunk_t      *chunk;
+    uint64_t               offset;    /* in the chunk */
+    uint64_t               size;      /* rounded, as reported to the user */
+    int                    dmabuf_fd; /* kept export, or -1 */
+    uint64_t               dmabuf_offset; /* of the buffer in the export */
+    unsigned               regs;      /* DEVICE_REG memhs on the buffer */
+} uct_gaudi_buf_t;
+
+
+/* A range of device memory resolved through the heap */
+typedef struct uct_gaudi_dev_range {
+    uint64_t             base;     /* allocation base (Gaudi pointer) */
+    uint64_t             length;   /* allocation length */
+    uint64_t             dma_base; /* DMA address of base */
+    uct_gaudi_buf_t      *buf;     /* NULL: not allocated by the plugin */
+} uct_gaudi_dev_range_t;
+
+
+/* The process's heap on its device */
+typedef struct uct_gaudi_heap {
+    uct_gaudi_ctx_t           *ctx;      /* our own device reference */
+    pthread_mutex_t           lock;      /* chunks, table, registry */
+    uint64_t                  uuid;      /* identity of this device context */
+    uint64_t                  win_start; /* Gaudi pointer window */
+    uint64_t                  win_end;
+    uint64_t                  chunk_size;   /* dram_page_size (facts 2.3) */
+    size_t                    host_page;
+    ucs_list_link_t           chunks;
+    ucs_list_link_t           deferred; /* empty chunks the driver did not
+                                           release yet (exported) */
+    ucs_list_link_t           retained; /* empty exported chunks of
+                                           SynapseAI, kept (see below) */
+    int                       device_mem; /* uct_gaudi_device_mem_t:
+                                             DRIVER, SYNAPSE or AUTO */
+    ucs_pgtable_t             bufs;     /* uct_gaudi_buf_t */
+    void                      *registry; /* live memh set (khash) */
+    unsigned                  refcount;  /* MDs + public API */
+    uct_gaudi_counters_t      counters;
+} uct_gaudi_heap_t;
+
+
+/* Take/drop a reference on the process heap of @a ctx */
+ucs_status_t uct_gaudi_heap_get(uct_gaudi_ctx_t *ctx,
+                                uct_gaudi_heap_t **heap_p);
+
+void uct_gaudi_heap_put(uct_gaudi_heap_t *heap);
+
+/* The heap if one exists (public API, counters), else NULL */
+uct_gaudi_heap_t *uct_gaudi_heap_peek(void);
+
+/* Device name for messages: "GAUDI_0 (accel0)" */
+const char *uct_gaudi_heap_name(const uct_gaudi_heap_t *heap);
+
+/*
+ * Whether the device may be used from the calling process: after fork()
+ * the child inherits the fd, but the device context (and every mapping in
+ * it) belongs to the parent (facts 7.1), so the child must not issue
+ * MEMORY ioctls. Logs @a op when not.
+ */
+int uct_gaudi_heap_owned(uct_gaudi_heap_t *heap, const char *op);
+
+/**
+ * Whether the heap may hand out device memory. Not on Gaudi1 with a
+ * borrowed fd (UCX_GAUDI_DEVICE_FD, SynapseAI) and driver memory: its
+ * ALLOC is accounting only (facts 3.2, 9.5), so nothing tells which DRAM
+ * the fd's owner uses; SynapseAI's allocator does (UCX_GAUDI_DEVICE_MEM).
+ */
+int uct_gaudi_heap_can_alloc(const uct_gaudi_heap_t *heap);
+
+/* Whether [addr, addr+len) lies wholly in the device pointer window */
+static inline int
+uct_gaudi_heap_in_window(const uct_gaudi_heap_t *heap,
+                         uint64_t addr, size_t len)
+{
+    return (addr >= heap->win_start) && (addr < heap->win_end) &&
+           (len <= heap->win_end - addr);
+}
+
+/* Whether any byte of [addr, addr+len) lies in the window */
+static inline int
+uct_gaudi_heap_touches_window(const uct_gaudi_heap_t *heap,
+                              uint64_t addr, size_t len)
+{
+    uint64_t end = (len > UINT64_MAX - addr) ? UINT64_MAX : addr + len;
+
+    return (addr < heap->win_end) && (end > heap->win_start);
+}
+
+
+/* Allocation */
+
+/* Allocate *length_p bytes (rounded up, updated); memh is &buf->memh */
+ucs_status_t uct_gaudi_heap_alloc(uct_gaudi_heap_t *heap,
+                                  size_t *length_p,
+                                  uct_gaudi_buf_t **buf_p);
+
+/*
+ * Release of empty chunks (Gaudi2/3). The driver refuses to UNMAP a mapping
+ * while a dma-buf exported from it is alive anywhere (facts 3.3): e.g. a
+ * peer process imported the buffer (gaudi_ipc, op 99) and has not dropped
+ * it yet, or the application still holds a uct_gaudi_dmabuf_get() fd. Such
+ * a chunk moves to heap->deferred: its range is never handed out again
+ * (the driver keeps the mapping) and its release is retried on every heap
+ * alloc and free, by uct_gaudi_heap_progress(), and at heap teardown
+ * (with a short grace period; still exported then: one warning, the driver
+ * frees it when the device is closed, facts 3.2).
+ *
+ * Chunks from SynapseAI's allocator (UCX_GAUDI_DEVICE_MEM) go back with
+ * synDeviceFree, which never tells whether the driver kept the pages: if
+ * SynapseAI serves them from a pool it mapped once, a freed piece is handed
+ * out again while a peer may still write through its import. So an empty
+ * chunk that was ever exported is never given back: it stays reserved on
+ * heap->retained, serves the heap's next chunks that fit in it (smallest
+ * first: cycles of allocating and freeing exported buffers do not grow
+ * the module's memory), and is left to SynapseAI's release of the device
+ * when the heap goes.
+ */
+
+/* Retry deferred releases now; cheap when there are none. Takes the lock */
+void uct_gaudi_heap_progress(uct_gaudi_heap_t *heap);
+
+/* Free a buffer; UCS_ERR_BUSY while registrations still use it */
+ucs_status_t uct_gaudi_heap_free(uct_gaudi_heap_t *heap,
+                                 uct_gaudi_buf_t *buf);
+
+/* Buffer whose first byte is @a ptr (public free), or NULL */
+uct_gaudi_buf_t *uct_gaudi_heap_buf_at(uct_gaudi_heap_t *heap,
+                                       uint64_t ptr);
+
+/*
+ * Resolve device memory [addr, addr+len) (must be in the window):
+ * plugin buffers by the table (the range must be inside one buffer,
+ * else UCS_ERR_INVALID_ADDR); other pointers of the window (e.g.
+ * SynapseAI's, on a shared fd) as a range of their own.
+ */
+ucs_status_t uct_gaudi_heap_resolve(uct_gaudi_heap_t *heap,
+                                    uint64_t addr, size_t len,
+                                    uct_gaudi_dev_range_t *range);
+
+/* DMA address of device memory [ptr, +len) (in the window): resolved,
+ * else UCS_ERR_INVALID_ADDR with one message */
+ucs_status_t uct_gaudi_heap_dma_addr(uct_gaudi_heap_t *heap, const void *ptr,
+                                     size_t len, uint64_t *dma_addr_p);
+
+/**
+ * [ptr, +len) as a side of a synchronous copy (uct_gaudi_dma_copy_sync):
+ * host memory as it is, device memory by its DMA address. A range that is
+ * only partly device memory is an error: the CPU must never touch it.
+ */
+ucs_status_t uct_gaudi_heap_dma_end(uct_gaudi_heap_t *heap, const void *ptr,
+                                    size_t len, const char *op,
+                                    uct_gaudi_dma_end_t *end);
+
+/* DMA address of a window pointer not allocated by the plugin */
+uint64_t uct_gaudi_heap_dma_of(const uct_gaudi_heap_t *heap,
+                               uint64_t ptr);
+
+
+/* Registry of live memory handles */
+
+void uct_gaudi_heap_memh_add(uct_gaudi_heap_t *heap,
+                             uct_gaudi_memh_t *memh);
+
+void uct_gaudi_heap_memh_del(uct_gaudi_heap_t *heap,
+                             uct_gaudi_memh_t *memh);
+
+/* Whether @a memh is live; call with heap->lock held */
+int uct_gaudi_heap_memh_valid(uct_gaudi_heap_t *heap,
+                              const void *memh);
+
+
+/* DMA-BUF export (facts 4.1) */
+
+/*
+ * A dup() of the dma-buf fd of the buffer holding [addr, addr+len), and
+ * the offset of @a addr in it. The export is made once per buffer (by the
+ * exact MAP VA of its chunk, page-aligned offset and size) and closed when
+ * the buffer is freed. The caller closes the dup.
+ */
+ucs_status_t uct_gaudi_heap_dmabuf(uct_gaudi_heap_t *heap,
+                                   uint64_t addr, size_t len,
+                                   int *fd_p, uint64_t *offset_p);
+
+END_C_DECLS
+
+#endif
