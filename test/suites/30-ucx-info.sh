@@ -58,7 +58,8 @@ if LD_PRELOAD="$(in_device_mode || echo "$HLSIM_LIB")" ucx_info -d \
         > "$out" 2>&1; then
     expect_no_match "not loaded without the wrapper" "$out" 'gaudi'
 else
-    fail "not loaded without the wrapper" "ucx_info -d failed: $(tail -3 "$out")"
+    fail "not loaded without the wrapper" \
+        "ucx_info -d failed: $(tail -3 "$out")"
 fi
 
 # the rest needs emulated nodes of chosen shapes and drivers
