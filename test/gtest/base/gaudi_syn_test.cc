@@ -447,6 +447,7 @@ TEST_F(gaudi_syn, device_error_kills)
     if (pid == 0) {
         uct_gaudi_syn_stream_t stream;
         uct_gaudi_syn_event_t event;
+        ucs_status_t status;
         unsigned polls;
         uint64_t d;
 
@@ -459,11 +460,15 @@ TEST_F(gaudi_syn, device_error_kills)
             gaudi_gtest::hlsim_fault_add("pdma", 1, EIO) ||
             (uct_gaudi_syn_memcpy_async(&m_syn, stream, d + 64, d, 64,
                                         UCT_GAUDI_SYN_DRAM_TO_DRAM) !=
-             UCS_OK) ||
-            (uct_gaudi_syn_event_record(&m_syn, event, stream) != UCS_OK)) {
+             UCS_OK)) {
             _exit(2);
         }
-        if ((wait_event(&m_syn, event, &polls) == UCS_ERR_CANCELED) &&
+        /* the copy may have failed already: then the record is refused */
+        status = uct_gaudi_syn_event_record(&m_syn, event, stream);
+        if (status == UCS_OK) {
+            status = wait_event(&m_syn, event, &polls);
+        }
+        if ((status == UCS_ERR_CANCELED) &&
             (uct_gaudi_syn_device_malloc(&m_syn, m_dev, 64, &d) ==
              UCS_ERR_CANCELED)) {
             (void)!write(pfd[1], "canceled", 8);
