@@ -41,13 +41,14 @@ typedef struct synsim_region {
     synsim_block_t       *blocks;
 } synsim_region_t;
 
-/* A synHostMap'ed host buffer: MAP USERPTR on the device */
+/* An entry of the host-address table (synHostMap or synHostMalloc): MAP
+ * USERPTR on the device; the list is in start order */
 typedef struct synsim_hostmap {
     struct synsim_hostmap *next;
     uintptr_t              addr;
     uint64_t               size;
     uint64_t               va;
-    unsigned               refcnt;
+    uint64_t               alloc;   /* synHostMalloc: bytes to munmap */
 } synsim_hostmap_t;
 
 typedef struct synsim_dev {
@@ -118,9 +119,12 @@ synStatus synsim_errno_status(int err);
 void synsim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* synsim_mem.c */
+void synsim_mem_release(synsim_dev_t *d);           /* lock held */
+
+/* synsim_host.c */
 synStatus synsim_host_translate(synsim_dev_t *d, uint64_t addr,
                                 uint64_t size, uint64_t *va);
-void synsim_mem_release(synsim_dev_t *d);           /* lock held */
+void synsim_host_release(synsim_dev_t *d);          /* lock held */
 
 /* synsim_stream.c */
 void synsim_streams_release(synDeviceId id);        /* lock not held */
