@@ -136,6 +136,62 @@ static int uct_gaudi_dma_syn_dir(const uct_gaudi_dma_xfer_t *xfer,
 }
 
 /*
+ * A transfer whose host side SynapseAI cannot translate (no entry, or an
+ * entry of someone else's that starts after the entry holding the range,
+ * docs/synapse.md "Host maps"): once @a stream's earlier copies are done,
+ * copy it through the engine's own mapped buffer, in steps on the same
+ * stream. Memory the application mapped is never touched by the CPU: if
+ * its entry is gone, the application unmapped or freed it.
+ */
+static ucs_status_t uct_gaudi_dma_syn_stage(uct_gaudi_dma_syn_t *dma,
+                                            uct_gaudi_syn_stream_t stream,
+                                            const uct_gaudi_dma_xfer_t *xfer,
+                                            uct_gaudi_syn_dir_t dir,
+                                            const char *name)
+{
+    int to_device       = (dir == UCT_GAUDI_SYN_HOST_TO_DRAM);
+    uint64_t host       = to_device ? xfer->src : xfer->dst;
+    uint64_t bounce     = (uintptr_t)dma->super.bounce;
+    size_t step         = dma->super.params.bounce_size;
+    size_t off, len;
+    ucs_status_t status;
+
+    if (xfer->flags & UCT_GAUDI_DMA_XFER_APP_MAP) {
+        ucs_error("%s: %s of %zu bytes: host memory 0x%" PRIx64 " is no "
+                  "longer mapped by SynapseAI (the application unmapped or "
+                  "freed its buffer while it was registered)",
+                  dma->super.name, name, xfer->length, host);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    status = uct_gaudi_syn_stream_sync(dma->syn, stream);
+    for (off = 0; (status == UCS_OK) && (off < xfer->length); off += len) {
+        len = ucs_min(xfer->length - off, step);
+        if (to_device) {
+            memcpy((void*)bounce, (void*)(uintptr_t)(xfer->src + off), len);
+            status = uct_gaudi_syn_memcpy_async(dma->syn, stream,
+                                                xfer->dst + off, bounce,
+                                                len, dir);
+        } else {
+            status = uct_gaudi_syn_memcpy_async(dma->syn, stream, bounce,
+                                                xfer->src + off, len, dir);
+        }
+        if (status == UCS_OK) {
+            status = uct_gaudi_syn_stream_sync(dma->syn, stream);
+        }
+        if ((status == UCS_OK) && !to_device) {
+            memcpy((void*)(uintptr_t)(xfer->dst + off), (void*)bounce, len);
+        }
+    }
+
+    if (status != UCS_OK) {
+        ucs_error("%s: staged %s of %zu bytes failed: %s", dma->super.name,
+                  name, xfer->length, ucs_status_string(status));
+    }
+    return status;
+}
+
+/*
  * Queue @a xfers on @a stream and record @a slot's event after them.
  * UCS_INPROGRESS: queued (a transfer that failed after the first one was
  * queued makes the slot complete with its error); UCS_OK: nothing to
@@ -170,11 +226,18 @@ static ucs_status_t uct_gaudi_dma_syn_queue(uct_gaudi_dma_syn_t *dma,
             status = uct_gaudi_syn_memcpy_async(dma->syn, stream,
                                                 xfers[i].dst, xfers[i].src,
                                                 xfers[i].length, dir);
+            if (status == UCS_ERR_INVALID_ADDR) {
+                /* logs its own failure */
+                status = uct_gaudi_dma_syn_stage(dma, stream, &xfers[i], dir,
+                                                 name);
+            } else if (status != UCS_OK) {
+                ucs_error("%s: %s of %zu bytes: transfer %u of %u not "
+                          "queued: %s", dma->super.name, name,
+                          xfers[i].length, i + 1, count,
+                          ucs_status_string(status));
+            }
         }
         if (status != UCS_OK) {
-            ucs_error("%s: %s of %zu bytes: transfer %u of %u not queued: "
-                      "%s", dma->super.name, name, xfers[i].length, i + 1,
-                      count, ucs_status_string(status));
             if (queued == 0) {
                 return status;
             }
