@@ -362,13 +362,14 @@ TEST_F(gaudi_syn, errors_mapped)
     ASSERT_EQ(UCS_OK, uct_gaudi_syn_event_create(&m_syn, m_dev, &event));
 
     {
+        /* untranslatable host side: the caller's to report (the host-map
+         * probes and staged copies expect it) */
         log_capture log;
         EXPECT_EQ(UCS_ERR_INVALID_ADDR,
                   uct_gaudi_syn_memcpy_async(&m_syn, stream, d,
                                              (uintptr_t)host.data(), 4096,
                                              UCT_GAUDI_SYN_HOST_TO_DRAM));
-        EXPECT_NE("", log.find({"synMemCopyAsync", "synMappingNotFound"}))
-                << log.dump();
+        EXPECT_EQ("", log.find({"synMemCopyAsync"})) << log.dump();
     }
     {
         log_capture log;

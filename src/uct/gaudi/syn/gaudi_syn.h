@@ -163,7 +163,9 @@ void uct_gaudi_syn_maps_cleanup(const uct_gaudi_syn_t *syn,
                                 uct_gaudi_syn_device_t device,
                                 uct_gaudi_syn_maps_t *maps);
 
-/* Streams and copies: queued, in order per stream */
+/* Streams and copies: queued, in order per stream. A host side SynapseAI
+ * cannot translate (synMappingNotFound) is UCS_ERR_INVALID_ADDR without a
+ * log line: the caller reports it or stages the copy */
 ucs_status_t uct_gaudi_syn_stream_create(const uct_gaudi_syn_t *syn,
                                          uct_gaudi_syn_device_t device,
                                          uct_gaudi_syn_stream_t *stream_p);
