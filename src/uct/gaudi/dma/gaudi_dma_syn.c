@@ -62,7 +62,7 @@ typedef struct uct_gaudi_dma_syn {
     uct_gaudi_dma_syn_slot_t *slots;      /* async ring (super.ring_*)
                                              + 1 (sync) */
     uct_gaudi_dma_syn_slot_t *sync;
-    size_t                   bounce_map;  /* bytes synHostMap'ed */
+    uintptr_t                bounce_map;  /* its entry (map table key) */
     int                      failed;      /* async stream saw a failure */
 } uct_gaudi_dma_syn_t;
 
@@ -525,8 +525,11 @@ static ucs_status_t uct_gaudi_dma_syn_fill(uct_gaudi_dma_t *base,
 
 static ucs_status_t uct_gaudi_dma_syn_bounce_init(uct_gaudi_dma_syn_t *dma)
 {
-    size_t size = ucs_align_up(dma->super.params.bounce_size,
-                               ucs_get_page_size());
+    uct_gaudi_ctx_t *ctx = dma->super.ctx;
+    size_t size          = ucs_align_up(dma->super.params.bounce_size,
+                                        ucs_get_page_size());
+    uct_gaudi_syn_map_kind_t kind;
+    uintptr_t key;
     ucs_status_t status;
     void *area;
     int ret;
@@ -541,14 +544,26 @@ static ucs_status_t uct_gaudi_dma_syn_bounce_init(uct_gaudi_dma_syn_t *dma)
     uct_gaudi_numa_place(dma->super.ctx, area, size, "DMA bounce buffer");
     memset(area, 0, size);
 
-    status = uct_gaudi_syn_host_map(dma->syn, dma->device, area, size);
+    /* an entry of the module's own in SynapseAI's shared table (staged
+     * copies go through it, so it must be one) */
+    pthread_mutex_lock(&ctx->lock);
+    status = uct_gaudi_syn_map_get(dma->syn, dma->device, &ctx->syn->maps,
+                                   (uintptr_t)area, size, (uintptr_t)area,
+                                   (uintptr_t)area + size, &kind, &key);
+    if ((status == UCS_OK) && (kind != UCT_GAUDI_SYN_MAP_OWN)) {
+        ucs_error("%s: SynapseAI already has an entry over the new bounce "
+                  "buffer %p (a buffer freed without synHostUnmap?)",
+                  dma->super.name, area);
+        status = UCS_ERR_ALREADY_EXISTS;
+    }
+    pthread_mutex_unlock(&ctx->lock);
     if (status != UCS_OK) {
         ucs_free(area);
         return status;
     }
 
     dma->super.bounce = area;
-    dma->bounce_map   = size;
+    dma->bounce_map   = key;
     return UCS_OK;
 }
 
@@ -570,8 +585,11 @@ static void uct_gaudi_dma_syn_cleanup(uct_gaudi_dma_syn_t *dma)
         (void)uct_gaudi_syn_stream_destroy(dma->syn, dma->stream);
     }
     if (dma->super.bounce != NULL) {
-        (void)uct_gaudi_syn_host_unmap(dma->syn, dma->device,
-                                       dma->super.bounce);
+        pthread_mutex_lock(&dma->super.ctx->lock);
+        (void)uct_gaudi_syn_map_put(dma->syn, dma->device,
+                                    &dma->super.ctx->syn->maps,
+                                    dma->bounce_map);
+        pthread_mutex_unlock(&dma->super.ctx->lock);
         ucs_free(dma->super.bounce);
     }
     ucs_free(dma->slots);
