@@ -254,7 +254,7 @@ synStatus synHostMalloc(const synDeviceId deviceId, const uint64_t size,
     pthread_mutex_lock(&synsim_lock);
     d = synsim_dev_get(deviceId);
     if (d == NULL) {
-        status = synInvalidArgument;
+        status = synFail;           /* no device interface */
         goto out;
     }
     if (size == 0) {
