@@ -195,6 +195,7 @@ static void uct_gaudi_syn_map_remove(const uct_gaudi_syn_t *syn,
                                      uct_gaudi_syn_map_t *map)
 {
     uct_gaudi_syn_map_t **mp;
+    uct_gaudi_syn_status_t ret;
     int holds = 0;
 
     for (mp = &maps->head; *mp != map; mp = &(*mp)->next) {
@@ -209,7 +210,13 @@ static void uct_gaudi_syn_map_remove(const uct_gaudi_syn_t *syn,
         ucs_debug("gaudi: host 0x%" PRIxPTR " is now another entry's start: "
                   "not unmapped", map->start);
     } else {
-        (void)uct_gaudi_syn_host_unmap(syn, device, (void*)map->start);
+        /* quiet: also runs at exit, when the application may have
+         * released the device already */
+        ret = syn->ops.host_unmap(device, (void*)map->start);
+        if (ret != UCT_GAUDI_SYN_SUCCESS) {
+            ucs_debug("gaudi: synHostUnmap 0x%" PRIxPTR ": %s", map->start,
+                      uct_gaudi_syn_status_name(ret));
+        }
     }
     ucs_free(map);
 }
@@ -352,8 +359,9 @@ void uct_gaudi_syn_maps_cleanup(const uct_gaudi_syn_t *syn,
         uct_gaudi_syn_map_remove(syn, device, maps, map);
     }
     if (maps->probe_stream != NULL) {
-        (void)uct_gaudi_syn_stream_destroy(syn, maps->probe_stream);
-        (void)uct_gaudi_syn_device_free(syn, device, maps->probe_dev);
+        /* quiet, as above: the device may be gone with its streams */
+        (void)syn->ops.stream_destroy(maps->probe_stream);
+        (void)syn->ops.device_free(device, maps->probe_dev, 0);
         maps->probe_stream = NULL;
         maps->probe_dev    = 0;
     }
