@@ -69,16 +69,6 @@ static int synsim_host_map_va(const synsim_dev_t *d, uintptr_t addr,
     return err;
 }
 
-static void synsim_host_unmap_va(const synsim_dev_t *d, uint64_t va)
-{
-    union hl_mem_args args;
-
-    memset(&args, 0, sizeof(args));
-    args.in.op                     = HL_MEM_OP_UNMAP;
-    args.in.unmap.device_virt_addr = va;
-    (void)synsim_hl_mem(d, &args);
-}
-
 /* Add an entry in start order; the caller made sure none starts there */
 static synStatus synsim_host_insert(synsim_dev_t *d, uintptr_t addr,
                                     uint64_t size, uint64_t va,
@@ -111,7 +101,7 @@ static void synsim_host_drop(synsim_dev_t *d, synsim_hostmap_t *m,
     for (mp = &d->hostmaps; *mp != m; mp = &(*mp)->next) {
     }
     *mp = m->next;
-    synsim_host_unmap_va(d, m->va);
+    (void)synsim_unmap(d, m->va);
     if (free_buf && (m->alloc != 0)) {
         munmap((void*)m->addr, m->alloc);
     }
@@ -161,7 +151,7 @@ synStatus synHostMap(const synDeviceId deviceId, const uint64_t size,
     }
     status = synsim_host_insert(d, (uintptr_t)buffer, size, va, 0);
     if (status != synSuccess) {
-        synsim_host_unmap_va(d, va);
+        (void)synsim_unmap(d, va);
     }
 out:
     pthread_mutex_unlock(&synsim_lock);
@@ -281,7 +271,7 @@ synStatus synHostMalloc(const synDeviceId deviceId, const uint64_t size,
         SYNSIM_HOST_NOT_FOUND) {
         status = synsim_host_insert(d, (uintptr_t)p, size, va, alloc);
         if (status != synSuccess) {
-            synsim_host_unmap_va(d, va);
+            (void)synsim_unmap(d, va);
             munmap(p, alloc);
             goto out;
         }

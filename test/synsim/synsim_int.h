@@ -119,6 +119,7 @@ synStatus synsim_errno_status(int err);
 void synsim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* synsim_mem.c */
+int synsim_unmap(const synsim_dev_t *d, uint64_t va);   /* HL_MEM_OP_UNMAP */
 void synsim_mem_release(synsim_dev_t *d);           /* lock held */
 
 /* synsim_host.c */

@@ -59,7 +59,7 @@ static int synsim_free(const synsim_dev_t *d, uint64_t handle)
     return synsim_hl_mem(d, &args);
 }
 
-static int synsim_unmap(const synsim_dev_t *d, uint64_t va)
+int synsim_unmap(const synsim_dev_t *d, uint64_t va)
 {
     union hl_mem_args args;
 
