@@ -59,12 +59,9 @@ done
 
 # SynapseAI backend: every gaudi_cpy test that is not about the kernel
 # path (CS faults, CS counts of batching, the Gaudi3 refusal; the SynapseAI
-# batching test synapse_one_event_per_batch runs here instead).
-# zcopy_all_directions is left out:
-# SynapseAI keys host maps by their start address, so the test's
-# re-registrations of a grown buffer at the same address fail
-# (docs/synapse.md, "Limits").
-syn_filter='*:-*faults:*no_transport_gaudi3:*zcopy_all_directions'
+# batching test synapse_one_event_per_batch runs here instead, and
+# cpy_app_test: the application's own host maps).
+syn_filter='*:-*faults:*no_transport_gaudi3'
 syn_filter+=':*batch_completes_in_order:*batch_fault_fails_its_copies'
 run_syn gaudi3 "$cpy_test" "$syn_filter"
 run_syn gaudi2 "$cpy_test" "$syn_filter"

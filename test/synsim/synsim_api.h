@@ -155,6 +155,10 @@ synStatus synDeviceFree(const synDeviceId deviceId, const uint64_t buffer,
 synStatus synHostMap(const synDeviceId deviceId, const uint64_t size,
                      const void *buffer);
 synStatus synHostUnmap(const synDeviceId deviceId, const void *buffer);
+synStatus synHostMalloc(const synDeviceId deviceId, const uint64_t size,
+                        const uint32_t flags, void **buffer);
+synStatus synHostFree(const synDeviceId deviceId, const void *buffer,
+                      const uint32_t flags);
 synStatus synStreamCreateGeneric(synStreamHandle *pStreamHandle,
                                  const synDeviceId deviceId,
                                  const uint32_t flags);

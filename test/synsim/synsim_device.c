@@ -419,7 +419,7 @@ synStatus synDeviceRelease(const synDeviceId deviceId)
 
     synsim_streams_release();           /* waits for their copies */
     pthread_mutex_lock(&synsim_lock);
-    synsim_mem_release(d);
+    synsim_host_release(d);
     synsim_devmem_release(d);           /* the pools: UNMAP + FREE */
     close(d->fd);
     d->acquired = 0;

@@ -32,13 +32,14 @@ typedef struct synsim_devbuf {
     scal_buffer_handle_t  scal_buf;
 } synsim_devbuf_t;
 
-/* A synHostMap'ed host buffer: MAP USERPTR on the device */
+/* An entry of the host-address table (synHostMap or synHostMalloc): MAP
+ * USERPTR on the device; the list is in start order */
 typedef struct synsim_hostmap {
     struct synsim_hostmap *next;
     uintptr_t              addr;
     uint64_t               size;
     uint64_t               va;
-    unsigned               refcnt;
+    uint64_t               alloc;   /* synHostMalloc: bytes to munmap */
 } synsim_hostmap_t;
 
 typedef struct synsim_dev {
@@ -127,10 +128,11 @@ synStatus synsim_devmem_init(synsim_dev_t *d);
 void synsim_devmem_release(synsim_dev_t *d);        /* lock held */
 uint64_t synsim_devmem_map_base(const synsim_dev_t *d);
 
-/* synsim_mem.c */
+
+/* synsim_host.c */
 synStatus synsim_host_translate(synsim_dev_t *d, uint64_t addr,
                                 uint64_t size, uint64_t *va);
-void synsim_mem_release(synsim_dev_t *d);           /* lock held */
+void synsim_host_release(synsim_dev_t *d);          /* lock held */
 
 /* synsim_stream.c */
 void synsim_streams_release(void);                  /* lock not held */

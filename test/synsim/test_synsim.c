@@ -26,11 +26,13 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
 #define MB        (1ULL << 20)
 #define SYNSIM_DFA_KILL_S_TEST 7   /* > the DFA's 5 s before SIGKILL */
+#define PG        4096ULL
 #define DEV0_BUS  "0000:10:00.0"   /* hlsim: 0000:BB:00.0, BB = 0x10+7*i */
 #define DEV1_BUS  "0000:17:00.0"
 
@@ -193,6 +195,40 @@ static void roundtrip(const char *bus, synDeviceType want, size_t size)
     OK(synDeviceFree(id, a, 0));
     OK(synDeviceFree(id, b, 0));
     OK(synDeviceRelease(id));
+}
+
+
+/* A page-aligned host buffer of @pages pages (not mapped) */
+static uint8_t *pages(size_t n)
+{
+    void *p = NULL;
+
+    CHECK(!posix_memalign(&p, PG, n * PG), "posix_memalign");
+    memset(p, 0, n * PG);
+    return p;
+}
+
+/* Whether [p, p + len) is mapped in this process */
+static int host_mapped(const void *p, size_t len)
+{
+    return msync((void*)((uintptr_t)p & ~(PG - 1)), len, MS_ASYNC) == 0;
+}
+
+/* A copy of [h, h + len) to the device, synchronized */
+static synStatus h2d(synStreamHandle s, const void *h, size_t len,
+                     uint64_t d)
+{
+    synStatus st = synMemCopyAsync(s, (uintptr_t)h, len, d, HOST_TO_DRAM);
+
+    if (st == synSuccess) {
+        OK(synStreamSynchronize(s));
+    }
+    return st;
+}
+
+static int64_t mappings(void)
+{
+    return API(hlsim_get_counter)(HLSIM_COUNTER_MAPPINGS, 0);
 }
 
 /* ---- tests ---- */
@@ -577,19 +613,168 @@ static void t_reject_unmapped(void)
               synMappingNotFound);
     OK(synMemCopyAsync(s, (uintptr_t)h + 100, MB / 2 - 100, d,
                        HOST_TO_DRAM));
-    /* mapped twice: two unmaps; unmapping what is not mapped succeeds */
-    OK(synHostMap(id, MB / 2, h));
-    OK(synHostUnmap(id, h));
-    OK(synMemCopyAsync(s, (uintptr_t)h, 64, d, HOST_TO_DRAM));
     OK(synStreamSynchronize(s));    /* before the buffer is unmapped */
     OK(synHostUnmap(id, h));
     CHECK_SYN(synMemCopyAsync(s, (uintptr_t)h, 64, d, HOST_TO_DRAM),
               synMappingNotFound);
+    /* unmapping what is not mapped succeeds */
     OK(synHostUnmap(id, h));
     o = h + MB;
     CHECK_SYN(synHostMap(id, 0, o), synInvalidArgument);
     CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_MAPPINGS, 0) == 1,
           "only the device memory is mapped now");
+}
+
+/* A map inside a live entry succeeds and creates nothing; unmapping an
+ * address that is not an entry's start removes nothing */
+static void t_host_map_inside(void)
+{
+    synDeviceId     id = acquire(NULL);
+    uint8_t        *p  = pages(4);
+    synStreamHandle s;
+    uint64_t        d;
+    int64_t         n;
+
+    OK(synDeviceMalloc(id, 4 * PG, 0, 0, &d));
+    OK(synStreamCreateGeneric(&s, id, 0));
+    OK(synHostMap(id, 4 * PG, p));
+    n = mappings();
+    OK(synHostMap(id, PG, p + PG));
+    OK(synHostMap(id, 2 * PG, p));
+    OK(synHostMap(id, 100, p + 2 * PG + 7));
+    CHECK(mappings() == n, "%lld MAPs, want %lld: a map inside a live one "
+          "made a new one", (long long)mappings(), (long long)n);
+    OK(synHostUnmap(id, p + PG));
+    OK(h2d(s, p + PG, PG, d));
+    OK(synHostUnmap(id, p));
+    CHECK_SYN(h2d(s, p + PG, PG, d), synMappingNotFound);
+    CHECK(mappings() == n - 1, "the entry's MAP is still there");
+}
+
+/* A map that starts inside a live entry and runs past it is refused,
+ * the same start with a larger size too */
+static void t_host_map_past(void)
+{
+    synDeviceId id = acquire(NULL);
+    uint8_t    *p  = pages(4);
+
+    OK(synHostMap(id, 2 * PG, p));
+    CHECK_SYN(synHostMap(id, 2 * PG, p + PG), synInvalidArgument);
+    CHECK_SYN(synHostMap(id, 3 * PG, p), synInvalidArgument);
+    CHECK_SYN(synHostMap(id, 3 * PG - 100, p + 100), synInvalidArgument);
+    /* right after it is a new entry */
+    OK(synHostMap(id, PG, p + 2 * PG));
+    OK(synHostUnmap(id, p + 2 * PG));
+    OK(synHostUnmap(id, p));
+}
+
+/* A map that starts before a live entry is accepted; a copy is translated
+ * by the entry with the greatest start <= its address only */
+static void t_host_translate_nearest(void)
+{
+    synDeviceId     id = acquire(NULL);
+    uint8_t        *p  = pages(4);
+    uint8_t        *want = xmalloc(4 * PG);
+    synStreamHandle s;
+    uint64_t        d;
+
+    OK(synDeviceMalloc(id, 4 * PG, 0, 0, &d));
+    OK(synStreamCreateGeneric(&s, id, 0));
+    OK(synHostMap(id, PG, p + PG));
+    OK(synHostMap(id, 4 * PG, p));
+    CHECK_SYN(h2d(s, p + PG + 100, 2 * PG, d), synMappingNotFound);
+    CHECK_SYN(h2d(s, p + PG, 2 * PG, d), synMappingNotFound);
+    fill(p, 4 * PG, 3);
+    /* past the inner entry's end: that entry is still the nearest */
+    CHECK_SYN(h2d(s, p + 2 * PG, 2 * PG, d), synMappingNotFound);
+    OK(h2d(s, p, 4 * PG, d));
+    OK(h2d(s, p + PG + 100, PG - 100, d + PG + 100));
+    memset(p, 0, 4 * PG);
+    OK(synMemCopyAsync(s, d, 4 * PG, (uintptr_t)p, DRAM_TO_HOST));
+    OK(synStreamSynchronize(s));
+    fill(want, 4 * PG, 3);
+    CHECK(!memcmp(p, want, 4 * PG), "data differs");
+    /* without the inner entry the straddling copy translates */
+    OK(synHostUnmap(id, p + PG));
+    OK(h2d(s, p + PG + 100, 2 * PG, d));
+}
+
+/* No reference count: one unmap removes an entry mapped twice */
+static void t_host_unmap_whole(void)
+{
+    synDeviceId     id = acquire(NULL);
+    uint8_t        *p  = pages(2);
+    synStreamHandle s;
+    uint64_t        d;
+
+    OK(synDeviceMalloc(id, 2 * PG, 0, 0, &d));
+    OK(synStreamCreateGeneric(&s, id, 0));
+    OK(synHostMap(id, 2 * PG, p));
+    OK(synHostMap(id, 2 * PG, p));
+    OK(synHostUnmap(id, p));
+    CHECK_SYN(h2d(s, p, PG, d), synMappingNotFound);
+    CHECK(mappings() == 1, "only the device memory is mapped now");
+}
+
+/* synHostMalloc: fresh page-aligned pinned pages whose entry covers the
+ * size asked for; synHostFree frees them; flags must be 0 */
+static void t_host_malloc(void)
+{
+    synDeviceId     id = acquire(NULL);
+    synStreamHandle s;
+    uint8_t        *p = NULL, *o = pages(4);
+    void           *z = (void*)1;
+    uint64_t        d;
+    size_t          size = 3 * PG + 100;
+
+    OK(synDeviceMalloc(id, 4 * PG, 0, 0, &d));
+    OK(synStreamCreateGeneric(&s, id, 0));
+    CHECK_SYN(synHostMalloc(id, PG, 1, (void**)&p), synFail);
+    OK(synHostMalloc(id, 0, 0, &z));
+    CHECK(z == NULL, "size 0 gives %p", z);
+    OK(synHostMalloc(id, size, 0, (void**)&p));
+    CHECK(((uintptr_t)p & (PG - 1)) == 0, "%p not page-aligned", p);
+    fill(p, size, 9);
+    OK(h2d(s, p, size, d));
+    OK(synHostMap(id, 4 * PG, o));
+    OK(synMemCopyAsync(s, d, size, (uintptr_t)o, DRAM_TO_HOST));
+    OK(synStreamSynchronize(s));
+    CHECK(!memcmp(p, o, size), "data differs");
+    /* inside: nothing new; past the size asked for: not mapped */
+    OK(synHostMap(id, PG, p + PG));
+    CHECK_SYN(h2d(s, p + 3 * PG, PG, d), synMappingNotFound);
+    CHECK_SYN(synHostFree(id, p + PG, 0), synInvalidArgument);
+    CHECK_SYN(synHostFree(id, p, 1), synFail);
+    OK(synHostFree(id, p, 0));
+    CHECK(!host_mapped(p, PG), "synHostFree left the buffer allocated");
+    CHECK_SYN(synHostFree(id, p, 0), synInvalidArgument);
+    OK(synHostFree(id, NULL, 0));
+    /* synHostFree of a synHostMap'ed buffer unmaps it, frees nothing */
+    OK(synHostFree(id, o, 0));
+    CHECK_SYN(h2d(s, o, PG, d), synMappingNotFound);
+    o[0] = 1;
+    free(o);
+}
+
+/* synHostUnmap of a synHostMalloc buffer frees it too */
+static void t_host_unmap_frees(void)
+{
+    synDeviceId     id = acquire(NULL);
+    synStreamHandle s;
+    uint8_t        *p = NULL;
+    uint64_t        d;
+
+    OK(synDeviceMalloc(id, 2 * PG, 0, 0, &d));
+    OK(synStreamCreateGeneric(&s, id, 0));
+    OK(synHostMalloc(id, 2 * PG, 0, (void**)&p));
+    p[0] = 1;
+    OK(synHostUnmap(id, p + PG));          /* not its start: nothing */
+    CHECK(host_mapped(p, 2 * PG), "buffer freed by an inner unmap");
+    OK(synHostUnmap(id, p));
+    CHECK(!host_mapped(p, PG), "synHostUnmap left a synHostMalloc buffer "
+          "allocated");
+    CHECK_SYN(h2d(s, p, PG, d), synMappingNotFound);
+    CHECK_SYN(synHostFree(id, p, 0), synInvalidArgument);
 }
 
 static void t_reject_direction(void)
@@ -1031,6 +1216,12 @@ static const test_t tests[] = {
     { "copy_pages", t_copy_pages, "" },
     { "copy_multiple", t_copy_multiple, "HLSIM_ASIC=gaudi3" },
     { "reject_unmapped", t_reject_unmapped, "" },
+    { "host_map_inside", t_host_map_inside, "" },
+    { "host_map_past", t_host_map_past, "" },
+    { "host_translate_nearest", t_host_translate_nearest, "" },
+    { "host_unmap_whole", t_host_unmap_whole, "" },
+    { "host_malloc", t_host_malloc, "" },
+    { "host_unmap_frees", t_host_unmap_frees, "" },
     { "reject_direction", t_reject_direction, "" },
     { "reject_foreign", t_reject_foreign, "" },
     { "order", t_order, "HLSIM_DMA_GBPS=0.1" },

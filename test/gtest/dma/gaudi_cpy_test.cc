@@ -26,6 +26,7 @@ extern "C" {
 #include <signal.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <functional>
@@ -226,6 +227,14 @@ protected:
             return c.status;
         }
         return status;
+    }
+
+    /* The emulated libSynapse if the SynapseAI backend loaded it (to be
+     * dlclose'd), else NULL: the kernel backend is in use */
+    static void *synapse_lib() {
+        const char *lib = getenv("UCX_GAUDI_SYNAPSE_LIB");
+
+        return (lib != NULL) ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
     }
 
     void flush() {
@@ -862,6 +871,263 @@ TEST_F(cpy_syn_fault_test, synapse_faults) {
 }
 
 
+/*
+ * The application's side of SynapseAI (the emulated library the backend
+ * loaded): its host buffers, its device memory, its own stream. The ids
+ * are 0, the device of the one-device node.
+ */
+class cpy_app_test : public cpy_test {
+protected:
+    typedef int (*host_malloc_fn_t)(uint32_t, uint64_t, uint32_t, void**);
+    typedef int (*host_free_fn_t)(uint32_t, const void*, uint32_t);
+    typedef int (*host_map_fn_t)(uint32_t, uint64_t, const void*);
+    typedef int (*host_unmap_fn_t)(uint32_t, const void*);
+    typedef int (*dev_malloc_fn_t)(uint32_t, uint64_t, uint64_t, uint32_t,
+                                   uint64_t*);
+    typedef int (*stream_create_fn_t)(void**, uint32_t, uint32_t);
+    typedef int (*stream_fn_t)(void*);
+    typedef int (*memcpy_fn_t)(void*, uint64_t, uint64_t, uint64_t, int);
+
+    enum { H2D = 0, D2H = 1 };
+
+    void SetUp() override {
+        const char *backend = getenv("UCX_GAUDI_COPY_BACKEND");
+
+        cpy_test::SetUp();
+        if (m_no_tl || (backend == NULL) || strcmp(backend, "synapse")) {
+            GTEST_SKIP() << "not on the SynapseAI backend";
+        }
+        m_lib = synapse_lib();
+        ASSERT_TRUE(m_lib != NULL);
+        m_host_malloc = (host_malloc_fn_t)sym("synHostMalloc");
+        m_host_free   = (host_free_fn_t)sym("synHostFree");
+        m_host_map    = (host_map_fn_t)sym("synHostMap");
+        m_host_unmap  = (host_unmap_fn_t)sym("synHostUnmap");
+        m_memcpy      = (memcpy_fn_t)sym("synMemCopyAsync");
+        m_sync        = (stream_fn_t)sym("synStreamSynchronize");
+        ASSERT_EQ(0, ((dev_malloc_fn_t)sym("synDeviceMalloc"))(
+                         0, 1 << 20, 0, 0, &m_app_dev));
+        ASSERT_EQ(0, ((stream_create_fn_t)sym("synStreamCreateGeneric"))(
+                         &m_stream, 0, 0));
+    }
+
+    void TearDown() override {
+        if (m_stream != NULL) {
+            ((stream_fn_t)sym("synStreamDestroy"))(m_stream);
+        }
+        if (m_app_dev != 0) {
+            ((int (*)(uint32_t, uint64_t, uint32_t))sym("synDeviceFree"))(
+                    0, m_app_dev, 0);
+        }
+        cpy_test::TearDown();
+        if (m_lib != NULL) {
+            dlclose(m_lib);
+        }
+    }
+
+    void *sym(const char *name) {
+        void *p = dlsym(m_lib, name);
+        EXPECT_TRUE(p != NULL) << name;
+        return p;
+    }
+
+    /* The application's own round trip of [p, +len) through its device
+     * memory and stream: 0 and the data back in place, else the status */
+    int app_roundtrip(uint8_t *p, size_t len) {
+        std::vector<uint8_t> want(p, p + len);
+        int st = m_memcpy(m_stream, (uintptr_t)p, len, m_app_dev, H2D);
+
+        if (st != 0) {
+            return st;
+        }
+        EXPECT_EQ(0, m_sync(m_stream));
+        memset(p, 0, len);
+        EXPECT_EQ(0, m_memcpy(m_stream, m_app_dev, len, (uintptr_t)p, D2H));
+        EXPECT_EQ(0, m_sync(m_stream));
+        EXPECT_EQ(0, memcmp(want.data(), p, len)) << "app copy differs";
+        return 0;
+    }
+
+    /* Register [p, +len), move it to Gaudi memory and back into
+     * [back, +len) (registered too) with zcopy and compare; deregister */
+    void uct_roundtrip(uint8_t *p, uint8_t *back, size_t len,
+                       unsigned seed) {
+        uct_rkey_t rkey;
+        char *dev = (char*)dev_alloc(len, &rkey);
+        uct_mem_h memh, bmemh;
+        std::mt19937 gen(seed);
+
+        for (size_t i = 0; i < len; ++i) {
+            p[i] = (uint8_t)gen();
+        }
+        memset(back, 0, len);
+        ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, p, len, UCT_MD_MEM_ACCESS_ALL,
+                                         &memh));
+        ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, back, len,
+                                         UCT_MD_MEM_ACCESS_ALL, &bmemh));
+        uct_iov_t iov = { p, len, memh, 0, 1 };
+        EXPECT_EQ(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
+        iov = { back, len, bmemh, 0, 1 };
+        EXPECT_EQ(UCS_OK, zcopy(false, &iov, 1, (uintptr_t)dev, rkey));
+        EXPECT_EQ(0, memcmp(p, back, len)) << "UCX round trip differs";
+        EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+        EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, bmemh));
+    }
+
+    static bool allocated(const void *p, size_t len) {
+        return msync((void*)p, len, MS_ASYNC) == 0;
+    }
+
+    void             *m_lib       = NULL;
+    void             *m_stream    = NULL;
+    uint64_t         m_app_dev    = 0;
+    host_malloc_fn_t m_host_malloc;
+    host_free_fn_t   m_host_free;
+    host_map_fn_t    m_host_map;
+    host_unmap_fn_t  m_host_unmap;
+    memcpy_fn_t      m_memcpy;
+    stream_fn_t      m_sync;
+};
+
+/* Pinned memory from synHostMalloc (PyTorch's pinned allocator): used
+ * through its own entry, and still the application's after UCX is done */
+TEST_F(cpy_app_test, host_malloc_kept)
+{
+    const size_t size = 4 * 65536;
+    uint8_t *p = NULL;
+
+    ASSERT_EQ(0, m_host_malloc(0, size, 0, (void**)&p));
+    uct_roundtrip(p, p + size / 2, size / 2, 1);
+    uct_roundtrip(p + 4096, p + size / 2 + 100, 65536, 2);
+    EXPECT_TRUE(allocated(p, size)) << "synHostMalloc buffer freed";
+    p[size - 1] = 7;
+    EXPECT_EQ(0, app_roundtrip(p, size)) << "application's entry gone";
+    EXPECT_EQ(0, m_host_free(0, p, 0));
+}
+
+/* A buffer the application synHostMap'ed: the same */
+TEST_F(cpy_app_test, host_map_kept)
+{
+    const size_t size = 4 * 65536;
+    void *buf = NULL;
+
+    ASSERT_EQ(0, posix_memalign(&buf, 4096, size));
+    uint8_t *p = (uint8_t*)buf;
+    ASSERT_EQ(0, m_host_map(0, size, p));
+    uct_roundtrip(p, p + size / 2, size / 2, 3);
+    uct_roundtrip(p + 8192 + 5, p + size / 2 + 64, 30000, 4);
+    EXPECT_EQ(0, app_roundtrip(p, size)) << "application's entry gone";
+    EXPECT_EQ(0, m_host_unmap(0, p));
+    free(buf);
+}
+
+/* The application unmaps (and, for synHostMalloc, frees) its buffer while
+ * UCX still has it registered: copies fail cleanly, nothing crashes */
+TEST_F(cpy_app_test, app_unmaps_registered)
+{
+    const size_t size = 2 * 65536;
+    uct_rkey_t rkey;
+    char *dev = (char*)dev_alloc(size, &rkey);
+    void *buf = NULL;
+    uint8_t *p = NULL;
+    uct_mem_h memh;
+
+    ASSERT_EQ(0, posix_memalign(&buf, 4096, size));
+    ASSERT_EQ(0, m_host_map(0, size, buf));
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf, size, UCT_MD_MEM_ACCESS_ALL,
+                                     &memh));
+    uct_iov_t iov = { buf, size, memh, 0, 1 };
+    EXPECT_EQ(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
+    ASSERT_EQ(0, m_host_unmap(0, buf));
+    {
+        gaudi_gtest::log_capture log(UCS_LOG_LEVEL_ERROR);
+        EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+                  zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
+        EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+                  zcopy(false, &iov, 1, (uintptr_t)dev, rkey));
+        EXPECT_NE("", log.find({"GAUDI_0", "put_zcopy",
+                                "no longer mapped by SynapseAI"}))
+            << log.dump();
+    }
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+    free(buf);
+
+    ASSERT_EQ(0, m_host_malloc(0, size, 0, (void**)&p));
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, p, size, UCT_MD_MEM_ACCESS_ALL,
+                                     &memh));
+    ASSERT_EQ(0, m_host_unmap(0, p));        /* frees it too */
+    EXPECT_FALSE(allocated(p, size));
+    iov = { p, size, memh, 0, 1 };
+    {
+        gaudi_gtest::log_capture log(UCS_LOG_LEVEL_ERROR);
+        EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+                  zcopy(false, &iov, 1, (uintptr_t)dev, rkey));
+        EXPECT_NE("", log.find({"get_zcopy", "no longer mapped"}))
+            << log.dump();
+    }
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+}
+
+/* Ordinary memory: registrations that share pages, overlap, and start
+ * inside one another all work, with the data checked; once all are gone
+ * the module has left no entry behind */
+TEST_F(cpy_app_test, neighbours_and_overlaps)
+{
+    const size_t size = 8 * 4096;
+    uct_rkey_t rkey;
+    char *dev = (char*)dev_alloc(size, &rkey);
+    void *buf = NULL;
+    std::vector<uint8_t> back(size);
+    uct_mem_h memh[5], bmemh;
+    const struct { size_t off, len; } reg[5] = {
+        {100, 1000}, {2000, 3000}, {0, 3 * 4096}, {4096 + 10, 100},
+        {5 * 4096 - 7, 2 * 4096}
+    };
+
+    ASSERT_EQ(0, posix_memalign(&buf, 4096, size));
+    uint8_t *p = (uint8_t*)buf;
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, back.data(), size,
+                                     UCT_MD_MEM_ACCESS_ALL, &bmemh));
+    for (int i = 0; i < 5; ++i) {
+        ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, p + reg[i].off, reg[i].len,
+                                         UCT_MD_MEM_ACCESS_ALL, &memh[i]))
+            << i;
+    }
+    for (int round = 0; round < 2; ++round) {
+        for (int i = 0; i < 5; ++i) {
+            std::mt19937 gen(i + 10 * round);
+            for (size_t j = 0; j < reg[i].len; ++j) {
+                p[reg[i].off + j] = (uint8_t)gen();
+            }
+            /* the whole range and a piece from its middle to its end */
+            uct_iov_t iov = { p + reg[i].off, reg[i].len, memh[i], 0, 1 };
+            ASSERT_EQ(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev, rkey))
+                << i;
+            size_t mid = reg[i].len / 2;
+            iov = { p + reg[i].off + mid, reg[i].len - mid, memh[i], 0, 1 };
+            ASSERT_EQ(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev + mid,
+                                    rkey)) << i;
+            iov = { back.data(), reg[i].len, bmemh, 0, 1 };
+            ASSERT_EQ(UCS_OK, zcopy(false, &iov, 1, (uintptr_t)dev, rkey))
+                << i;
+            ASSERT_EQ(0, memcmp(p + reg[i].off, back.data(), reg[i].len))
+                << "registration " << i << " round " << round;
+        }
+    }
+    for (int i : {1, 3, 0, 4, 2}) {
+        EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh[i]));
+    }
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, bmemh));
+    /* the registration cache may keep regions: drop them with the MD */
+    for (auto &h : m_host_regs) {
+        uct_md_mem_dereg(m_md, h);
+    }
+    m_host_regs.clear();
+    EXPECT_EQ(34, m_memcpy(m_stream, (uintptr_t)p, 1, m_app_dev, H2D))
+        << "an entry of the module over the buffer survived";
+    free(buf);
+}
+
 /* Completions that record the order they come in */
 struct ordered_comp_t {
     uct_completion_t uct;
@@ -931,14 +1197,6 @@ protected:
         ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), n * len,
                                            (uintptr_t)dev, rkey));
         EXPECT_EQ(src, back);
-    }
-
-    /* The emulated libSynapse if the SynapseAI backend loaded it (to be
-     * dlclose'd), else NULL: the kernel backend is in use */
-    static void *synapse_lib() {
-        const char *lib = getenv("UCX_GAUDI_SYNAPSE_LIB");
-
-        return (lib != NULL) ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
     }
 };
 

@@ -65,7 +65,7 @@ typedef struct uct_gaudi_dma_syn {
     uct_gaudi_dma_syn_slot_t *slots;      /* async ring (super.ring_*)
                                              + 1 (sync) */
     uct_gaudi_dma_syn_slot_t *sync;
-    size_t                   bounce_map;  /* bytes synHostMap'ed */
+    uintptr_t                bounce_map;  /* its entry (map table key) */
 } uct_gaudi_dma_syn_t;
 
 
@@ -138,6 +138,62 @@ static int uct_gaudi_dma_syn_dir(const uct_gaudi_dma_xfer_t *xfer,
 }
 
 /*
+ * A transfer whose host side SynapseAI cannot translate (no entry, or an
+ * entry of someone else's that starts after the entry holding the range,
+ * docs/synapse.md "Host maps"): once @a stream's earlier copies are done,
+ * copy it through the engine's own mapped buffer, in steps on the same
+ * stream. Memory the application mapped is never touched by the CPU: if
+ * its entry is gone, the application unmapped or freed it.
+ */
+static ucs_status_t uct_gaudi_dma_syn_stage(uct_gaudi_dma_syn_t *dma,
+                                            uct_gaudi_syn_stream_t stream,
+                                            const uct_gaudi_dma_xfer_t *xfer,
+                                            uct_gaudi_syn_dir_t dir,
+                                            const char *name)
+{
+    int to_device       = (dir == UCT_GAUDI_SYN_HOST_TO_DRAM);
+    uint64_t host       = to_device ? xfer->src : xfer->dst;
+    uint64_t bounce     = (uintptr_t)dma->super.bounce;
+    size_t step         = dma->super.params.bounce_size;
+    size_t off, len;
+    ucs_status_t status;
+
+    if (xfer->flags & UCT_GAUDI_DMA_XFER_APP_MAP) {
+        ucs_error("%s: %s of %zu bytes: host memory 0x%" PRIx64 " is no "
+                  "longer mapped by SynapseAI (the application unmapped or "
+                  "freed its buffer while it was registered)",
+                  dma->super.name, name, xfer->length, host);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    status = uct_gaudi_syn_stream_sync(dma->syn, stream);
+    for (off = 0; (status == UCS_OK) && (off < xfer->length); off += len) {
+        len = ucs_min(xfer->length - off, step);
+        if (to_device) {
+            memcpy((void*)bounce, (void*)(uintptr_t)(xfer->src + off), len);
+            status = uct_gaudi_syn_memcpy_async(dma->syn, stream,
+                                                xfer->dst + off, bounce,
+                                                len, dir);
+        } else {
+            status = uct_gaudi_syn_memcpy_async(dma->syn, stream, bounce,
+                                                xfer->src + off, len, dir);
+        }
+        if (status == UCS_OK) {
+            status = uct_gaudi_syn_stream_sync(dma->syn, stream);
+        }
+        if ((status == UCS_OK) && !to_device) {
+            memcpy((void*)(uintptr_t)(xfer->dst + off), (void*)bounce, len);
+        }
+    }
+
+    if (status != UCS_OK) {
+        ucs_error("%s: staged %s of %zu bytes failed: %s", dma->super.name,
+                  name, xfer->length, ucs_status_string(status));
+    }
+    return status;
+}
+
+/*
  * Queue @a xfers on @a stream and record @a slot's event after them.
  * UCS_INPROGRESS: queued (a transfer that failed after the first one was
  * queued makes the slot complete with its error); UCS_OK: nothing to
@@ -172,11 +228,18 @@ static ucs_status_t uct_gaudi_dma_syn_queue(uct_gaudi_dma_syn_t *dma,
             status = uct_gaudi_syn_memcpy_async(dma->syn, stream,
                                                 xfers[i].dst, xfers[i].src,
                                                 xfers[i].length, dir);
+            if (status == UCS_ERR_INVALID_ADDR) {
+                /* logs its own failure */
+                status = uct_gaudi_dma_syn_stage(dma, stream, &xfers[i], dir,
+                                                 name);
+            } else if (status != UCS_OK) {
+                ucs_error("%s: %s of %zu bytes: transfer %u of %u not "
+                          "queued: %s", dma->super.name, name,
+                          xfers[i].length, i + 1, count,
+                          ucs_status_string(status));
+            }
         }
         if (status != UCS_OK) {
-            ucs_error("%s: %s of %zu bytes: transfer %u of %u not queued: "
-                      "%s", dma->super.name, name, xfers[i].length, i + 1,
-                      count, ucs_status_string(status));
             if (queued == 0) {
                 return status;
             }
@@ -426,8 +489,11 @@ static ucs_status_t uct_gaudi_dma_syn_fill(uct_gaudi_dma_t *base,
 
 static ucs_status_t uct_gaudi_dma_syn_bounce_init(uct_gaudi_dma_syn_t *dma)
 {
-    size_t size = ucs_align_up(dma->super.params.bounce_size,
-                               ucs_get_page_size());
+    uct_gaudi_ctx_t *ctx = dma->super.ctx;
+    size_t size          = ucs_align_up(dma->super.params.bounce_size,
+                                        ucs_get_page_size());
+    uct_gaudi_syn_map_kind_t kind;
+    uintptr_t key;
     ucs_status_t status;
     void *area;
     int ret;
@@ -442,14 +508,26 @@ static ucs_status_t uct_gaudi_dma_syn_bounce_init(uct_gaudi_dma_syn_t *dma)
     uct_gaudi_numa_place(dma->super.ctx, area, size, "DMA bounce buffer");
     memset(area, 0, size);
 
-    status = uct_gaudi_syn_host_map(dma->syn, dma->device, area, size);
+    /* an entry of the module's own in SynapseAI's shared table (staged
+     * copies go through it, so it must be one) */
+    pthread_mutex_lock(&ctx->lock);
+    status = uct_gaudi_syn_map_get(dma->syn, dma->device, &ctx->syn->maps,
+                                   (uintptr_t)area, size, (uintptr_t)area,
+                                   (uintptr_t)area + size, &kind, &key);
+    if ((status == UCS_OK) && (kind != UCT_GAUDI_SYN_MAP_OWN)) {
+        ucs_error("%s: SynapseAI already has an entry over the new bounce "
+                  "buffer %p (a buffer freed without synHostUnmap?)",
+                  dma->super.name, area);
+        status = UCS_ERR_ALREADY_EXISTS;
+    }
+    pthread_mutex_unlock(&ctx->lock);
     if (status != UCS_OK) {
         ucs_free(area);
         return status;
     }
 
     dma->super.bounce = area;
-    dma->bounce_map   = size;
+    dma->bounce_map   = key;
     return UCS_OK;
 }
 
@@ -471,8 +549,11 @@ static void uct_gaudi_dma_syn_cleanup(uct_gaudi_dma_syn_t *dma)
         (void)uct_gaudi_syn_stream_destroy(dma->syn, dma->stream);
     }
     if (dma->super.bounce != NULL) {
-        (void)uct_gaudi_syn_host_unmap(dma->syn, dma->device,
-                                       dma->super.bounce);
+        pthread_mutex_lock(&dma->super.ctx->lock);
+        (void)uct_gaudi_syn_map_put(dma->syn, dma->device,
+                                    &dma->super.ctx->syn->maps,
+                                    dma->bounce_map);
+        pthread_mutex_unlock(&dma->super.ctx->lock);
         ucs_free(dma->super.bounce);
     }
     ucs_free(dma->slots);

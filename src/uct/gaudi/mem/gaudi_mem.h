@@ -79,6 +79,9 @@ typedef struct uct_gaudi_memh {
     struct uct_gaudi_buf      *buf;      /* ALLOC/DEVICE_REG, or NULL */
     uint32_t                  user_refs; /* HOST_RCACHE: handed out, not
                                             deregistered yet */
+    uint32_t                  app_map;   /* HOST_*: SynapseAI reaches it
+                                            through an entry the
+                                            application made */
 } uct_gaudi_memh_t;
 
 

@@ -62,20 +62,31 @@ static __thread int uct_gaudi_reg_rcache_missed;
 static ucs_status_t uct_gaudi_mem_host_map_dev(uct_gaudi_ctx_t *ctx,
                                                void *addr, size_t len,
                                                void *start, size_t size,
-                                               uint64_t *va_p)
+                                               uint64_t *va_p, int *app_p)
 {
+    uct_gaudi_syn_map_kind_t kind;
     uintptr_t key;
     ucs_status_t status;
 
+    *app_p = 0;
     if (ctx->syn == NULL) {
         return uct_gaudi_hl_mem_map_host(&ctx->hl, start, size, 0, va_p);
     }
 
+    /* *va_p: the module's entry to put back, 0 if it holds none */
     status = uct_gaudi_syn_map_get(ctx->syn, ctx->syn_device,
                                    &ctx->syn->maps, (uintptr_t)addr, len,
                                    (uintptr_t)start,
-                                   (uintptr_t)start + size, &key);
+                                   (uintptr_t)start + size, &kind, &key);
+    if (status == UCS_OK) {
+        ucs_debug("gaudi %s: host %p length %zu: %s", ctx->info->name, addr,
+                  len, (kind == UCT_GAUDI_SYN_MAP_OWN) ? "module's map" :
+                  (kind == UCT_GAUDI_SYN_MAP_APP) ?
+                  "inside the application's SynapseAI mapping" :
+                  "no mapping possible, copies staged");
+    }
     *va_p  = key;
+    *app_p = (kind == UCT_GAUDI_SYN_MAP_APP);
     return status;
 }
 
@@ -87,6 +98,7 @@ ucs_status_t uct_gaudi_mem_host_map(uct_gaudi_heap_t *heap, void *addr,
     uintptr_t end   = ucs_align_up((uintptr_t)addr + len, heap->host_page);
     ucs_status_t status;
     uint64_t va;
+    int app;
 
     if (!uct_gaudi_heap_owned(heap, "host memory registration")) {
         return UCS_ERR_NO_DEVICE;
@@ -96,7 +108,7 @@ ucs_status_t uct_gaudi_mem_host_map(uct_gaudi_heap_t *heap, void *addr,
      * VA page-aligned, so the DMA address is va + (addr - start) */
     pthread_mutex_lock(&heap->ctx->lock);
     status = uct_gaudi_mem_host_map_dev(heap->ctx, addr, len, (void*)start,
-                                        end - start, &va);
+                                        end - start, &va, &app);
     pthread_mutex_unlock(&heap->ctx->lock);
     if (status != UCS_OK) {
         if (!(flags & UCT_MD_MEM_FLAG_HIDE_ERRORS)) {
@@ -117,6 +129,7 @@ ucs_status_t uct_gaudi_mem_host_map(uct_gaudi_heap_t *heap, void *addr,
                       va + ((uintptr_t)addr - start);
     memh->buf       = NULL;
     memh->user_refs = 0;
+    memh->app_map   = app;
     UCT_GAUDI_MEM_COUNTER_ADD(heap, host_maps, 1);
     ucs_trace("gaudi %s: mapped host %p..%p at device 0x%" PRIx64,
               uct_gaudi_heap_name(heap), (void*)start, (void*)end, va);
@@ -138,7 +151,9 @@ void uct_gaudi_mem_host_unmap(uct_gaudi_heap_t *heap,
 
     pthread_mutex_lock(&heap->ctx->lock);
     if (heap->ctx->syn != NULL) {
-        status = uct_gaudi_syn_map_put(heap->ctx->syn,
+        /* only an entry of the module's own is ever put back */
+        status = (memh->map_va == 0) ? UCS_OK :
+                 uct_gaudi_syn_map_put(heap->ctx->syn,
                                        heap->ctx->syn_device,
                                        &heap->ctx->syn->maps,
                                        memh->map_va);
@@ -508,8 +523,9 @@ ucs_status_t uct_gaudi_reg_dma_resolve(uct_gaudi_reg_t *reg,
     uct_gaudi_memh_t *gmemh = memh;
     ucs_status_t status;
 
-    ref->region = NULL;
-    ref->host   = 0;
+    ref->region  = NULL;
+    ref->host    = 0;
+    ref->app_map = 0;
     if (uct_gaudi_heap_in_window(reg->heap, address, ucs_max(length, 1))) {
         return uct_gaudi_heap_dma_addr(reg->heap, addr, length,
                                        &ref->dma_addr);
@@ -522,6 +538,7 @@ ucs_status_t uct_gaudi_reg_dma_resolve(uct_gaudi_reg_t *reg,
         ref->dma_addr = gmemh->dma_base + (address - gmemh->address);
         ref->host     = (gmemh->kind == UCT_GAUDI_MEMH_HOST_REG) ||
                         (gmemh->kind == UCT_GAUDI_MEMH_HOST_RCACHE);
+        ref->app_map  = ref->host && gmemh->app_map;
         return UCS_OK;
     }
 
@@ -535,6 +552,7 @@ ucs_status_t uct_gaudi_reg_dma_resolve(uct_gaudi_reg_t *reg,
     ref->region   = gmemh;
     ref->host     = (gmemh->kind == UCT_GAUDI_MEMH_HOST_REG) ||
                     (gmemh->kind == UCT_GAUDI_MEMH_HOST_RCACHE);
+    ref->app_map  = ref->host && gmemh->app_map;
     return UCS_OK;
 }
 

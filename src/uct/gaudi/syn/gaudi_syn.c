@@ -506,8 +506,15 @@ ucs_status_t uct_gaudi_syn_memcpy_async(const uct_gaudi_syn_t *syn,
                                         size_t length,
                                         uct_gaudi_syn_dir_t dir)
 {
-    return UCT_GAUDI_SYN_CALL(syn, "synMemCopyAsync", memcpy_async, stream,
-                              src, length, dst, dir);
+    uct_gaudi_syn_status_t ret = syn->ops.memcpy_async(stream, src, length,
+                                                       dst, dir);
+
+    /* an untranslatable host side: the caller knows what to do */
+    if (ret == UCT_GAUDI_SYN_MAPPING_NOT_FOUND) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+    return (ret == UCT_GAUDI_SYN_SUCCESS) ? UCS_OK :
+           uct_gaudi_syn_fail("synMemCopyAsync", ret);
 }
 
 ucs_status_t uct_gaudi_syn_event_create(const uct_gaudi_syn_t *syn,

@@ -47,15 +47,24 @@ typedef struct uct_gaudi_syn_ops {
 
 
 /*
- * The module's host maps on a device (gaudi_syn_map.c): SynapseAI keys a
- * map by its start address, so a range is served by a live map that
- * covers it, else mapped from a start no live map has (the whole pages
- * [page_start, page_end), else exactly [addr, +length)); *key_p is what
- * uct_gaudi_syn_map_put() takes. The caller serializes calls per table.
+ * The module's host maps on a device (gaudi_syn_map.c). SynapseAI's table
+ * of host entries is shared with the application; the module keeps the
+ * entries it created, and the probe (a stream and a few device bytes)
+ * with which it asks the table. The caller serializes calls per table.
  */
 typedef struct uct_gaudi_syn_maps {
     struct uct_gaudi_syn_map *head;
+    uct_gaudi_syn_stream_t   probe_stream;  /* NULL until first needed */
+    uint64_t                 probe_dev;
 } uct_gaudi_syn_maps_t;
+
+/* How SynapseAI copies reach a registered host range */
+typedef enum {
+    UCT_GAUDI_SYN_MAP_OWN,   /* an entry of the module (the key) */
+    UCT_GAUDI_SYN_MAP_APP,   /* an entry the module did not make: used as
+                                it is, never unmapped by the module */
+    UCT_GAUDI_SYN_MAP_NONE   /* no entry can serve it: staged copies */
+} uct_gaudi_syn_map_kind_t;
 
 
 /* A loaded libSynapse */
@@ -134,11 +143,18 @@ ucs_status_t uct_gaudi_syn_host_unmap(const uct_gaudi_syn_t *syn,
                                       const void *buffer);
 
 
+/*
+ * Make [addr, +length) reachable by copies: *kind_p says how; for
+ * UCT_GAUDI_SYN_MAP_OWN *key_p is what uct_gaudi_syn_map_put() takes. A
+ * new entry covers [page_start, page_end) when that serves the range,
+ * else starts at @addr.
+ */
 ucs_status_t uct_gaudi_syn_map_get(const uct_gaudi_syn_t *syn,
                                    uct_gaudi_syn_device_t device,
                                    uct_gaudi_syn_maps_t *maps,
                                    uintptr_t addr, size_t length,
                                    uintptr_t page_start, uintptr_t page_end,
+                                   uct_gaudi_syn_map_kind_t *kind_p,
                                    uintptr_t *key_p);
 ucs_status_t uct_gaudi_syn_map_put(const uct_gaudi_syn_t *syn,
                                    uct_gaudi_syn_device_t device,
@@ -147,7 +163,9 @@ void uct_gaudi_syn_maps_cleanup(const uct_gaudi_syn_t *syn,
                                 uct_gaudi_syn_device_t device,
                                 uct_gaudi_syn_maps_t *maps);
 
-/* Streams and copies: queued, in order per stream */
+/* Streams and copies: queued, in order per stream. A host side SynapseAI
+ * cannot translate (synMappingNotFound) is UCS_ERR_INVALID_ADDR without a
+ * log line: the caller reports it or stages the copy */
 ucs_status_t uct_gaudi_syn_stream_create(const uct_gaudi_syn_t *syn,
                                          uct_gaudi_syn_device_t device,
                                          uct_gaudi_syn_stream_t *stream_p);

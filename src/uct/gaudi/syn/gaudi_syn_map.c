@@ -2,11 +2,17 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * Host maps of the SynapseAI backend (docs/synapse.md, "Host maps").
- * SynapseAI keys a synHostMap by the buffer's start address: mapping a
- * buffer that starts where a live map starts only takes a reference, it
- * never grows the map. The module therefore keeps its own table of what it
- * mapped on the device: a range inside a live map reuses it, and a new map
- * never starts where one of the module's live maps starts.
+ * SynapseAI keeps one table of host entries per process, shared with the
+ * application: no reference count, an entry is keyed by its start, a map
+ * inside the entry that holds its start succeeds and creates nothing, and
+ * every lookup (map, unmap, copy translation) looks only at the entry with
+ * the greatest start <= the address. The module cannot read that table,
+ * so it asks it: a one-byte copy from an address is translated by the
+ * same rule ("is the address inside its entry?"), and once it is, a map
+ * of a range starting there can no longer create anything ("does that
+ * entry hold the whole range?"). A map of a start that no entry holds
+ * creates an entry when it succeeds: only such starts are the module's,
+ * and only those it ever unmaps.
  */
 
 #ifdef HAVE_CONFIG_H
@@ -20,24 +26,245 @@
 #include <inttypes.h>
 
 
-/* One synHostMap of the module */
+/* Bytes of device memory the probe copies land in */
+#define UCT_GAUDI_SYN_PROBE_SIZE 128
+
+
+/* An entry the module created: [start, end) */
 typedef struct uct_gaudi_syn_map {
     struct uct_gaudi_syn_map *next;
     uintptr_t                start;   /* SynapseAI's key */
     uintptr_t                end;
-    unsigned                 refs;
+    unsigned                 refs;    /* registrations served by it */
 } uct_gaudi_syn_map_t;
 
 
-static uct_gaudi_syn_map_t **
-uct_gaudi_syn_map_find(uct_gaudi_syn_maps_t *maps, uintptr_t start)
+/* The module's entry with the greatest start <= @addr, or NULL */
+static uct_gaudi_syn_map_t *
+uct_gaudi_syn_map_nearest(const uct_gaudi_syn_maps_t *maps, uintptr_t addr)
+{
+    uct_gaudi_syn_map_t *map, *best = NULL;
+
+    for (map = maps->head; map != NULL; map = map->next) {
+        if ((map->start <= addr) &&
+            ((best == NULL) || (map->start > best->start))) {
+            best = map;
+        }
+    }
+    return best;
+}
+
+/* Whether one of the module's entries starts in (from, to] */
+static int uct_gaudi_syn_map_starts_in(const uct_gaudi_syn_maps_t *maps,
+                                       uintptr_t from, uintptr_t to)
+{
+    uct_gaudi_syn_map_t *map;
+
+    for (map = maps->head; map != NULL; map = map->next) {
+        if ((map->start > from) && (map->start <= to)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static ucs_status_t uct_gaudi_syn_probe_init(const uct_gaudi_syn_t *syn,
+                                             uct_gaudi_syn_device_t device,
+                                             uct_gaudi_syn_maps_t *maps)
+{
+    ucs_status_t status;
+
+    if (maps->probe_stream != NULL) {
+        return UCS_OK;
+    }
+
+    status = uct_gaudi_syn_device_malloc(syn, device,
+                                         UCT_GAUDI_SYN_PROBE_SIZE,
+                                         &maps->probe_dev);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_syn_stream_create(syn, device, &maps->probe_stream);
+    if (status != UCS_OK) {
+        (void)uct_gaudi_syn_device_free(syn, device, maps->probe_dev);
+        maps->probe_dev = 0;
+    }
+    return status;
+}
+
+/*
+ * Whether @addr lies inside the entry SynapseAI finds for it: a one-byte
+ * copy from it is translated by exactly that lookup, and either fails at
+ * the call (nothing queued) or reads one byte into the probe buffer
+ */
+static ucs_status_t uct_gaudi_syn_covered(const uct_gaudi_syn_t *syn,
+                                          uct_gaudi_syn_device_t device,
+                                          uct_gaudi_syn_maps_t *maps,
+                                          uintptr_t addr, int *covered_p)
+{
+    ucs_status_t status;
+
+    status = uct_gaudi_syn_probe_init(syn, device, maps);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_syn_memcpy_async(syn, maps->probe_stream,
+                                        maps->probe_dev, addr, 1,
+                                        UCT_GAUDI_SYN_HOST_TO_DRAM);
+    if (status == UCS_ERR_INVALID_ADDR) {
+        *covered_p = 0;
+        return UCS_OK;
+    }
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    *covered_p = 1;
+    return uct_gaudi_syn_stream_sync(syn, maps->probe_stream);
+}
+
+/*
+ * With @addr inside its entry: whether that entry holds all of
+ * [addr, +length). The map then finds the entry (success, nothing made)
+ * or refuses a range that runs past it (synInvalidArgument); it cannot
+ * create anything.
+ */
+static ucs_status_t uct_gaudi_syn_holds(const uct_gaudi_syn_t *syn,
+                                        uct_gaudi_syn_device_t device,
+                                        uintptr_t addr, size_t length,
+                                        int *holds_p)
+{
+    uct_gaudi_syn_status_t ret;
+
+    ret = syn->ops.host_map(device, length, (const void*)addr);
+    if ((ret != UCT_GAUDI_SYN_SUCCESS) &&
+        (ret != UCT_GAUDI_SYN_INVALID_ARGUMENT)) {
+        return uct_gaudi_syn_status(ret);
+    }
+
+    *holds_p = (ret == UCT_GAUDI_SYN_SUCCESS);
+    return UCS_OK;
+}
+
+/*
+ * Create an entry [start, end) where no entry holds @start (the caller
+ * probed it). UCS_ERR_ALREADY_EXISTS: an entry appeared there meanwhile
+ * (synInvalidArgument); nothing of ours then.
+ */
+static ucs_status_t uct_gaudi_syn_map_create(const uct_gaudi_syn_t *syn,
+                                             uct_gaudi_syn_device_t device,
+                                             uct_gaudi_syn_maps_t *maps,
+                                             uintptr_t start, uintptr_t end,
+                                             uct_gaudi_syn_map_t **map_p)
+{
+    uct_gaudi_syn_map_t *map;
+    uct_gaudi_syn_status_t ret;
+
+    map = ucs_malloc(sizeof(*map), "gaudi syn map");
+    if (map == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    ret = syn->ops.host_map(device, end - start, (const void*)start);
+    if (ret != UCT_GAUDI_SYN_SUCCESS) {
+        ucs_free(map);
+        if (ret == UCT_GAUDI_SYN_INVALID_ARGUMENT) {
+            return UCS_ERR_ALREADY_EXISTS;
+        }
+        ucs_error("gaudi: synHostMap of host 0x%" PRIxPTR "..0x%" PRIxPTR
+                  " failed: %s (%s, %d)", start, end,
+                  uct_gaudi_syn_status_str(ret),
+                  uct_gaudi_syn_status_name(ret), ret);
+        return uct_gaudi_syn_status(ret);
+    }
+
+    map->start = start;
+    map->end   = end;
+    map->refs  = 0;
+    map->next  = maps->head;
+    maps->head = map;
+    *map_p     = map;
+    return UCS_OK;
+}
+
+static void uct_gaudi_syn_map_remove(const uct_gaudi_syn_t *syn,
+                                     uct_gaudi_syn_device_t device,
+                                     uct_gaudi_syn_maps_t *maps,
+                                     uct_gaudi_syn_map_t *map)
 {
     uct_gaudi_syn_map_t **mp;
+    uct_gaudi_syn_status_t ret;
+    int holds = 0;
 
-    for (mp = &maps->head; (*mp != NULL) && ((*mp)->start != start);
-         mp = &(*mp)->next) {
+    for (mp = &maps->head; *mp != map; mp = &(*mp)->next) {
     }
-    return mp;
+    *mp = map->next;
+
+    /* the application may have unmapped our entry (its own map inside it
+     * had made nothing) and mapped a smaller buffer at the same start:
+     * that entry refuses our range, and is left alone */
+    if ((uct_gaudi_syn_holds(syn, device, map->start, map->end - map->start,
+                             &holds) == UCS_OK) && !holds) {
+        ucs_debug("gaudi: host 0x%" PRIxPTR " is now another entry's start: "
+                  "not unmapped", map->start);
+    } else {
+        /* quiet: also runs at exit, when the application may have
+         * released the device already */
+        ret = syn->ops.host_unmap(device, (void*)map->start);
+        if (ret != UCT_GAUDI_SYN_SUCCESS) {
+            ucs_debug("gaudi: synHostUnmap 0x%" PRIxPTR ": %s", map->start,
+                      uct_gaudi_syn_status_name(ret));
+        }
+    }
+    ucs_free(map);
+}
+
+/* Serve [addr, +length) by a new entry of ours: from its first page if
+ * that makes the range translatable, else from @addr itself */
+static ucs_status_t uct_gaudi_syn_map_new(const uct_gaudi_syn_t *syn,
+                                          uct_gaudi_syn_device_t device,
+                                          uct_gaudi_syn_maps_t *maps,
+                                          uintptr_t addr, size_t length,
+                                          uintptr_t page_start,
+                                          uintptr_t page_end,
+                                          uct_gaudi_syn_map_t **map_p)
+{
+    uct_gaudi_syn_map_t *map;
+    ucs_status_t status;
+    int covered = 0;
+
+    if ((page_start < addr) &&
+        !uct_gaudi_syn_map_starts_in(maps, page_start, addr)) {
+        status = uct_gaudi_syn_covered(syn, device, maps, page_start,
+                                       &covered);
+        if (status != UCS_OK) {
+            return status;
+        }
+
+        if (!covered) {
+            status = uct_gaudi_syn_map_create(syn, device, maps, page_start,
+                                              page_end, &map);
+            if (status == UCS_OK) {
+                /* an entry of someone else's may start in
+                 * (page_start, addr] and still answer for addr */
+                status = uct_gaudi_syn_covered(syn, device, maps, addr,
+                                               &covered);
+                if ((status == UCS_OK) && covered) {
+                    *map_p = map;
+                    return UCS_OK;
+                }
+                uct_gaudi_syn_map_remove(syn, device, maps, map);
+            } else if (status != UCS_ERR_ALREADY_EXISTS) {
+                return status;
+            }
+        }
+    }
+
+    /* an entry at addr itself answers for every address from there */
+    return uct_gaudi_syn_map_create(syn, device, maps, addr, page_end,
+                                    map_p);
 }
 
 ucs_status_t uct_gaudi_syn_map_get(const uct_gaudi_syn_t *syn,
@@ -45,79 +272,79 @@ ucs_status_t uct_gaudi_syn_map_get(const uct_gaudi_syn_t *syn,
                                    uct_gaudi_syn_maps_t *maps,
                                    uintptr_t addr, size_t length,
                                    uintptr_t page_start, uintptr_t page_end,
+                                   uct_gaudi_syn_map_kind_t *kind_p,
                                    uintptr_t *key_p)
 {
-    uintptr_t cand[2] = {page_start, addr};
-    uintptr_t end[2]  = {page_end, addr + length};
-    uct_gaudi_syn_map_t *map;
+    uct_gaudi_syn_map_t *map = uct_gaudi_syn_map_nearest(maps, addr);
     ucs_status_t status;
-    int i;
+    int covered = 0, holds = 0;
 
-    /* inside a live map: the same translation serves it */
-    for (map = maps->head; map != NULL; map = map->next) {
-        if ((map->start <= addr) && (addr + length <= map->end)) {
-            ++map->refs;
-            *key_p = map->start;
-            return UCS_OK;
+    *key_p = 0;
+
+    if ((map != NULL) && (addr < map->end)) {
+        if (addr + length <= map->end) {
+            goto own;       /* our nearest entry holds it */
         }
-    }
-
-    /* a start no live map of ours has: the whole pages, else the exact
-     * range (a buffer re-allocated larger at the same address) */
-    for (i = 0; i < 2; i++) {
-        if (*uct_gaudi_syn_map_find(maps, cand[i]) != NULL) {
-            continue;
-        }
-
-        map = ucs_malloc(sizeof(*map), "gaudi syn map");
-        if (map == NULL) {
-            return UCS_ERR_NO_MEMORY;
-        }
-
-        status = uct_gaudi_syn_host_map(syn, device, (void*)cand[i],
-                                        end[i] - cand[i]);
-        if (status != UCS_OK) {
-            ucs_free(map);
-            return status;
-        }
-
-        map->start = cand[i];
-        map->end   = end[i];
-        map->refs  = 1;
-        map->next  = maps->head;
-        maps->head = map;
-        *key_p     = map->start;
+        /* it starts inside our entry and runs past it: no entry can start
+         * there, and growing ours would pull the pages from under copies
+         * in flight; its copies are staged */
+        *kind_p = UCT_GAUDI_SYN_MAP_NONE;
         return UCS_OK;
     }
 
-    ucs_error("gaudi: host range 0x%" PRIxPTR "+%zu cannot be mapped with "
-              "synHostMap: a smaller live map already starts at 0x%" PRIxPTR
-              " (and at 0x%" PRIxPTR "), and SynapseAI keys maps by their "
-              "start address; release that registration first", addr,
-              length, page_start, addr);
-    return UCS_ERR_ALREADY_EXISTS;
+    status = uct_gaudi_syn_covered(syn, device, maps, addr, &covered);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (!covered) {
+        status = uct_gaudi_syn_map_new(syn, device, maps, addr, length,
+                                       page_start, page_end, &map);
+        if (status == UCS_OK) {
+            goto own;
+        }
+        if (status != UCS_ERR_ALREADY_EXISTS) {
+            return status;
+        }
+        /* an entry appeared at addr meanwhile: it answers now */
+    }
+
+    status = uct_gaudi_syn_holds(syn, device, addr, length, &holds);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* the application's entry serves it as it is; or it starts inside one
+     * and runs past it, and no entry can be made there */
+    *kind_p = holds ? UCT_GAUDI_SYN_MAP_APP : UCT_GAUDI_SYN_MAP_NONE;
+    return UCS_OK;
+
+own:
+    ++map->refs;
+    *kind_p = UCT_GAUDI_SYN_MAP_OWN;
+    *key_p  = map->start;
+    return UCS_OK;
 }
 
 ucs_status_t uct_gaudi_syn_map_put(const uct_gaudi_syn_t *syn,
                                    uct_gaudi_syn_device_t device,
                                    uct_gaudi_syn_maps_t *maps, uintptr_t key)
 {
-    uct_gaudi_syn_map_t **mp = uct_gaudi_syn_map_find(maps, key);
-    uct_gaudi_syn_map_t *map = *mp;
+    uct_gaudi_syn_map_t *map;
 
+    for (map = maps->head; (map != NULL) && (map->start != key);
+         map = map->next) {
+    }
     if (map == NULL) {
         ucs_error("gaudi: no synHostMap of the module starts at 0x%" PRIxPTR,
                   key);
         return UCS_ERR_INVALID_PARAM;
     }
 
-    if (--map->refs > 0) {
-        return UCS_OK;
+    if (--map->refs == 0) {
+        uct_gaudi_syn_map_remove(syn, device, maps, map);
     }
-
-    *mp = map->next;
-    ucs_free(map);
-    return uct_gaudi_syn_host_unmap(syn, device, (void*)key);
+    return UCS_OK;
 }
 
 void uct_gaudi_syn_maps_cleanup(const uct_gaudi_syn_t *syn,
@@ -129,8 +356,13 @@ void uct_gaudi_syn_maps_cleanup(const uct_gaudi_syn_t *syn,
     while ((map = maps->head) != NULL) {
         ucs_debug("gaudi: synHostMap 0x%" PRIxPTR "..0x%" PRIxPTR " still "
                   "held (%u) at release", map->start, map->end, map->refs);
-        maps->head = map->next;
-        (void)uct_gaudi_syn_host_unmap(syn, device, (void*)map->start);
-        ucs_free(map);
+        uct_gaudi_syn_map_remove(syn, device, maps, map);
+    }
+    if (maps->probe_stream != NULL) {
+        /* quiet, as above: the device may be gone with its streams */
+        (void)syn->ops.stream_destroy(maps->probe_stream);
+        (void)syn->ops.device_free(device, maps->probe_dev, 0);
+        maps->probe_stream = NULL;
+        maps->probe_dev    = 0;
     }
 }
