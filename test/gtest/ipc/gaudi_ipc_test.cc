@@ -902,11 +902,21 @@ TEST_F(gaudi_ipc, forged_rkey_unpack)
     forged[2].offset  = ~0ull - 100;           /* offset + length wraps */
     forged[3].length  = 0;
     forged[4].base    = ~0ull - 10;            /* base + length wraps */
+    forged.push_back(k);
+    forged.back().flags = 0x80;                /* unknown flag */
+    forged.push_back(k);                       /* "no export", but more */
+    forged.back().flags = UCT_GAUDI_IPC_RKEY_FLAG_NO_EXPORT | 0x2;
     for (size_t i = 0; i < forged.size(); ++i) {
         EXPECT_EQ(UCS_ERR_INVALID_PARAM,
                   uct_rkey_unpack(m_uct.ipc_comp, &forged[i], &bundle))
                 << "forged key " << i;
     }
+
+    /* a key of the previous layout (version 2) is refused */
+    uct_gaudi_ipc_rkey_t old = k;
+    old.version = 2;
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
+              uct_rkey_unpack(m_uct.ipc_comp, &old, &bundle));
 }
 
 TEST_F(gaudi_ipc, forged_rkey_cached_geometry)
@@ -1632,8 +1642,23 @@ TEST_F(gaudi_ipc, upstream_unreachable)
     /* no op 99: never reachable, and a forced transfer fails cleanly */
     EXPECT_FALSE(reachable());
     if (no_export()) {
-        /* nor registration: the exporter's MD cannot export */
-        EXPECT_NE("ok", m_peer.cmd("alloc %zx", (size_t)4096).substr(0, 2));
+        /* registration succeeds without export; its key is unreachable
+         * here, quietly, so UCP uses another transport */
+        std::string r = m_peer.cmd("alloc %zx", (size_t)4096);
+        unsigned long long addr;
+        char rkey[512];
+        ASSERT_EQ(2, sscanf(r.c_str(), "ok %llx %511s", &addr, rkey)) << r;
+        std::vector<uint8_t> packed = unhex(rkey);
+        const uct_gaudi_ipc_rkey_t *key =
+                (const uct_gaudi_ipc_rkey_t*)packed.data();
+        EXPECT_EQ(UCT_GAUDI_IPC_RKEY_FLAG_NO_EXPORT, key->flags);
+        EXPECT_EQ(-1, key->fd);
+        EXPECT_EQ(addr, key->base);
+        uct_rkey_bundle_t bundle;
+        gaudi_gtest::log_capture log(UCS_LOG_LEVEL_DIAG);
+        EXPECT_EQ(UCS_ERR_UNREACHABLE,
+                  uct_rkey_unpack(m_uct.ipc_comp, packed.data(), &bundle));
+        EXPECT_EQ(0u, log.count(UCS_LOG_LEVEL_WARN)) << log.dump();
         return;
     }
     connect();
