@@ -15,6 +15,7 @@ extern "C" {
 #include <uct/gaudi/mem/gaudi_mem.h>
 #include <uct/gaudi/syn/gaudi_syn.h>
 #include <ucs/time/time.h>
+#include <ucs/sys/math.h>
 #include <ucs/config/global_opts.h>
 #include <ucs/debug/log_def.h>
 }
@@ -697,6 +698,7 @@ TEST_F(gaudi_syn_heap, app_tensors_export)
     uint64_t t, off, va;
     int fd;
 
+    GAUDI_UNIT_CHILD();
     open_heap();
     if (!syn_pool()) {
         GTEST_SKIP() << "the emulated SynapseAI has no device memory pool";
@@ -727,13 +729,16 @@ TEST_F(gaudi_syn_heap, app_tensors_export)
         EXPECT_EQ(0u, log.count(UCS_LOG_LEVEL_WARN)) << log.dump();
     }
 
-    /* a range that runs past the pool, and a freed tensor of the
-     * module's own: clear errors, no export */
+    /* a range that runs past the pool, and a freed buffer of the
+     * module's own whose chunk it keeps (exported once, so retained):
+     * clear errors, no export */
     uct_gaudi_buf_t *buf;
     size_t length = 4096;
     uint64_t own;
     ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
     own = buf->memh.address;
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_dmabuf(m_heap, own, length, &fd, &off));
+    close(fd);
     heap_free(buf);
     {
         log_capture log;
