@@ -516,30 +516,7 @@ protected:
     /* H2D into @a ptr and D2H back on the application's stream */
     void check_data(uint64_t ptr, size_t size)
     {
-        std::vector<uint8_t> src(size), dst(size, 0);
-        uct_gaudi_syn_stream_t stream;
-
-        fill(src, 5);
-        ASSERT_EQ(UCS_OK, uct_gaudi_syn_host_map(&m_syn, m_dev, src.data(),
-                                                 size));
-        ASSERT_EQ(UCS_OK, uct_gaudi_syn_host_map(&m_syn, m_dev, dst.data(),
-                                                 size));
-        ASSERT_EQ(UCS_OK, uct_gaudi_syn_stream_create(&m_syn, m_dev,
-                                                      &stream));
-        const uct_gaudi_syn_dir_t h2d = UCT_GAUDI_SYN_HOST_TO_DRAM;
-        const uct_gaudi_syn_dir_t d2h = UCT_GAUDI_SYN_DRAM_TO_HOST;
-
-        EXPECT_EQ(UCS_OK, uct_gaudi_syn_memcpy_async(&m_syn, stream, ptr,
-                                                     (uintptr_t)src.data(),
-                                                     size, h2d));
-        EXPECT_EQ(UCS_OK, uct_gaudi_syn_memcpy_async(&m_syn, stream,
-                                                     (uintptr_t)dst.data(),
-                                                     ptr, size, d2h));
-        EXPECT_EQ(UCS_OK, uct_gaudi_syn_stream_sync(&m_syn, stream));
-        EXPECT_TRUE(src == dst) << "data through the heap's memory differs";
-        EXPECT_EQ(UCS_OK, uct_gaudi_syn_stream_destroy(&m_syn, stream));
-        EXPECT_EQ(UCS_OK, uct_gaudi_syn_host_unmap(&m_syn, m_dev, src.data()));
-        EXPECT_EQ(UCS_OK, uct_gaudi_syn_host_unmap(&m_syn, m_dev, dst.data()));
+        check_alias(ptr, ptr, size, 5);
     }
 
     /* whether SynapseAI still counts @a ptr as allocated: its free takes
