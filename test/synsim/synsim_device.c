@@ -333,7 +333,7 @@ static int synsim_match(synsim_by_t by, int accel, int n, const void *arg)
 /*
  * By bus or module id: the one node, its reset waited out; busy is synFail
  * by bus (openComputeFD(pciBus), osal_linux.cpp:392-405) and
- * synNoDeviceFound by module id (:380-391). Any device: each node in
+ * synNoDeviceFound by module id (:377-389). Any device: each node in
  * turn, resets waited out, busy ones skipped, synNoDeviceFound if none
  * opens (openAnyDevice, :241-300).
  */
@@ -372,7 +372,7 @@ static synStatus synsim_acquire(synDeviceId *pDeviceId, synsim_by_t by,
         if (fd >= 0) {
             status = synsim_take(n, accel, fd);
         } else if (fd == -ETIMEDOUT) {
-            status = synFail;       /* osal_linux.cpp:1485-1490 */
+            status = synFail;       /* osal_linux.cpp:1485-1489 */
         } else if (by == SYNSIM_ANY) {
             continue;               /* busy: the next one */
         } else {

@@ -125,7 +125,7 @@ synStatus synDeviceMalloc(const synDeviceId deviceId, const uint64_t size,
         return status;
     }
     if (flags != 0) {
-        return synFail;         /* synapse_api_impl.cpp:989-993 */
+        return synFail;         /* synapse_api_impl.cpp:988-992 */
     }
     if ((buffer == NULL) || (size == 0)) {
         return synInvalidArgument;
