@@ -35,42 +35,26 @@ for run in gaudi2 gaudi1 gaudi3 upstream:gaudi2 upstream:gaudi1 \
     gtest_add "$run" "$log" "${PIPESTATUS[0]}"
 done
 
-# The SynapseAI copy backend (emulated libSynapse) on Gaudi3 and Gaudi2
-# (device memory from the driver, auto):
-# host registration is synHostMap. Not run there: the driver-level fault
-# injections of MAP USERPTR and the freed-pointer registration (SynapseAI
-# reports them with its own statuses), and the borrowed-fd tests (a
-# UCX_GAUDI_DEVICE_FD device cannot be SynapseAI's, docs/synapse.md).
-for asic in gaudi3 gaudi2; do
+# The SynapseAI copy backend (emulated libSynapse) on Gaudi3, Gaudi2 and
+# Gaudi1: host registration is synHostMap, and the heap's chunks come from
+# synDeviceMalloc (auto: SynapseAI's pool holds the DRAM). Not run there:
+# the driver-level fault injections of MAP USERPTR and the freed-pointer
+# registration (SynapseAI reports them with its own statuses), the
+# borrowed-fd tests (a UCX_GAUDI_DEVICE_FD device cannot be SynapseAI's,
+# docs/synapse.md), and the release-path tests of driver chunks (an
+# exported chunk deferred until the driver lets it go, chunk and fd counts
+# after export cycles): an exported SynapseAI chunk is kept for reuse
+# instead (docs/synapse.md, Memory; gaudi_syn_heap.* in 25-syn)
+for asic in gaudi3 gaudi2 gaudi1; do
     new_node
     log=$(mktemp); tmpdirs+=("$log")
     echo "=== UCX_GAUDI_COPY_BACKEND=synapse HLSIM_ASIC=$asic"
     HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=1 UCX_GAUDI_COPY_BACKEND=synapse \
         UCX_GAUDI_SYNAPSE_LIB=$GAUDI_UCX_BUILD/test/synsim/.libs/libSynapse.so \
         on_emulator "$gtest" \
-        --gtest_filter='*:-*bad_input:*driver_faults:*borrowed_fd*' 2>&1 |
-        tee "$log"
-    gtest_add "synapse:$asic" "$log" "${PIPESTATUS[0]}"
-done
-
-# The heap's chunks from synDeviceMalloc: Gaudi3 with
-# UCX_GAUDI_DEVICE_MEM=synapse, and Gaudi1, which takes SynapseAI's
-# allocator by itself (auto) on this backend. Not run there besides the
-# above: the release-path tests of driver chunks (an exported chunk
-# deferred until the driver lets it go, chunk and fd counts after export
-# cycles): an exported SynapseAI chunk is kept for reuse instead
-# (docs/synapse.md, Memory; gaudi_syn_heap.* in 25-syn)
-for run in gaudi3:synapse gaudi1:auto; do
-    new_node
-    log=$(mktemp); tmpdirs+=("$log")
-    echo "=== UCX_GAUDI_DEVICE_MEM=${run#*:} HLSIM_ASIC=${run%%:*}"
-    HLSIM_ASIC=${run%%:*} HLSIM_NUM_DEVICES=1 UCX_GAUDI_COPY_BACKEND=synapse \
-        UCX_GAUDI_DEVICE_MEM=${run#*:} \
-        UCX_GAUDI_SYNAPSE_LIB=$GAUDI_UCX_BUILD/test/synsim/.libs/libSynapse.so \
-        on_emulator "$gtest" \
         --gtest_filter='*:-*bad_input:*driver_faults:*borrowed_fd*:*dmabuf_held*:*deferred_teardown*:*unmap_busy*:*stable_over*' \
         2>&1 | tee "$log"
-    gtest_add "synapse-mem:${run%%:*}" "$log" "${PIPESTATUS[0]}"
+    gtest_add "synapse:$asic" "$log" "${PIPESTATUS[0]}"
 done
 
 gtest_summary "all models and flavours"

@@ -25,11 +25,11 @@ done
 
 # The SynapseAI copy backend (emulated libSynapse): Gaudi3, where auto
 # picks it and the driver imports dma-bufs (op 99), and Gaudi2 with
-# UCX_GAUDI_COPY_BACKEND=synapse; both processes of every test use it
-# (and Gaudi3 with device memory from synDeviceMalloc: its chunks export
-# when SynapseAI mapped them by themselves, as the emulated one does;
-# Gaudi1, whose device memory on this backend is SynapseAI's, exports by
-# physical address)
+# UCX_GAUDI_COPY_BACKEND=synapse; both processes of every test use it.
+# Device memory is SynapseAI's there (synDeviceMalloc, pieces of its pool,
+# exported through the pool's mapping, gaudi_ipc.synapse_tensors for the
+# application's own tensors); Gaudi1, whose SynapseAI memory is physical,
+# exports by physical address
 for run in auto:gaudi3 synapse:gaudi2 synapse:gaudi1 auto:gaudi3:synapse; do
     IFS=: read -r backend asic mem <<< "$run"
     new_node

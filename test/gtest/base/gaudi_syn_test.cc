@@ -15,6 +15,7 @@ extern "C" {
 #include <uct/gaudi/mem/gaudi_mem.h>
 #include <uct/gaudi/syn/gaudi_syn.h>
 #include <ucs/time/time.h>
+#include <ucs/sys/math.h>
 #include <ucs/config/global_opts.h>
 #include <ucs/debug/log_def.h>
 }
@@ -501,10 +502,12 @@ TEST_F(gaudi_syn, module_borrows_device)
     void *app = dlopen(syn_lib(), RTLD_NOW | RTLD_GLOBAL);
     std::vector<uint8_t> src(size), dst(size, 0);
     uct_gaudi_syn_stream_t stream;
+    size_t length = 64 * 1024 * 1024;
+    uct_gaudi_heap_t *heap;
+    uct_gaudi_buf_t *buf;
     uct_gaudi_ctx_t *ctx;
     uint64_t handle, va, d;
     int fd, type;
-    ucs_status_t status;
 
     ASSERT_NE(nullptr, app) << dlerror();
     acquire(NULL);
@@ -515,15 +518,20 @@ TEST_F(gaudi_syn, module_borrows_device)
     EXPECT_STREQ("SynapseAI", ctx->source);
     EXPECT_EQ(fd, ctx->hl.fd);
 
+    /* SCAL's pool took the DRAM at acquire: the driver has none left, and
+     * the module's memory comes from SynapseAI's allocator */
     {
         log_capture log;
-        status = uct_gaudi_hl_mem_alloc(&ctx->hl, 64 * 1024 * 1024, 0,
-                                        &handle);
+
+        EXPECT_EQ(UCS_ERR_NO_MEMORY,
+                  uct_gaudi_hl_mem_alloc(&ctx->hl, length, 0, &handle));
     }
-    EXPECT_EQ(UCS_ERR_NO_MEMORY, status);
-    ASSERT_EQ(UCS_OK, uct_gaudi_syn_device_malloc(&m_syn, m_dev, size, &va));
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_get(ctx, &heap));
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(heap, &length, &buf));
+    EXPECT_TRUE(buf->chunk->syn);
+    va = buf->memh.address;
     ASSERT_EQ(UCS_OK, uct_gaudi_syn_device_malloc(&m_syn, m_dev, size, &d));
-    EXPECT_TRUE((d + size <= va) || (d >= va + size)) << "overlap";
+    EXPECT_TRUE((d + size <= va) || (d >= va + length)) << "overlap";
 
     fill(src, 3);
     ASSERT_EQ(UCS_OK, uct_gaudi_syn_host_map(&m_syn, m_dev, src.data(),
@@ -545,8 +553,11 @@ TEST_F(gaudi_syn, module_borrows_device)
     EXPECT_TRUE(src == dst) << "copy through device memory differs";
 
     EXPECT_EQ(UCS_OK, uct_gaudi_syn_stream_destroy(&m_syn, stream));
-    EXPECT_EQ(UCS_OK, uct_gaudi_syn_device_free(&m_syn, m_dev, va));
     EXPECT_EQ(UCS_OK, uct_gaudi_syn_device_free(&m_syn, m_dev, d));
+    pthread_mutex_lock(&heap->lock);
+    EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(heap, buf));
+    pthread_mutex_unlock(&heap->lock);
+    uct_gaudi_heap_put(heap);
     uct_gaudi_ctx_put(ctx);
     /* the module closed nothing: SynapseAI's fd is still open */
     EXPECT_GE(fcntl(fd, F_GETFD), 0);
@@ -759,30 +770,7 @@ protected:
     /* H2D into @a ptr and D2H back on the application's stream */
     void check_data(uint64_t ptr, size_t size)
     {
-        std::vector<uint8_t> src(size), dst(size, 0);
-        uct_gaudi_syn_stream_t stream;
-
-        fill(src, 5);
-        ASSERT_EQ(UCS_OK, uct_gaudi_syn_host_map(&m_syn, m_dev, src.data(),
-                                                 size));
-        ASSERT_EQ(UCS_OK, uct_gaudi_syn_host_map(&m_syn, m_dev, dst.data(),
-                                                 size));
-        ASSERT_EQ(UCS_OK, uct_gaudi_syn_stream_create(&m_syn, m_dev,
-                                                      &stream));
-        const uct_gaudi_syn_dir_t h2d = UCT_GAUDI_SYN_HOST_TO_DRAM;
-        const uct_gaudi_syn_dir_t d2h = UCT_GAUDI_SYN_DRAM_TO_HOST;
-
-        EXPECT_EQ(UCS_OK, uct_gaudi_syn_memcpy_async(&m_syn, stream, ptr,
-                                                     (uintptr_t)src.data(),
-                                                     size, h2d));
-        EXPECT_EQ(UCS_OK, uct_gaudi_syn_memcpy_async(&m_syn, stream,
-                                                     (uintptr_t)dst.data(),
-                                                     ptr, size, d2h));
-        EXPECT_EQ(UCS_OK, uct_gaudi_syn_stream_sync(&m_syn, stream));
-        EXPECT_TRUE(src == dst) << "data through the heap's memory differs";
-        EXPECT_EQ(UCS_OK, uct_gaudi_syn_stream_destroy(&m_syn, stream));
-        EXPECT_EQ(UCS_OK, uct_gaudi_syn_host_unmap(&m_syn, m_dev, src.data()));
-        EXPECT_EQ(UCS_OK, uct_gaudi_syn_host_unmap(&m_syn, m_dev, dst.data()));
+        check_alias(ptr, ptr, size, 5);
     }
 
     /* whether SynapseAI still counts @a ptr as allocated: its free takes
@@ -815,6 +803,42 @@ protected:
         }
         heap_free(buf);
         return chunk;
+    }
+
+    /* Whether the emulated SynapseAI tells where its pool lies */
+    bool syn_pool()
+    {
+        return dlsym(m_app, "synDeviceGetInfoV2") != NULL;
+    }
+
+    /* @a size bytes written through @a ptr read back through @a alias
+     * (device addresses), both on the application's stream */
+    void check_alias(uint64_t ptr, uint64_t alias, size_t size,
+                     unsigned seed)
+    {
+        std::vector<uint8_t> src(size), dst(size, 0);
+        uct_gaudi_syn_stream_t stream;
+
+        fill(src, seed);
+        ASSERT_EQ(UCS_OK, uct_gaudi_syn_host_map(&m_syn, m_dev, src.data(),
+                                                 size));
+        ASSERT_EQ(UCS_OK, uct_gaudi_syn_host_map(&m_syn, m_dev, dst.data(),
+                                                 size));
+        ASSERT_EQ(UCS_OK, uct_gaudi_syn_stream_create(&m_syn, m_dev,
+                                                      &stream));
+        EXPECT_EQ(UCS_OK, uct_gaudi_syn_memcpy_async(&m_syn, stream, ptr,
+                                                     (uintptr_t)src.data(),
+                                                     size,
+                                                     UCT_GAUDI_SYN_HOST_TO_DRAM));
+        EXPECT_EQ(UCS_OK, uct_gaudi_syn_memcpy_async(&m_syn, stream,
+                                                     (uintptr_t)dst.data(),
+                                                     alias, size,
+                                                     UCT_GAUDI_SYN_DRAM_TO_HOST));
+        EXPECT_EQ(UCS_OK, uct_gaudi_syn_stream_sync(&m_syn, stream));
+        EXPECT_TRUE(src == dst) << "the import does not show the tensor";
+        EXPECT_EQ(UCS_OK, uct_gaudi_syn_stream_destroy(&m_syn, stream));
+        EXPECT_EQ(UCS_OK, uct_gaudi_syn_host_unmap(&m_syn, m_dev, src.data()));
+        EXPECT_EQ(UCS_OK, uct_gaudi_syn_host_unmap(&m_syn, m_dev, dst.data()));
     }
 
     void                   *m_app;
@@ -862,15 +886,16 @@ TEST_F(gaudi_syn_heap, gaudi1_synapse_memory)
     EXPECT_FALSE(syn_owns(phys)) << "the chunk was not given back";
 }
 
-/* auto: the driver first; when it has no DRAM left, SynapseAI's
- * allocator, without an error on the way */
-TEST_F(gaudi_syn_heap, auto_falls_back_on_enomem)
+/* auto under SynapseAI: SynapseAI's allocator, never the driver's ALLOC,
+ * which finds no DRAM once SCAL took it at acquire */
+TEST_F(gaudi_syn_heap, auto_takes_synapse_memory)
 {
-    GAUDI_UNIT_CHILD({{"HLSIM_FAULTS", "mem_alloc:1:12"}});
-    size_t length = 64 * 1024, length2 = 64 * 1024;
+    GAUDI_UNIT_CHILD({{"HLSIM_FAULTS", "mem_alloc:1:ENOMEM"}});
+    size_t length = 64 * 1024, length2;
     uct_gaudi_buf_t *buf, *buf2;
 
     open_heap();
+    EXPECT_EQ(UCT_GAUDI_DEVICE_MEM_SYNAPSE, m_heap->device_mem);
     {
         log_capture log;
 
@@ -880,14 +905,86 @@ TEST_F(gaudi_syn_heap, auto_falls_back_on_enomem)
     EXPECT_TRUE(buf->chunk->syn);
     check_data(buf->memh.address, length);
 
-    /* the next chunk (a dedicated one: half a chunk or more) comes from
-     * the driver again */
+    /* a dedicated chunk (half a chunk or more) as well */
     length2 = m_heap->chunk_size / 2;
     ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length2, &buf2));
-    EXPECT_FALSE(buf2->chunk->syn);
+    EXPECT_TRUE(buf2->chunk->syn);
     check_data(buf2->memh.address + length2 - 1024 * 1024, 1024 * 1024);
     heap_free(buf);
     heap_free(buf2);
+}
+
+/*
+ * The application's tensors (synDeviceMalloc: 128-byte aligned pieces of
+ * SynapseAI's pool, not MAP starts) export as the pages around them in
+ * the pool's mapping, at their offset: data written through a tensor is
+ * read back through an import of its dma-buf, on the application's
+ * stream
+ */
+TEST_F(gaudi_syn_heap, app_tensors_export)
+{
+    static const size_t sizes[] = {1000, 4096 + 128, 300000, 128, 70000};
+    std::vector<uint64_t> tensors;
+    uct_gaudi_syn_pool_t pool;
+    uint64_t t, off, va;
+    int fd;
+
+    GAUDI_UNIT_CHILD();
+    open_heap();
+    if (!syn_pool()) {
+        GTEST_SKIP() << "the emulated SynapseAI has no device memory pool";
+    }
+    for (size_t size : sizes) {
+        ASSERT_EQ(UCS_OK, uct_gaudi_syn_device_malloc(&m_syn, m_dev, size,
+                                                      &t));
+        tensors.push_back(t);
+    }
+
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        t = tensors[i];
+        ASSERT_EQ(UCS_OK, uct_gaudi_syn_pool_find(&m_syn, m_ctx->hl.fd, t,
+                                                  sizes[i], &pool));
+        EXPECT_NE(pool.map_va, t);
+        EXPECT_EQ(0u, t % 128);
+        log_capture log;
+        ASSERT_EQ(UCS_OK, uct_gaudi_heap_dmabuf(m_heap, t, sizes[i], &fd,
+                                                &off)) << log.dump();
+        EXPECT_EQ((t - pool.map_va) % m_heap->host_page, off);
+        ASSERT_EQ(UCS_OK, uct_gaudi_hl_reg_dmabuf(&m_ctx->hl, fd,
+                                                  ucs_align_up(off + sizes[i],
+                                                      m_heap->host_page),
+                                                  &va));
+        close(fd);
+        check_alias(t, va + off, sizes[i], (unsigned)i);
+        EXPECT_EQ(UCS_OK, uct_gaudi_hl_mem_unmap(&m_ctx->hl, va));
+        EXPECT_EQ(0u, log.count(UCS_LOG_LEVEL_WARN)) << log.dump();
+    }
+
+    /* a range that runs past the pool, and a freed buffer of the
+     * module's own whose chunk it keeps (exported once, so retained):
+     * clear errors, no export */
+    uct_gaudi_buf_t *buf;
+    size_t length = 4096;
+    uint64_t own;
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
+    own = buf->memh.address;
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_dmabuf(m_heap, own, length, &fd, &off));
+    close(fd);
+    heap_free(buf);
+    {
+        log_capture log;
+
+        EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+                  uct_gaudi_heap_dmabuf(m_heap, own, 64, &fd, &off));
+        EXPECT_NE("", log.find({m_ctx->info->name, "dma-buf export",
+                                "not inside"})) << log.dump();
+    }
+    EXPECT_NE(UCS_OK, uct_gaudi_heap_dmabuf(m_heap, pool.end - 4096,
+                                            8192, &fd, &off));
+
+    for (uint64_t p : tensors) {
+        EXPECT_EQ(UCS_OK, uct_gaudi_syn_device_free(&m_syn, m_dev, p));
+    }
 }
 
 /* An exported SynapseAI chunk is never freed back to SynapseAI */
@@ -901,6 +998,9 @@ TEST_F(gaudi_syn_heap, exported_chunk_retained)
     int fd;
 
     open_heap();
+    if (!syn_pool()) {
+        GTEST_SKIP() << "the emulated SynapseAI has no device memory pool";
+    }
     ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
     ASSERT_TRUE(buf->chunk->syn);
     chunk = buf->chunk->ptr;
@@ -929,6 +1029,9 @@ TEST_F(gaudi_syn_heap, retained_chunk_reused)
     int fd;
 
     open_heap();
+    if (!syn_pool()) {
+        GTEST_SKIP() << "the emulated SynapseAI has no device memory pool";
+    }
     c0 = m_heap->counters;
     for (int i = 0; i < 20; ++i) {
         length = 1000 + i * 4096;
@@ -957,6 +1060,9 @@ TEST_F(gaudi_syn_heap, retained_chunk_best_fit)
     uint64_t big, small, count;
 
     open_heap();
+    if (!syn_pool()) {
+        GTEST_SKIP() << "the emulated SynapseAI has no device memory pool";
+    }
     const uint64_t chunk = m_heap->chunk_size;
     /* two exported dedicated chunks, of 3 and 2 chunk sizes, retained */
     big   = exported_cycle(3 * chunk);

@@ -16,6 +16,7 @@
 extern "C" {
 #include <uct/gaudi/ipc/gaudi_ipc_iface.h>
 #include <uct/gaudi/ipc/gaudi_ipc_md.h>
+#include <uct/gaudi/syn/gaudi_syn_api.h>
 #include <uct/gaudi/dma/gaudi_dma_ops.h>
 #include <uct/gaudi/api/uct_gaudi.h>
 #include <uct/api/uct.h>
@@ -304,9 +305,77 @@ struct uct_side {
 
 /* ---- exporter process ---- */
 
+/*
+ * The exporter as a framework application: its own SynapseAI calls (the
+ * library the module loaded, UCX_GAUDI_SYNAPSE_LIB), tensors from
+ * synDeviceMalloc and copies on its own stream. Signatures as in
+ * src/uct/gaudi/syn/gaudi_syn_api.h.
+ */
+struct app_syn {
+    void *lib = NULL;
+    uct_gaudi_syn_device_malloc_fn_t malloc_fn;
+    uct_gaudi_syn_device_free_fn_t   free_fn;
+    uct_gaudi_syn_host_map_fn_t      map_fn;
+    uct_gaudi_syn_host_unmap_fn_t    unmap_fn;
+    uct_gaudi_syn_stream_create_fn_t stream_create_fn;
+    uct_gaudi_syn_stream_fn_t        stream_sync_fn, stream_destroy_fn;
+    uct_gaudi_syn_memcpy_fn_t        memcpy_fn;
+
+    bool load()
+    {
+        const char *path = getenv("UCX_GAUDI_SYNAPSE_LIB");
+        if (lib != NULL) {
+            return true;
+        }
+        lib = (path == NULL) ? NULL : dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+        if (lib == NULL) {
+            return false;
+        }
+        malloc_fn = (uct_gaudi_syn_device_malloc_fn_t)dlsym(lib,
+                                                           "synDeviceMalloc");
+        free_fn   = (uct_gaudi_syn_device_free_fn_t)dlsym(lib, "synDeviceFree");
+        map_fn    = (uct_gaudi_syn_host_map_fn_t)dlsym(lib, "synHostMap");
+        unmap_fn  = (uct_gaudi_syn_host_unmap_fn_t)dlsym(lib, "synHostUnmap");
+        stream_create_fn = (uct_gaudi_syn_stream_create_fn_t)
+                           dlsym(lib, "synStreamCreateGeneric");
+        stream_sync_fn    = (uct_gaudi_syn_stream_fn_t)
+                            dlsym(lib, "synStreamSynchronize");
+        stream_destroy_fn = (uct_gaudi_syn_stream_fn_t)
+                            dlsym(lib, "synStreamDestroy");
+        memcpy_fn = (uct_gaudi_syn_memcpy_fn_t)dlsym(lib, "synMemCopyAsync");
+        return malloc_fn && free_fn && map_fn && unmap_fn &&
+               stream_create_fn && stream_sync_fn && stream_destroy_fn &&
+               memcpy_fn;
+    }
+
+    /* H2D (@a to_dev) or D2H of @a len bytes on a stream of its own */
+    bool copy(uint64_t dev, std::vector<uint8_t> &host, bool to_dev)
+    {
+        uct_gaudi_syn_stream_t stream;
+        bool ok;
+
+        if ((map_fn(0, host.size(), host.data()) != 0) ||
+            (stream_create_fn(&stream, 0, 0) != 0)) {
+            return false;
+        }
+        ok = (to_dev ?
+              memcpy_fn(stream, (uintptr_t)host.data(), host.size(), dev,
+                        UCT_GAUDI_SYN_HOST_TO_DRAM) :
+              memcpy_fn(stream, dev, host.size(), (uintptr_t)host.data(),
+                        UCT_GAUDI_SYN_DRAM_TO_HOST)) == 0;
+        ok = (stream_sync_fn(stream) == 0) && ok;
+        stream_destroy_fn(stream);
+        unmap_fn(0, host.data());
+        return ok;
+    }
+};
+
+
 static int exporter_main()
 {
-    std::map<uint64_t, uct_mem_h> regs;
+    std::map<uint64_t, uct_mem_h> regs, syn_regs;
+    std::map<uint64_t, uint64_t> syn_pads;
+    app_syn app;
     uct_side s;
     char line[512];
 
@@ -346,6 +415,56 @@ static int exporter_main()
             regs[(uintptr_t)ptr] = memh;
             printf("ok %llx %s\n", (unsigned long long)(uintptr_t)ptr,
                    hex(rkey, sizeof(rkey)).c_str());
+        } else if (op == "syntensor") {
+            /* a tensor of the application: synDeviceMalloc of @a b bytes
+             * after a piece of @a a bytes (so it starts inside the pool,
+             * at no MAP start), registered on both MDs */
+            uint64_t pad = 0, t = 0;
+            uct_mem_h memh, cmemh;
+            uint8_t rkey[sizeof(uct_gaudi_ipc_rkey_t)];
+            if (!app.load() ||
+                ((a > 0) && (app.malloc_fn(0, a, 0, 0, &pad) != 0)) ||
+                (app.malloc_fn(0, b, 0, 0, &t) != 0) ||
+                (uct_md_mem_reg(s.copy_md, (void*)t, b, UCT_MD_MEM_ACCESS_ALL,
+                                &cmemh) != UCS_OK) ||
+                (uct_md_mem_reg(s.ipc_md, (void*)t, b, UCT_MD_MEM_ACCESS_ALL,
+                                &memh) != UCS_OK)) {
+                printf("err syntensor\n");
+                continue;
+            }
+            uct_md_mkey_pack(s.ipc_md, memh, rkey);
+            regs[t]     = memh;
+            syn_regs[t] = cmemh;
+            syn_pads[t] = pad;
+            printf("ok %llx %s\n", (unsigned long long)t,
+                   hex(rkey, sizeof(rkey)).c_str());
+        } else if (op == "synfree") {
+            uct_md_mem_dereg(s.ipc_md, regs[a]);
+            uct_md_mem_dereg(s.copy_md, syn_regs[a]);
+            regs.erase(a);
+            syn_regs.erase(a);
+            bool ok = (app.free_fn(0, a, 0) == 0) &&
+                      ((syn_pads[a] == 0) ||
+                       (app.free_fn(0, syn_pads[a], 0) == 0));
+            syn_pads.erase(a);
+            printf(ok ? "ok\n" : "err synfree\n");
+        } else if (op == "synfill") {
+            std::vector<uint8_t> buf(b);
+            pattern(buf, c);
+            printf(app.copy(a, buf, true) ? "ok\n" : "err synfill\n");
+        } else if (op == "syncheck") {
+            std::vector<uint8_t> buf(b, 0xee), exp(b);
+            pattern(exp, c);
+            long first = -1;
+            if (!app.copy(a, buf, false)) {
+                first = -2;
+            }
+            for (size_t i = 0; (first == -1) && (i < b); ++i) {
+                if (buf[i] != exp[i]) {
+                    first = i;
+                }
+            }
+            printf("ok %ld\n", first);
         } else if (op == "fill") {
             printf(s.fill((void*)a, b, c) == UCS_OK ? "ok\n" : "err fill\n");
         } else if (op == "check") {
@@ -375,6 +494,15 @@ static int exporter_main()
         }
     }
 
+    for (auto &r : syn_regs) {
+        uct_md_mem_dereg(s.ipc_md, regs[r.first]);
+        uct_md_mem_dereg(s.copy_md, r.second);
+        regs.erase(r.first);
+        app.free_fn(0, r.first, 0);
+        if (syn_pads[r.first] != 0) {
+            app.free_fn(0, syn_pads[r.first], 0);
+        }
+    }
     for (auto &r : regs) {
         uct_md_mem_dereg(s.ipc_md, r.second);
         uct_gaudi_mem_free((void*)r.first);
@@ -665,6 +793,79 @@ public:
 };
 
 
+/* Whether both processes drive the device through SynapseAI (70-ipc's
+ * synapse runs; Gaudi3 picks it by itself) */
+static bool synapse_backend()
+{
+    const char *b = getenv("UCX_GAUDI_COPY_BACKEND");
+    return (getenv("UCX_GAUDI_SYNAPSE_LIB") != NULL) &&
+           ((b == NULL) || strcmp(b, "kernel"));
+}
+
+/*
+ * Tensors of the exporter's application (synDeviceMalloc: 128-byte
+ * aligned pieces of SynapseAI's pool, at no MAP start, some at odd
+ * offsets): both of its MDs register them, and the importer puts and gets
+ * through gaudi_ipc, the data checked on the application's own stream
+ */
+TEST_F(gaudi_ipc, synapse_tensors)
+{
+    const char *asic = getenv("HLSIM_ASIC");
+    if (!synapse_backend() || upstream_flavour()) {
+        GTEST_SKIP() << "needs the SynapseAI backend and op 99";
+    }
+    if ((asic != NULL) && !strcmp(asic, "gaudi1")) {
+        GTEST_SKIP() << "Gaudi1: SynapseAI's pointers are physical DRAM "
+                        "addresses, outside the module's pointer window";
+    }
+    connect();
+    static const struct { size_t pad, len, roff; } tensors[] = {
+        {0, 1000, 0}, {384, 5000, 3}, {4096 + 128, 65539, 129},
+        {(1ul << 20) + 640, 1ul << 20, 4097}, {128, 3ul << 20, 0}
+    };
+    unsigned seed = 40;
+    for (const auto &t : tensors) {
+        char rkey[512];
+        unsigned long long addr;
+        std::string r = m_peer.cmd("syntensor %zx %zx", t.pad, t.len);
+        ASSERT_EQ(2, sscanf(r.c_str(), "ok %llx %511s", &addr, rkey)) << r;
+        std::vector<uint8_t> packed = unhex(rkey);
+        const uct_gaudi_ipc_rkey_t *key =
+                (const uct_gaudi_ipc_rkey_t*)packed.data();
+        EXPECT_EQ(0, key->flags) << "not exported";
+        EXPECT_EQ(addr, key->base);
+        EXPECT_EQ(t.len, key->length);
+        EXPECT_EQ(0u, addr % 128);
+        remote_buf rb;
+        rb.addr = addr;
+        ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_uct.ipc_comp, packed.data(),
+                                          &rb.rkey));
+        m_rbufs.push_back(rb);
+
+        size_t len = t.len - t.roff;
+        void *local;
+        ASSERT_EQ(UCS_OK, uct_gaudi_mem_alloc(len, &local));
+        ASSERT_EQ("ok", m_peer.cmd("synfill %llx %zx %x", addr, t.len,
+                                   seed));
+        ASSERT_EQ(UCS_OK, xfer(false, local, len, addr + t.roff, rb))
+                << "get_zcopy " << len;
+        std::vector<uint8_t> exp(t.len), got(len);
+        pattern(exp, seed);
+        ASSERT_EQ(UCS_OK, m_uct.dev_copy(local, got.data(), len, false));
+        EXPECT_EQ(0, memcmp(exp.data() + t.roff, got.data(), len))
+                << "get_zcopy data, " << len << " bytes at +" << t.roff;
+
+        ASSERT_EQ(UCS_OK, m_uct.fill(local, len, seed + 1));
+        ASSERT_EQ(UCS_OK, xfer(true, local, len, addr, rb))
+                << "put_zcopy " << len;
+        EXPECT_EQ("ok -1", m_peer.cmd("syncheck %llx %zx %x", addr, len,
+                                      seed + 1))
+                << "put_zcopy data, " << len << " bytes";
+        uct_gaudi_mem_free(local);
+        seed += 2;
+    }
+}
+
 TEST_F(gaudi_ipc, reachability)
 {
     std::vector<uint8_t> dev, ifa;
@@ -902,11 +1103,21 @@ TEST_F(gaudi_ipc, forged_rkey_unpack)
     forged[2].offset  = ~0ull - 100;           /* offset + length wraps */
     forged[3].length  = 0;
     forged[4].base    = ~0ull - 10;            /* base + length wraps */
+    forged.push_back(k);
+    forged.back().flags = 0x80;                /* unknown flag */
+    forged.push_back(k);                       /* "no export", but more */
+    forged.back().flags = UCT_GAUDI_IPC_RKEY_FLAG_NO_EXPORT | 0x2;
     for (size_t i = 0; i < forged.size(); ++i) {
         EXPECT_EQ(UCS_ERR_INVALID_PARAM,
                   uct_rkey_unpack(m_uct.ipc_comp, &forged[i], &bundle))
                 << "forged key " << i;
     }
+
+    /* a key of the previous layout (version 2) is refused */
+    uct_gaudi_ipc_rkey_t old = k;
+    old.version = 2;
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
+              uct_rkey_unpack(m_uct.ipc_comp, &old, &bundle));
 }
 
 TEST_F(gaudi_ipc, forged_rkey_cached_geometry)
@@ -1632,8 +1843,23 @@ TEST_F(gaudi_ipc, upstream_unreachable)
     /* no op 99: never reachable, and a forced transfer fails cleanly */
     EXPECT_FALSE(reachable());
     if (no_export()) {
-        /* nor registration: the exporter's MD cannot export */
-        EXPECT_NE("ok", m_peer.cmd("alloc %zx", (size_t)4096).substr(0, 2));
+        /* registration succeeds without export; its key is unreachable
+         * here, quietly, so UCP uses another transport */
+        std::string r = m_peer.cmd("alloc %zx", (size_t)4096);
+        unsigned long long addr;
+        char rkey[512];
+        ASSERT_EQ(2, sscanf(r.c_str(), "ok %llx %511s", &addr, rkey)) << r;
+        std::vector<uint8_t> packed = unhex(rkey);
+        const uct_gaudi_ipc_rkey_t *key =
+                (const uct_gaudi_ipc_rkey_t*)packed.data();
+        EXPECT_EQ(UCT_GAUDI_IPC_RKEY_FLAG_NO_EXPORT, key->flags);
+        EXPECT_EQ(-1, key->fd);
+        EXPECT_EQ(addr, key->base);
+        uct_rkey_bundle_t bundle;
+        gaudi_gtest::log_capture log(UCS_LOG_LEVEL_DIAG);
+        EXPECT_EQ(UCS_ERR_UNREACHABLE,
+                  uct_rkey_unpack(m_uct.ipc_comp, packed.data(), &bundle));
+        EXPECT_EQ(0u, log.count(UCS_LOG_LEVEL_WARN)) << log.dump();
         return;
     }
     connect();

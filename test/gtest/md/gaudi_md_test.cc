@@ -303,7 +303,9 @@ TEST_F(gaudi_md, alloc_free_sizes)
     EXPECT_EQ(c0.alloc_bytes, c1.alloc_bytes);
     EXPECT_EQ(c0.chunk_count, c1.chunk_count);   /* chunks released */
     EXPECT_EQ(c0.chunk_bytes, c1.chunk_bytes);
-    if (!gaudi1()) {
+    /* driver memory is all given back; SynapseAI's pool stays mapped */
+    if (!gaudi1() &&
+        (m_gmd->heap->device_mem == UCT_GAUDI_DEVICE_MEM_DRIVER)) {
         EXPECT_EQ(0, hlsim_counter(HLSIM_COUNTER_ALLOCS));
         EXPECT_EQ(0, hlsim_counter(HLSIM_COUNTER_MAPPINGS));
     }
@@ -652,7 +654,7 @@ TEST_F(gaudi_md, dmabuf_export)
                   uct_gaudi_dmabuf_get(hbuf, 10, &fd, &off));
         EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_gaudi_dmabuf_get(p2, 0, &fd,
                                                               &off));
-        EXPECT_TRUE(log.has("not inside one device allocation",
+        EXPECT_TRUE(log.has("not inside one live device allocation",
                             m_gmd->ctx->info->name)) << log.all();
     }
 

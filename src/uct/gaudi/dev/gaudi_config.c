@@ -77,13 +77,12 @@ static ucs_config_field_t uct_gaudi_global_config_table[] = {
 
     {"DEVICE_MEM", "auto",
      "Where device memory allocated through UCX comes from:\n"
-     " auto    - the driver (ALLOC + MAP on the device fd); on the synapse\n"
-     "           copy backend, SynapseAI's allocator (synDeviceMalloc) when\n"
-     "           the driver has no free DRAM left (SynapseAI holds it), and\n"
-     "           always on Gaudi1 (its driver ALLOC only counts bytes)\n"
-     " driver  - the driver only; dma-buf export (gaudi_ipc) always works\n"
-     " synapse - SynapseAI's allocator only (synapse copy backend); on\n"
-     "           Gaudi2/3 it exports only if SynapseAI mapped it by itself.",
+     " auto    - SynapseAI's allocator (synDeviceMalloc) on the synapse\n"
+     "           copy backend (SynapseAI holds the DRAM), else the driver\n"
+     " driver  - the driver's ALLOC + MAP on the device fd only; on\n"
+     "           SynapseAI's fd of a Gaudi2/3 it finds no free DRAM\n"
+     " synapse - SynapseAI's allocator only (synapse copy backend); its\n"
+     "           memory exports through SynapseAI's pool mapping.",
      ucs_offsetof(uct_gaudi_global_config_t, device_mem),
      UCS_CONFIG_TYPE_ENUM(uct_gaudi_device_mem_names)},
 

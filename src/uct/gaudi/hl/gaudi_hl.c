@@ -528,11 +528,8 @@ ucs_status_t uct_gaudi_hl_drm_version(const uct_gaudi_hl_t *hl,
 
 /* MEMORY */
 
-static ucs_status_t uct_gaudi_hl_mem_alloc_common(const uct_gaudi_hl_t *hl,
-                                                  uint64_t size,
-                                                  uint32_t flags,
-                                                  int quiet_nomem,
-                                                  uint64_t *handle)
+ucs_status_t uct_gaudi_hl_mem_alloc(const uct_gaudi_hl_t *hl, uint64_t size,
+                                    uint32_t flags, uint64_t *handle)
 {
     union hl_mem_args args;
     int err;
@@ -545,25 +542,12 @@ static ucs_status_t uct_gaudi_hl_mem_alloc_common(const uct_gaudi_hl_t *hl,
 
     err = uct_gaudi_hl_ioctl(hl, GAUDI_HL_OP_MEMORY, &args);
     if (err != 0) {
-        return uct_gaudi_hl_fail(hl->name, err,
-                                 quiet_nomem && (err == ENOMEM),
+        return uct_gaudi_hl_fail(hl->name, err, 0,
                                  "MEMORY ALLOC of %" PRIu64 " bytes", size);
     }
 
     *handle = args.out.handle;
     return UCS_OK;
-}
-
-ucs_status_t uct_gaudi_hl_mem_alloc(const uct_gaudi_hl_t *hl, uint64_t size,
-                                    uint32_t flags, uint64_t *handle)
-{
-    return uct_gaudi_hl_mem_alloc_common(hl, size, flags, 0, handle);
-}
-
-ucs_status_t uct_gaudi_hl_mem_try_alloc(const uct_gaudi_hl_t *hl,
-                                        uint64_t size, uint64_t *handle)
-{
-    return uct_gaudi_hl_mem_alloc_common(hl, size, 0, 1, handle);
 }
 
 ucs_status_t uct_gaudi_hl_mem_free(const uct_gaudi_hl_t *hl, uint64_t handle)

@@ -132,11 +132,6 @@ ucs_status_t uct_gaudi_hl_drm_version(const uct_gaudi_hl_t *hl,
 ucs_status_t uct_gaudi_hl_mem_alloc(const uct_gaudi_hl_t *hl, uint64_t size,
                                     uint32_t flags, uint64_t *handle);
 
-/* The same without flags, logging ENOMEM at debug level only: for a caller
- * that has another source of memory */
-ucs_status_t uct_gaudi_hl_mem_try_alloc(const uct_gaudi_hl_t *hl,
-                                        uint64_t size, uint64_t *handle);
-
 ucs_status_t uct_gaudi_hl_mem_free(const uct_gaudi_hl_t *hl, uint64_t handle);
 
 /* Gaudi1 (no DRAM MMU): give @a size bytes back to the driver's usage

@@ -85,7 +85,8 @@ uct_gaudi_ipc_md_query(uct_md_h tl_md, uct_md_attr_t *md_attr)
 {
     uct_gaudi_ipc_md_t *md = ucs_derived_of(tl_md, uct_gaudi_ipc_md_t);
 
-    /* without export UCP must not register here (it would fail) */
+    /* without export a registration gives keys no peer can use: UCP
+     * need not register here */
     md_attr->cap.flags            = md->export_ok ?
                                     (UCT_MD_FLAG_REG |
                                      UCT_MD_FLAG_NEED_RKEY) : 0;
@@ -188,6 +189,26 @@ static void uct_gaudi_ipc_export_put(uct_gaudi_ipc_export_t *exp)
     ucs_free(exp);
 }
 
+static void uct_gaudi_ipc_memh_release(uct_gaudi_ipc_memh_t *memh)
+{
+    if (memh->exp != NULL) {
+        uct_gaudi_ipc_export_put(memh->exp);
+    }
+    ucs_free(memh);
+}
+
+/*
+ * Whether a failed export leaves a registration that peers cannot use
+ * (driver without export, memory of unknown origin, a range the driver
+ * refuses) rather than a failed one: a stale address, a fork child or no
+ * memory fail.
+ */
+static int uct_gaudi_ipc_export_optional(ucs_status_t status)
+{
+    return (status != UCS_ERR_INVALID_ADDR) &&
+           (status != UCS_ERR_NO_DEVICE) && (status != UCS_ERR_NO_MEMORY);
+}
+
 static ucs_status_t uct_gaudi_ipc_mem_reg(uct_md_h tl_md, void *address,
                                           size_t length, unsigned flags,
                                           uct_mem_h *memh_p)
@@ -197,43 +218,44 @@ static ucs_status_t uct_gaudi_ipc_mem_reg(uct_md_h tl_md, void *address,
     uct_gaudi_ipc_memh_t *memh;
     ucs_status_t status;
 
-    if (!md->export_ok) {
-        ucs_debug("gaudi_ipc: cannot register %p+%zu: the driver does not "
-                  "export DMA-BUF", address, length);
-        return UCS_ERR_UNSUPPORTED;
-    }
-
     if ((length == 0) ||
-        !uct_gaudi_heap_in_window(md->heap, (uintptr_t)address,
-                                       length)) {
+        !uct_gaudi_heap_in_window(md->heap, (uintptr_t)address, length)) {
         ucs_debug("gaudi_ipc: %p+%zu is not Gaudi memory", address, length);
         return UCS_ERR_INVALID_ADDR;
     }
 
-    status = uct_gaudi_heap_resolve(md->heap, (uintptr_t)address,
-                                         length, &range);
-    if ((status == UCS_OK) && (range.buf == NULL)) {
-        /* foreign allocation (e.g. SynapseAI's): no export handle */
-        status = UCS_ERR_UNSUPPORTED;
-    }
+    status = uct_gaudi_heap_resolve(md->heap, (uintptr_t)address, length,
+                                    &range);
     if (status != UCS_OK) {
-        ucs_error("gaudi_ipc: cannot register %p+%zu: not inside one "
-                  "device allocation of the plugin (%s)", address, length,
+        ucs_error("gaudi_ipc: %s: cannot register %p+%zu: not inside one "
+                  "live device allocation (freed, or runs past it): %s",
+                  uct_gaudi_heap_name(md->heap), address, length,
                   ucs_status_string(status));
         return status;
     }
 
-    memh = ucs_malloc(sizeof(*memh), "gaudi_ipc_memh");
+    memh = ucs_calloc(1, sizeof(*memh), "gaudi_ipc_memh");
     if (memh == NULL) {
         ucs_error("gaudi_ipc: no memory for a registration of %p+%zu",
                   address, length);
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = uct_gaudi_ipc_export_get(md, &range, &memh->exp);
-    if (status != UCS_OK) {
+    memh->address = (uintptr_t)address;
+    memh->length  = length;
+    if (!md->export_ok) {
+        status = UCS_ERR_UNSUPPORTED;   /* said once at MD open */
+    } else {
+        status = uct_gaudi_ipc_export_get(md, &range, &memh->exp);
+    }
+    if ((status != UCS_OK) && !uct_gaudi_ipc_export_optional(status)) {
         ucs_free(memh);
         return status;
+    } else if (status != UCS_OK) {
+        /* peers get an unreachable key and use other transports */
+        ucs_debug("gaudi_ipc: %p+%zu registered without export (%s)",
+                  address, length, ucs_status_string(status));
+        memh->exp = NULL;
     }
 
     pthread_mutex_lock(&md->lock);
@@ -255,8 +277,7 @@ uct_gaudi_ipc_mem_dereg(uct_md_h tl_md,
     pthread_mutex_lock(&md->lock);
     ucs_list_del(&memh->list);
     pthread_mutex_unlock(&md->lock);
-    uct_gaudi_ipc_export_put(memh->exp);
-    ucs_free(memh);
+    uct_gaudi_ipc_memh_release(memh);
     return UCS_OK;
 }
 
@@ -265,10 +286,10 @@ uct_gaudi_ipc_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
                         const uct_md_mkey_pack_params_t *params,
                         void *rkey_buffer)
 {
-    uct_gaudi_ipc_md_t *md            = ucs_derived_of(tl_md,
-                                                       uct_gaudi_ipc_md_t);
-    const uct_gaudi_ipc_export_t *exp =
-            ((const uct_gaudi_ipc_memh_t*)memh)->exp;
+    uct_gaudi_ipc_md_t *md             = ucs_derived_of(tl_md,
+                                                        uct_gaudi_ipc_md_t);
+    const uct_gaudi_ipc_memh_t *ipc_memh = memh;
+    const uct_gaudi_ipc_export_t *exp  = ipc_memh->exp;
     uct_gaudi_ipc_rkey_t key;
 
     memset(&key, 0, sizeof(key));
@@ -277,13 +298,20 @@ uct_gaudi_ipc_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
     key.system_id  = ucs_get_system_id();
     key.pidns      = uct_gaudi_ipc_pidns();
     key.pid        = getpid();
-    key.fd         = exp->fd;
-    key.id         = exp->id;
-    key.base       = exp->base;
-    key.length     = exp->length;
-    key.offset     = exp->offset;
-    key.import_len = exp->import_len;
     key.server     = uct_gaudi_ipc_fd_server_name();
+    if (exp == NULL) {
+        key.flags  = UCT_GAUDI_IPC_RKEY_FLAG_NO_EXPORT;
+        key.fd     = -1;
+        key.base   = ipc_memh->address;
+        key.length = ipc_memh->length;
+    } else {
+        key.fd         = exp->fd;
+        key.id         = exp->id;
+        key.base       = exp->base;
+        key.length     = exp->length;
+        key.offset     = exp->offset;
+        key.import_len = exp->import_len;
+    }
     memcpy(rkey_buffer, &key, sizeof(key));
     return UCS_OK;
 }
@@ -297,8 +325,7 @@ static void uct_gaudi_ipc_md_release_leftovers(uct_gaudi_ipc_md_t *md)
 
     ucs_list_for_each_safe(memh, tmp, &md->regs, list) {
         ucs_list_del(&memh->list);
-        uct_gaudi_ipc_export_put(memh->exp);
-        ucs_free(memh);
+        uct_gaudi_ipc_memh_release(memh);
         ++count;
     }
 
@@ -456,7 +483,9 @@ ucs_status_t uct_gaudi_ipc_rkey_check(const uct_gaudi_ipc_rkey_t *key)
 {
     const char *why;
 
-    if ((key->pid <= 0) || (key->fd < 0)) {
+    if (key->flags & ~UCT_GAUDI_IPC_RKEY_FLAG_NO_EXPORT) {
+        why = "unknown flags";
+    } else if ((key->pid <= 0) || (key->fd < 0)) {
         why = "no exporter pid or fd";
     } else if (key->length == 0) {
         why = "empty buffer";
@@ -496,6 +525,14 @@ uct_gaudi_ipc_rkey_unpack(uct_component_t *component,
                   "versions on one node?)", packed->version,
                   UCT_GAUDI_IPC_RKEY_VERSION);
         return UCS_ERR_UNSUPPORTED;
+    }
+
+    if (packed->flags == UCT_GAUDI_IPC_RKEY_FLAG_NO_EXPORT) {
+        /* a registration without export: not an error (as cuda_ipc) */
+        ucs_trace("gaudi_ipc: rkey of 0x%" PRIx64 "+%" PRIu64 " from pid %d "
+                  "has no export: unreachable", packed->base, packed->length,
+                  packed->pid);
+        return UCS_ERR_UNREACHABLE;
     }
 
     status = uct_gaudi_ipc_rkey_check(packed);

@@ -78,19 +78,26 @@ typedef struct uct_gaudi_ipc_export {
  */
 typedef struct uct_gaudi_ipc_memh {
     ucs_list_link_t        list;       /* in the MD's registrations */
-    uct_gaudi_ipc_export_t *exp;
+    uct_gaudi_ipc_export_t *exp;       /* NULL: not exportable */
+    uint64_t               address;    /* registered range (no export) */
+    uint64_t               length;
 } uct_gaudi_ipc_memh_t;
 
 
 /*
- * Packed rkey (mkey_pack / rkey_unpack), little-endian, version 2, 96 B.
- * The unpacked rkey (uct_rkey_t) points to a copy of it.
+ * Packed rkey (mkey_pack / rkey_unpack), little-endian, version 3, 96 B.
+ * The unpacked rkey (uct_rkey_t) points to a copy of it. A registration
+ * whose memory cannot be exported (driver without export, memory of
+ * unknown origin) packs a key with UCT_GAUDI_IPC_RKEY_FLAG_NO_EXPORT and
+ * fd -1: peers answer UCS_ERR_UNREACHABLE and UCP uses other transports.
  */
-#define UCT_GAUDI_IPC_RKEY_VERSION 2
+#define UCT_GAUDI_IPC_RKEY_VERSION        3
+#define UCT_GAUDI_IPC_RKEY_FLAG_NO_EXPORT UCS_BIT(0)
 
 typedef struct UCS_S_PACKED uct_gaudi_ipc_rkey {
     uint8_t                version;    /* UCT_GAUDI_IPC_RKEY_VERSION */
-    uint8_t                reserved[3];
+    uint8_t                flags;      /* UCT_GAUDI_IPC_RKEY_FLAG_* */
+    uint8_t                reserved[2];
     uint32_t               module_id;  /* exporter's device (hw_ip) */
     uint64_t               system_id;  /* ucs_get_system_id(): boot id */
     uint64_t               pidns;      /* exporter's pid namespace inode */

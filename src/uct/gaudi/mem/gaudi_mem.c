@@ -216,40 +216,32 @@ static void uct_gaudi_chunk_delete(uct_gaudi_chunk_t *chunk)
  * Device memory of a new chunk: the driver's ALLOC of whole pages, then
  * MAP (Gaudi2/3, facts 3.2, 3.3), whose VA is exactly what a dma-buf
  * export takes (facts 4.1); or SynapseAI's allocator (*syn_p set, any
- * ASIC), which shares SynapseAI's account of the DRAM. With the ctx lock.
+ * ASIC), a piece of SynapseAI's pool. With the ctx lock.
  */
 static ucs_status_t uct_gaudi_chunk_provide(uct_gaudi_heap_t *heap,
                                             uint64_t size, uint64_t *handle_p,
                                             uint64_t *va_p, int *syn_p)
 {
     const uct_gaudi_hl_t *hl = &heap->ctx->hl;
-    ucs_status_t status      = UCS_ERR_NO_MEMORY;
+    ucs_status_t status;
 
     *syn_p = (heap->device_mem == UCT_GAUDI_DEVICE_MEM_SYNAPSE);
-    if (!*syn_p) {
-        status = (heap->device_mem == UCT_GAUDI_DEVICE_MEM_AUTO) ?
-                 uct_gaudi_hl_mem_try_alloc(hl, size, handle_p) :
-                 uct_gaudi_hl_mem_alloc(hl, size, 0, handle_p);
-        if (status == UCS_OK) {
-            status = uct_gaudi_hl_mem_map_device(hl, *handle_p, 0, va_p);
-            if (status != UCS_OK) {
-                (void)uct_gaudi_hl_mem_free(hl, *handle_p);
-            }
-            return status;
-        } else if ((status != UCS_ERR_NO_MEMORY) ||
-                   (heap->device_mem != UCT_GAUDI_DEVICE_MEM_AUTO)) {
-            return status;
-        }
-        /* SynapseAI may hold the rest of the DRAM in its own pool */
-        ucs_debug("gaudi %s: the driver has no free DRAM for a %" PRIu64
-                  " byte chunk: taking it from SynapseAI's allocator",
-                  uct_gaudi_heap_name(heap), size);
-        *syn_p = 1;
+    if (*syn_p) {
+        *handle_p = 0;
+        return uct_gaudi_syn_device_malloc(heap->ctx->syn,
+                                           heap->ctx->syn_device, size, va_p);
     }
 
-    *handle_p = 0;
-    return uct_gaudi_syn_device_malloc(heap->ctx->syn, heap->ctx->syn_device,
-                                       size, va_p);
+    status = uct_gaudi_hl_mem_alloc(hl, size, 0, handle_p);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_hl_mem_map_device(hl, *handle_p, 0, va_p);
+    if (status != UCS_OK) {
+        (void)uct_gaudi_hl_mem_free(hl, *handle_p);
+    }
+    return status;
 }
 
 /* Give a chunk's memory back to where it came from (with the ctx lock) */
@@ -520,10 +512,11 @@ static ucs_status_t uct_gaudi_heap_layout(uct_gaudi_heap_t *heap)
 }
 
 /*
- * Resolve UCX_GAUDI_DEVICE_MEM for the heap's device and backend. Gaudi1
- * on the SynapseAI backend: SynapseAI's allocator unless the driver is
- * named, since the driver's ALLOC there only counts bytes and the fd is
- * SynapseAI's, which uses the same DRAM (facts 3.2)
+ * Resolve UCX_GAUDI_DEVICE_MEM for the heap's device and backend. "auto":
+ * SynapseAI's allocator whenever SynapseAI drives the device. On Gaudi2/3
+ * SCAL mapped all free DRAM at acquire (docs/synapse.md, "Device memory"),
+ * so the driver has none left to ALLOC; on Gaudi1 the driver's ALLOC only
+ * counts bytes of the DRAM SynapseAI places its buffers in (facts 3.2).
  */
 static ucs_status_t uct_gaudi_heap_device_mem(uct_gaudi_heap_t *heap)
 {
@@ -540,16 +533,14 @@ static ucs_status_t uct_gaudi_heap_device_mem(uct_gaudi_heap_t *heap)
             return UCS_ERR_UNSUPPORTED;
         }
         value = UCT_GAUDI_DEVICE_MEM_DRIVER;
-    } else if (uct_gaudi_heap_is_gaudi1(heap) &&
-               (value == UCT_GAUDI_DEVICE_MEM_AUTO)) {
+    } else if (value == UCT_GAUDI_DEVICE_MEM_AUTO) {
         value = UCT_GAUDI_DEVICE_MEM_SYNAPSE;
     }
 
     heap->device_mem = value;
     ucs_debug("gaudi %s: device memory from %s", info->name,
               (value == UCT_GAUDI_DEVICE_MEM_DRIVER) ? "the driver" :
-              (value == UCT_GAUDI_DEVICE_MEM_SYNAPSE) ? "synDeviceMalloc" :
-              "the driver, else synDeviceMalloc");
+              "synDeviceMalloc");
     return UCS_OK;
 }
 
@@ -1103,6 +1094,49 @@ static int uct_gaudi_heap_bar_limited(const uct_gaudi_heap_t *heap)
            (info->dram_bar_size < info->hw_ip.u61.dram_size);
 }
 
+/*
+ * Export of the pages around [addr, +len), a piece of SynapseAI's pool on
+ * Gaudi2/3: the pool is one driver mapping made at acquire, and the driver
+ * exports a page-aligned range of a mapping given by its MAP VA (facts
+ * 4.1). *offset_p: of @a addr in the dma-buf. UCS_ERR_UNSUPPORTED (debug)
+ * when nothing tells where the pool lies. With the ctx lock.
+ */
+static ucs_status_t uct_gaudi_heap_pool_export(uct_gaudi_heap_t *heap,
+                                               uint64_t addr, size_t len,
+                                               int *fd_p, uint64_t *offset_p)
+{
+    uint64_t page = heap->host_page;
+    uct_gaudi_syn_pool_t pool;
+    uint64_t start, end;
+    ucs_status_t status;
+
+    if (uct_gaudi_heap_is_gaudi1(heap) ||
+        (uct_gaudi_syn_pool_find(heap->ctx->syn, heap->ctx->hl.fd, addr, len,
+                                 &pool) != UCS_OK)) {
+        ucs_debug("gaudi %s: 0x%" PRIx64 "+%zu is device memory of unknown "
+                  "origin (not the module's, not in SynapseAI's pool): no "
+                  "dma-buf", uct_gaudi_heap_name(heap), addr, len);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    start = ucs_align_down(addr - pool.map_va, page);
+    end   = ucs_align_up(addr + len - pool.map_va, page);
+    status = uct_gaudi_hl_export_dmabuf(&heap->ctx->hl, pool.map_va,
+                                        end - start, start,
+                                        O_RDWR | O_CLOEXEC, fd_p);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    *offset_p = addr - pool.map_va - start;
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, dmabuf_exports, 1);
+    ucs_debug("gaudi %s: exported 0x%" PRIx64 "+%zu as dma-buf fd %d (%s "
+              "mapping 0x%" PRIx64 "+0x%" PRIx64 ", %" PRIu64 " bytes)",
+              uct_gaudi_heap_name(heap), addr, len, *fd_p, pool.source,
+              pool.map_va, start, end - start);
+    return UCS_OK;
+}
+
 /* Export the pages enclosing @a buf (facts 4.1); keep the fd in buf */
 static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
                                          uct_gaudi_buf_t *buf)
@@ -1111,6 +1145,19 @@ static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
     uint64_t addr, off, start, end;
     ucs_status_t status;
     int fd;
+
+    if (buf->chunk->syn && !uct_gaudi_heap_is_gaudi1(heap)) {
+        /* a piece of SynapseAI's pool mapping, not a MAP of its own */
+        pthread_mutex_lock(&heap->ctx->lock);
+        status = uct_gaudi_heap_pool_export(heap, buf->super.start,
+                                            buf->size, &fd,
+                                            &buf->dmabuf_offset);
+        pthread_mutex_unlock(&heap->ctx->lock);
+        if (status != UCS_OK) {
+            return status;
+        }
+        goto out;
+    }
 
     if (uct_gaudi_heap_is_gaudi1(heap)) {
         /* physical address, offset 0 */
@@ -1133,16 +1180,7 @@ static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
     status = uct_gaudi_hl_export_dmabuf(&heap->ctx->hl, addr, end - start,
                                         off, O_RDWR | O_CLOEXEC, &fd);
     pthread_mutex_unlock(&heap->ctx->lock);
-    if ((status == UCS_ERR_INVALID_PARAM) && buf->chunk->syn) {
-        /* the driver exports from the start of a MAP only (facts 4.1) */
-        ucs_error("gaudi %s: buffer 0x%" PRIx64 " cannot be exported: its "
-                  "memory came from synDeviceMalloc, inside a mapping "
-                  "SynapseAI made for more than this chunk; set "
-                  "UCX_GAUDI_DEVICE_MEM=driver to share device memory "
-                  "with other processes", uct_gaudi_heap_name(heap),
-                  buf->super.start);
-    } else if ((status == UCS_ERR_INVALID_PARAM) &&
-               uct_gaudi_heap_bar_limited(heap)) {
+    if ((status == UCS_ERR_INVALID_PARAM) && uct_gaudi_heap_bar_limited(heap)) {
         /* the driver checks every page of the allocation (facts 4.1) */
         ucs_error("gaudi %s: buffer 0x%" PRIx64 " cannot be exported: the "
                   "driver exports only device memory whose every page lies "
@@ -1156,15 +1194,45 @@ static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
         return status;
     }
 
-    buf->dmabuf_fd        = fd;
-    buf->chunk->exported = 1;
     UCT_GAUDI_MEM_COUNTER_ADD(heap, dmabuf_exports, 1);
-    UCT_GAUDI_MEM_COUNTER_ADD(heap, dmabuf_open, 1);
     ucs_debug("gaudi %s: exported buffer 0x%" PRIx64 " as dma-buf fd %d "
               "(export 0x%" PRIx64 "+0x%" PRIx64 ", %" PRIu64 " bytes)",
               uct_gaudi_heap_name(heap), buf->super.start, fd, addr, off,
               end - start);
+out:
+    buf->dmabuf_fd       = fd;
+    buf->chunk->exported = 1;
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, dmabuf_open, 1);
     return UCS_OK;
+}
+
+/*
+ * A dma-buf of device memory the process did not allocate through the
+ * module: SynapseAI's, on the device fd the module shares with it. Freed
+ * or stale addresses of the module's own chunks are not such memory.
+ * With heap->lock.
+ */
+static ucs_status_t uct_gaudi_heap_foreign_dmabuf(uct_gaudi_heap_t *heap,
+                                                  uint64_t addr, size_t len,
+                                                  int *fd_p,
+                                                  uint64_t *offset_p)
+{
+    const uct_gaudi_dev_info_t *info = heap->ctx->info;
+    ucs_status_t status;
+
+    if (!uct_gaudi_heap_in_window(heap, addr, len) ||
+        uct_gaudi_heap_in_chunk(heap, addr) || heap->ctx->hl.owns_fd ||
+        (ucs_pgtable_lookup(&heap->bufs, addr) != NULL)) {
+        ucs_error("gaudi %s (%s): dma-buf export of [0x%" PRIx64 ", +%zu): "
+                  "not inside one live device allocation of this process",
+                  info->name, info->node_name, addr, len);
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    pthread_mutex_lock(&heap->ctx->lock);
+    status = uct_gaudi_heap_pool_export(heap, addr, len, fd_p, offset_p);
+    pthread_mutex_unlock(&heap->ctx->lock);
+    return status;
 }
 
 ucs_status_t uct_gaudi_heap_dmabuf(uct_gaudi_heap_t *heap,
@@ -1189,10 +1257,8 @@ ucs_status_t uct_gaudi_heap_dmabuf(uct_gaudi_heap_t *heap,
     pthread_mutex_lock(&heap->lock);
     region = ucs_pgtable_lookup(&heap->bufs, addr);
     if ((region == NULL) || (len > region->end - addr)) {
-        ucs_error("gaudi %s (%s): dma-buf export of [0x%" PRIx64 ", +%zu): "
-                  "not inside one device allocation of this process",
-                  info->name, info->node_name, addr, len);
-        status = UCS_ERR_INVALID_ADDR;
+        status = uct_gaudi_heap_foreign_dmabuf(heap, addr, len, fd_p,
+                                               offset_p);
         goto out;
     }
 

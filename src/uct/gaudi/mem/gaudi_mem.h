@@ -219,15 +219,14 @@ ucs_status_t uct_gaudi_heap_alloc(uct_gaudi_heap_t *heap,
  * (with a short grace period; still exported then: one warning, the driver
  * frees it when the device is closed, facts 3.2).
  *
- * Chunks from SynapseAI's allocator (UCX_GAUDI_DEVICE_MEM) go back with
- * synDeviceFree, which never tells whether the driver kept the pages: if
- * SynapseAI serves them from a pool it mapped once, a freed piece is handed
- * out again while a peer may still write through its import. So an empty
- * chunk that was ever exported is never given back: it stays reserved on
- * heap->retained, serves the heap's next chunks that fit in it (smallest
- * first: cycles of allocating and freeing exported buffers do not grow
- * the module's memory), and is left to SynapseAI's release of the device
- * when the heap goes.
+ * Chunks from SynapseAI's allocator (UCX_GAUDI_DEVICE_MEM) are pieces of
+ * SynapseAI's pool mapping and go back with synDeviceFree, which hands a
+ * freed piece out again at once while a peer may still write through its
+ * import of the pages. So an empty chunk that was ever exported is never
+ * given back: it stays reserved on heap->retained, serves the heap's next
+ * chunks that fit in it (smallest first: cycles of allocating and freeing
+ * exported buffers do not grow the module's memory), and is left to
+ * SynapseAI's release of the device when the heap goes.
  */
 
 /* Retry deferred releases now; cheap when there are none. Takes the lock */
@@ -286,10 +285,16 @@ int uct_gaudi_heap_memh_valid(uct_gaudi_heap_t *heap,
 /* DMA-BUF export (facts 4.1) */
 
 /*
- * A dup() of the dma-buf fd of the buffer holding [addr, addr+len), and
- * the offset of @a addr in it. The export is made once per buffer (by the
- * exact MAP VA of its chunk, page-aligned offset and size) and closed when
- * the buffer is freed. The caller closes the dup.
+ * A dma-buf fd of device memory [addr, addr+len) and the offset of @a addr
+ * in it; the caller closes the fd.
+ * - The module's buffers: a dup of the export made once per buffer (by
+ *   the exact MAP VA of its chunk, page-aligned offset and size; for a
+ *   chunk from synDeviceMalloc, as below) and closed when it is freed.
+ * - SynapseAI's memory on the shared fd (Gaudi2/3): a new export of the
+ *   pages around the range in SynapseAI's pool mapping (docs/md.md,
+ *   "Export"). UCS_ERR_UNSUPPORTED, logged at debug level only, when
+ *   nothing tells where that pool lies (memory of unknown origin).
+ * A freed or stale address of the module's is UCS_ERR_INVALID_ADDR.
  */
 ucs_status_t uct_gaudi_heap_dmabuf(uct_gaudi_heap_t *heap,
                                    uint64_t addr, size_t len,

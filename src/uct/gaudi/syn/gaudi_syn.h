@@ -128,6 +128,28 @@ ucs_status_t uct_gaudi_syn_device_fd(const uct_gaudi_syn_t *syn,
 ucs_status_t uct_gaudi_syn_held_fd(const uct_gaudi_syn_t *syn, int *fd_p,
                                    uct_gaudi_syn_device_t *device_p);
 
+/*
+ * SynapseAI's device memory pool on Gaudi2/3 (gaudi_syn_pool.c): the VA
+ * of the driver mapping that holds it (what a dma-buf export takes) and
+ * the pool's extent inside it.
+ */
+typedef struct uct_gaudi_syn_pool {
+    uint64_t   map_va;  /* MAP VA of the mapping */
+    uint64_t   start;   /* first byte of the pool (>= map_va) */
+    uint64_t   end;     /* first byte past it */
+    const char *source; /* how it was learned, for messages */
+} uct_gaudi_syn_pool_t;
+
+/*
+ * The pool of the device on @a fd if [addr, +length) lies in it: from
+ * libscal if loaded, else synDeviceGetInfoV2 of the loaded libSynapse
+ * (@a syn, or the default name if NULL). UCS_ERR_NO_ELEM quietly (debug)
+ * if neither tells, or the range is outside.
+ */
+ucs_status_t uct_gaudi_syn_pool_find(const uct_gaudi_syn_t *syn, int fd,
+                                     uint64_t addr, size_t length,
+                                     uct_gaudi_syn_pool_t *pool);
+
 /* Device memory and host registration */
 ucs_status_t uct_gaudi_syn_device_malloc(const uct_gaudi_syn_t *syn,
                                          uct_gaudi_syn_device_t device,

@@ -127,4 +127,52 @@ typedef uct_gaudi_syn_status_t
 (*uct_gaudi_syn_event_record_fn_t)(uct_gaudi_syn_event_t event,
                                    uct_gaudi_syn_stream_t stream);
 
+/*
+ * synDeviceInfoV2 (synDeviceGetInfoV2), read as bytes like synDeviceInfo:
+ * fd at 48 as in the current synDeviceInfo, 72 bytes; newer headers end
+ * it with globalHbmBaseAddress at 64, the device VA of the driver MAP that
+ * holds SynapseAI's device memory pool (the 1.16 header has a reserved
+ * word there, left 0 or, when not written, 0xff bytes).
+ */
+#define UCT_GAUDI_SYN_INFO2_DRAM_SIZE_OFFSET   24
+#define UCT_GAUDI_SYN_INFO2_FD_OFFSET          48
+#define UCT_GAUDI_SYN_INFO2_HBM_BASE_OFFSET    64
+
+typedef uct_gaudi_syn_status_t
+(*uct_gaudi_syn_device_get_info_v2_fn_t)(uct_gaudi_syn_device_t device,
+                                         void *info);
+
+
+/*
+ * SCAL (libscal.so, which libSynapse.so links on Gaudi2/3): the subset of
+ * scal.h that tells where the "global_hbm" pool, the memory of
+ * synDeviceMalloc, lies. Return value 0 is success.
+ */
+#define UCT_GAUDI_SCAL_LIB             "libscal.so"
+#define UCT_GAUDI_SCAL_GLOBAL_HBM_POOL "global_hbm"
+
+typedef struct uct_gaudi_scal      *uct_gaudi_scal_handle_t;
+typedef struct uct_gaudi_scal_pool *uct_gaudi_scal_pool_handle_t;
+
+/* scal_memory_pool_infoV2 */
+typedef struct uct_gaudi_scal_pool_info {
+    uct_gaudi_scal_handle_t scal;
+    const char              *name;
+    unsigned                idx;
+    uint64_t                device_base_address; /* first usable byte */
+    void                    *host_base_address;
+    uint32_t                core_base_address;
+    uint64_t                total_size;
+    uint64_t                free_size;
+    uint64_t                device_base_allocated_address; /* MAP VA */
+} uct_gaudi_scal_pool_info_t;
+
+typedef int (*uct_gaudi_scal_get_handle_from_fd_fn_t)(
+        int fd, uct_gaudi_scal_handle_t *scal);
+typedef int (*uct_gaudi_scal_get_pool_handle_by_name_fn_t)(
+        uct_gaudi_scal_handle_t scal, const char *name,
+        uct_gaudi_scal_pool_handle_t *pool);
+typedef int (*uct_gaudi_scal_pool_get_info_v2_fn_t)(
+        uct_gaudi_scal_pool_handle_t pool, uct_gaudi_scal_pool_info_t *info);
+
 #endif
