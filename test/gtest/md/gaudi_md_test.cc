@@ -161,7 +161,7 @@ protected:
     }
 
     bool gaudi1() const {
-        return m_gmd->ctx->info->asic == UCT_GAUDI_ASIC_GAUDI1;
+        return m_gmd->heap->info->asic == UCT_GAUDI_ASIC_GAUDI1;
     }
 
     /* Gaudi1's heap without chunks: one range over the user DRAM (driver
@@ -171,13 +171,20 @@ protected:
                (m_gmd->heap->device_mem == UCT_GAUDI_DEVICE_MEM_DRIVER);
     }
 
+    /* The device context, taken as an allocation would */
+    uct_gaudi_ctx_t *ctx() const {
+        EXPECT_EQ(UCS_OK, uct_gaudi_heap_take(m_gmd->heap, 1, 0, "test"));
+        return uct_gaudi_heap_ctx(m_gmd->heap);
+    }
+
     /* The driver exports DMA-BUF (not Linux 6.1 with Gaudi2, facts 4.1) */
     bool export_ok() const {
-        int supported = 0;
-        pthread_mutex_lock(&m_gmd->ctx->lock);
-        EXPECT_EQ(UCS_OK, uct_gaudi_hl_probe_export(&m_gmd->ctx->hl,
-                                                    &supported));
-        pthread_mutex_unlock(&m_gmd->ctx->lock);
+        uct_gaudi_ctx_t *c = ctx();
+        int supported      = 0;
+
+        pthread_mutex_lock(&c->lock);
+        EXPECT_EQ(UCS_OK, uct_gaudi_hl_probe_export(&c->hl, &supported));
+        pthread_mutex_unlock(&c->lock);
         return supported;
     }
 
@@ -235,7 +242,7 @@ TEST_F(gaudi_md, query)
               m_attr.cap.reg_mem_types);
     EXPECT_EQ(UCS_BIT(gaudi_type()), m_attr.cap.access_mem_types);
     EXPECT_EQ(UCS_BIT(gaudi_type()), m_attr.cap.detect_mem_types);
-    EXPECT_EQ(m_gmd->ctx->info->hw_ip.u61.dram_size, m_attr.cap.max_alloc);
+    EXPECT_EQ(m_gmd->heap->info->hw_ip.u61.dram_size, m_attr.cap.max_alloc);
     EXPECT_GT(m_attr.cap.max_alloc, 0u);
     EXPECT_GT(m_attr.cap.max_reg, 0u);
     EXPECT_EQ(sizeof(uct_gaudi_copy_rkey_t), m_attr.rkey_packed_size);
@@ -273,7 +280,7 @@ TEST_F(gaudi_md, alloc_free_sizes)
         ASSERT_EQ(UCS_OK, uct_md_mem_query(m_md, (char*)ptr + size / 2, 1,
                                            &mattr));
         EXPECT_EQ(gaudi_type(), mattr.mem_type);
-        EXPECT_EQ(m_gmd->ctx->info->sys_dev, mattr.sys_dev);
+        EXPECT_EQ(m_gmd->heap->info->sys_dev, mattr.sys_dev);
         EXPECT_EQ(ptr, mattr.base_address);
         EXPECT_EQ(len, mattr.alloc_length);
         if (gaudi1()) {
@@ -283,7 +290,7 @@ TEST_F(gaudi_md, alloc_free_sizes)
                       dma_of(ptr, size, memh));
         } else {
             EXPECT_GE((uintptr_t)ptr,
-                      m_gmd->ctx->info->hw_ip.u61.dram_base_address);
+                      m_gmd->heap->info->hw_ip.u61.dram_base_address);
             EXPECT_EQ((uintptr_t)ptr, dma_of(ptr, size, memh));
         }
         for (auto &r : ranges) {  /* no overlap */
@@ -465,7 +472,7 @@ TEST_F(gaudi_md, device_reg_and_rkey)
         scoped_log log;
         EXPECT_EQ(UCS_ERR_INVALID_PARAM,
                   uct_gaudi_copy_rkey_check(m_gmd, rkey.rkey, pk->base, 1));
-        EXPECT_TRUE(log.has("another device", m_gmd->ctx->info->name))
+        EXPECT_TRUE(log.has("another device", m_gmd->heap->info->name))
                 << log.all();
     }
     uct_rkey_release(m_comp, &rkey);
@@ -532,7 +539,7 @@ TEST_F(gaudi_md, rcache_off)
     {
         scoped_log log;
         EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_md_mem_dereg(m_md, m1));
-        EXPECT_TRUE(log.has("mem_dereg", m_gmd->ctx->info->name))
+        EXPECT_TRUE(log.has("mem_dereg", m_gmd->heap->info->name))
                 << log.all();
     }
 }
@@ -653,7 +660,7 @@ TEST_F(gaudi_md, dmabuf_export)
         EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_gaudi_dmabuf_get(p2, 0, &fd,
                                                               &off));
         EXPECT_TRUE(log.has("not inside one device allocation",
-                            m_gmd->ctx->info->name)) << log.all();
+                            m_gmd->heap->info->name)) << log.all();
     }
 
     EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, m2));
@@ -674,7 +681,7 @@ TEST_F(gaudi_md, dmabuf_export_outside_bar)
     if (!export_ok()) {
         GTEST_SKIP() << "the driver cannot export DMA-BUF (Linux 6.1, Gaudi2)";
     }
-    const uct_gaudi_dev_info_t *info = m_gmd->ctx->info;
+    const uct_gaudi_dev_info_t *info = m_gmd->heap->info;
     if ((info->dram_bar_size == 0) ||
         (info->dram_bar_size >= info->hw_ip.u61.dram_size)) {
         GTEST_SKIP() << "the DRAM BAR covers the DRAM";
@@ -740,7 +747,7 @@ TEST_F(gaudi_md, public_api)
 
 TEST_F(gaudi_md, bad_input)
 {
-    const char *dev = m_gmd->ctx->info->name;
+    const char *dev = m_gmd->heap->info->name;
     uct_gaudi_memh_t fake = {};
     std::vector<char> host(4096);
     uct_mem_h memh, memh2;
@@ -797,7 +804,7 @@ TEST_F(gaudi_md, bad_input)
 
 TEST_F(gaudi_md, driver_faults)
 {
-    const char *dev = m_gmd->ctx->info->name;
+    const char *dev = m_gmd->heap->info->name;
     std::vector<char> host(4096);
     uct_mem_h memh;
     size_t len;
@@ -1096,7 +1103,7 @@ TEST_F(gaudi_md, borrowed_fd_child)
     size_t len = 4096;
     void *ptr;
 
-    EXPECT_STRNE("opened", m_gmd->ctx->source);
+    EXPECT_STRNE("opened", ctx()->source);
     if (gaudi1()) {
         EXPECT_FALSE(m_attr.cap.flags & UCT_MD_FLAG_ALLOC);
         EXPECT_EQ(0u, m_attr.cap.alloc_mem_types);
