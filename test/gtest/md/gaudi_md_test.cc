@@ -119,7 +119,9 @@ protected:
         close_md();
     }
 
-    void open_md(const char *rcache) {
+    /* @a take: the device, as an application's first allocation would
+     * (it is taken at the first use of Gaudi memory: gaudi_md_lazy) */
+    void open_md(const char *rcache, bool take = true) {
         uct_component_h *comps;
         unsigned num, i;
         uct_md_config_t *config;
@@ -143,8 +145,11 @@ protected:
         }
         ASSERT_EQ(UCS_OK, uct_md_open(m_comp, "gaudi_copy", config, &m_md));
         uct_config_release(config);
-        ASSERT_EQ(UCS_OK, uct_md_query(m_md, &m_attr));
         m_gmd = (uct_gaudi_copy_md_t*)m_md;
+        if (take) {
+            (void)ctx();
+        }
+        ASSERT_EQ(UCS_OK, uct_md_query(m_md, &m_attr));
     }
 
     void close_md() {
@@ -231,6 +236,66 @@ protected:
     uct_md_attr_t       m_attr;
 };
 
+
+/*
+ * First of the file: nothing in this process has used Gaudi memory yet.
+ * The MD opens without taking the device (docs/base.md, "Ownership"):
+ * memory type detection and a host registration take nothing either, and
+ * no error is logged; the first allocation through UCX opens the device
+ * (nobody else holds one), and a copy then maps the host registration
+ * made before.
+ */
+class gaudi_md_lazy : public gaudi_md {
+protected:
+    void SetUp() override {
+        gaudi_gtest::hlsim_fault_clear();
+        open_md(NULL, false);
+    }
+};
+
+TEST_F(gaudi_md_lazy, device_taken_at_first_alloc)
+{
+    std::vector<char> host(8192, 7);
+    ucs_memory_type_t mem_type;
+    uct_mem_h host_memh, memh;
+    scoped_log log;
+
+    ASSERT_TRUE(uct_gaudi_heap_ctx(m_gmd->heap) == NULL)
+            << "an earlier test left the device taken";
+    EXPECT_EQ(0, hlsim_counter(HLSIM_COUNTER_CONTEXTS));
+    EXPECT_EQ(UCS_OK, uct_md_detect_memory_type(m_md, host.data(),
+                                                host.size(), &mem_type));
+    EXPECT_EQ(UCS_MEMORY_TYPE_HOST, mem_type);
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, host.data(), host.size(),
+                                     UCT_MD_MEM_ACCESS_ALL, &host_memh));
+    EXPECT_EQ(0, hlsim_counter(HLSIM_COUNTER_CONTEXTS));
+    EXPECT_TRUE(log.empty()) << log.all();
+
+    alloc_ok(8192, &memh);
+    EXPECT_EQ(1, hlsim_counter(HLSIM_COUNTER_CONTEXTS));
+    ASSERT_TRUE(uct_gaudi_heap_ctx(m_gmd->heap) != NULL);
+    /* opened for the kernel backend, acquired through SynapseAI for its */
+    EXPECT_STREQ((uct_gaudi_heap_ctx(m_gmd->heap)->syn != NULL) ?
+                 "SynapseAI (acquired by UCX)" : "opened",
+                 uct_gaudi_heap_ctx(m_gmd->heap)->source);
+
+    /* the early host registration serves a copy: mapped on the fly */
+    int64_t maps = hlsim_counter(HLSIM_COUNTER_MAPPINGS);
+    uct_gaudi_dma_ref_t ref;
+    ASSERT_EQ(UCS_OK, uct_gaudi_reg_dma_resolve(&m_gmd->reg, host.data(),
+                                                host.size(), host_memh,
+                                                &ref));
+    EXPECT_TRUE(ref.region != NULL) << "an unmapped registration was used";
+    EXPECT_NE(0u, ref.dma_addr);
+    if (uct_gaudi_heap_ctx(m_gmd->heap)->syn == NULL) {
+        EXPECT_EQ(maps + 1, hlsim_counter(HLSIM_COUNTER_MAPPINGS));
+    }
+    uct_gaudi_reg_dma_release(&m_gmd->reg, &ref);
+    EXPECT_TRUE(log.empty()) << log.all();
+
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, host_memh));
+    EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, memh));
+}
 
 TEST_F(gaudi_md, query)
 {

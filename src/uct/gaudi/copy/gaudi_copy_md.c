@@ -482,11 +482,6 @@ uct_gaudi_copy_md_open(uct_component_t *component, const char *md_name,
     uct_gaudi_copy_md_t *md;
     ucs_status_t status;
 
-    /* the device is not taken here (docs/base.md, "Ownership") */
-    if (uct_gaudi_device_info() == NULL) {
-        return UCS_ERR_NO_DEVICE;
-    }
-
     md = ucs_calloc(1, sizeof(*md), "uct_gaudi_copy_md");
     if (md == NULL) {
         ucs_error("gaudi_copy: failed to allocate the memory domain");
@@ -498,7 +493,7 @@ uct_gaudi_copy_md_open(uct_component_t *component, const char *md_name,
 
     /* The MD's one reference: on the memory layer, which takes the device
      * when Gaudi memory first needs it */
-    status = uct_gaudi_heap_get(NULL, &md->heap);
+    status = uct_gaudi_device_md_heap(&md->heap);
     if (status != UCS_OK) {
         goto err_free;
     }

@@ -64,6 +64,26 @@ ucs_status_t uct_gaudi_device_heap(uct_gaudi_heap_t **heap_p)
     return status;
 }
 
+ucs_status_t uct_gaudi_device_md_heap(uct_gaudi_heap_t **heap_p)
+{
+    ucs_status_t status;
+
+    /* the device is not taken here (docs/base.md, "Ownership") */
+    if (uct_gaudi_device_info() == NULL) {
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    status = uct_gaudi_heap_get(NULL, heap_p);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* but one the application holds already is borrowed (that opens
+     * nothing), so that the MD describes it from the start */
+    (void)uct_gaudi_heap_take(*heap_p, 0, 1, "memory domain open");
+    return UCS_OK;
+}
+
 ucs_status_t
 uct_gaudi_device_query_md_resources(uct_component_t *component,
                                     uct_md_resource_desc_t **resources_p,

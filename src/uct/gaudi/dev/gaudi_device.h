@@ -35,6 +35,13 @@ ucs_status_t uct_gaudi_device_heap(uct_gaudi_heap_t **heap_p);
 
 
 /**
+ * The memory layer reference of a new MD: the device is not taken, unless
+ * the application holds it already (its fd or SynapseAI's: borrowed).
+ */
+ucs_status_t uct_gaudi_device_md_heap(uct_gaudi_heap_t **heap_p);
+
+
+/**
  * One MD resource when the process has a device to use and the memory
  * type slot is free, else none: md_open failing would fail ucp_init, so
  * both components offer nothing instead.

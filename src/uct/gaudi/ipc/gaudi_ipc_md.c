@@ -410,8 +410,22 @@ static int uct_gaudi_ipc_md_probe_export(uct_gaudi_ctx_t *ctx)
  */
 static int uct_gaudi_ipc_md_expect_export(const uct_gaudi_dev_info_t *info)
 {
-    return (info->abi != GAUDI_HL_ABI_LEGACY) ||
-           (info->asic == UCT_GAUDI_ASIC_GAUDI1);
+    static int logged = 0;
+
+    if ((info->abi != GAUDI_HL_ABI_LEGACY) ||
+        (info->asic == UCT_GAUDI_ASIC_GAUDI1)) {
+        return 1;
+    }
+
+    if (!logged) {
+        logged = 1;
+        ucs_diag("gaudi_ipc: %s (%s): registration disabled: the driver "
+                 "cannot export DMA-BUF of %s memory (the Linux 6.1/6.2 "
+                 "driver exports only without DRAM virtual memory, i.e. "
+                 "Gaudi1); UCP uses host-staged rendezvous instead",
+                 info->name, info->node_name, uct_gaudi_asic_name(info->asic));
+    }
+    return 0;
 }
 
 int uct_gaudi_ipc_md_export_ok(uct_gaudi_ipc_md_t *md)
@@ -433,11 +447,6 @@ uct_gaudi_ipc_md_open(uct_component_t *component, const char *md_name,
     uct_gaudi_ctx_t *ctx;
     ucs_status_t status;
 
-    /* the device is not taken here (docs/base.md, "Ownership") */
-    if (uct_gaudi_device_info() == NULL) {
-        return UCS_ERR_NO_DEVICE;
-    }
-
     md = ucs_calloc(1, sizeof(*md), "gaudi_ipc_md");
     if (md == NULL) {
         return UCS_ERR_NO_MEMORY;
@@ -450,7 +459,7 @@ uct_gaudi_ipc_md_open(uct_component_t *component, const char *md_name,
 
     /* The MD's one reference: on the memory layer, which takes the device
      * when Gaudi memory first needs it */
-    status = uct_gaudi_heap_get(NULL, &md->heap);
+    status = uct_gaudi_device_md_heap(&md->heap);
     if (status != UCS_OK) {
         goto err_free;
     }
