@@ -1046,10 +1046,31 @@ out:
 
 uct_gaudi_backend_t uct_gaudi_ctx_expected_backend(uct_gaudi_asic_t asic)
 {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static uct_gaudi_syn_t syn; /* kept loaded, as the take will use it */
+    static int expected = -1;
     uct_gaudi_ctx_choice_t choice;
+    ucs_status_t status;
 
-    uct_gaudi_ctx_choose(asic, &choice);
-    return choice.backend;
+    pthread_mutex_lock(&lock);
+    if (expected < 0) {
+        uct_gaudi_ctx_choose(asic, &choice);
+        if ((choice.backend == UCT_GAUDI_BACKEND_SYNAPSE) &&
+            !uct_gaudi_syn_is_loaded(uct_gaudi_global_config()->synapse_lib)) {
+            /* SynapseAI is to copy: the library must load (auto falls
+             * back to the kernel backend, as at the take) */
+            status = uct_gaudi_syn_load(
+                    uct_gaudi_global_config()->synapse_lib, &syn);
+            if (uct_gaudi_ctx_syn_fallback(&choice, asic, status) != UCS_OK) {
+                choice.backend = UCT_GAUDI_BACKEND_SYNAPSE;
+            }
+        }
+        expected = choice.backend;
+        ucs_diag("gaudi: copy backend %s (%s), when the device is taken",
+                 uct_gaudi_backend_names[choice.backend], choice.why);
+    }
+    pthread_mutex_unlock(&lock);
+    return (uct_gaudi_backend_t)expected;
 }
 
 void uct_gaudi_ctx_put(uct_gaudi_ctx_t *ctx)
