@@ -104,6 +104,18 @@ uct_gaudi_ipc_iface_get_device_address(uct_iface_t *tl_iface,
     return UCS_OK;
 }
 
+/* op 99 is a flavour of the driver: the import is or is not possible */
+static void uct_gaudi_ipc_iface_set_import(uct_gaudi_ipc_iface_t *iface,
+                                           int supported)
+{
+    iface->import_ok = supported;
+    iface->reason    = supported ? NULL :
+                       "the driver cannot import DMA-BUF (op 99 "
+                       "HL_MEM_OP_REG_DMABUF_FD exists only in Habana's "
+                       "out-of-tree driver); UCP uses host-staged "
+                       "rendezvous instead";
+}
+
 /* Import before the device is taken: op 99 exists only in Habana's
  * driver (facts 4.3), which the control node does not tell apart from
  * the upstream accel one; the misc-era 6.1/6.2 driver has none. The probe
@@ -119,14 +131,9 @@ static void uct_gaudi_ipc_iface_expect(uct_gaudi_ipc_iface_t *iface)
                 info->asic, uct_gaudi_ctx_expected_backend(info->asic),
                 &reason) != UCS_OK) {
         iface->reason = reason;
-    } else if (info->abi == GAUDI_HL_ABI_LEGACY) {
-        iface->reason = "the driver cannot import DMA-BUF (op 99 "
-                        "HL_MEM_OP_REG_DMABUF_FD exists only in Habana's "
-                        "out-of-tree driver); UCP uses host-staged "
-                        "rendezvous instead";
     } else {
-        iface->import_ok = 1;
-        iface->reason    = NULL;
+        uct_gaudi_ipc_iface_set_import(iface,
+                                       info->abi != GAUDI_HL_ABI_LEGACY);
     }
 }
 
@@ -159,15 +166,7 @@ static void uct_gaudi_ipc_iface_probe(uct_gaudi_ipc_iface_t *iface,
                                "DMA-BUF import (op 99)",
                                uct_gaudi_driver_expects_reg_dmabuf(
                                        &ctx->driver), supported);
-    if (!supported) {
-        iface->reason = "the driver cannot import DMA-BUF (op 99 "
-                        "HL_MEM_OP_REG_DMABUF_FD exists only in Habana's "
-                        "out-of-tree driver); UCP uses host-staged "
-                        "rendezvous instead";
-    } else {
-        iface->import_ok = 1;
-        iface->reason    = NULL;
-    }
+    uct_gaudi_ipc_iface_set_import(iface, supported);
 
 out:
     if (!iface->import_ok) {
