@@ -69,6 +69,9 @@ syn_filter+=':*batch_completes_in_order:*batch_fault_fails_its_copies'
 run_syn gaudi3 "$cpy_test" "$syn_filter"
 run_syn gaudi2 "$cpy_test" "$syn_filter"
 run_syn gaudi1 "$cpy_test" "$syn_filter"   # device memory: synDeviceMalloc
+# device errors on SynapseAI: its failure handler, in child processes
+run_syn gaudi3 "$cpy_test" '*synapse_faults'
+run_syn gaudi2 "$cpy_test" '*synapse_faults'
 # and with device memory from synDeviceMalloc (UCX_GAUDI_DEVICE_MEM)
 UCX_GAUDI_DEVICE_MEM=synapse run_syn gaudi3 "$cpy_test" "$syn_filter"
 

@@ -6,6 +6,26 @@
  * libSynapse implements, declared from the documented signatures and
  * enum values (docs/synapse.md lists them and their public sources).
  * Names are SynapseAI's: this library stands in for libSynapse.so.
+ *
+ * Where a process finds the device memory pool (the contract exporters
+ * such as the UCX module code against; docs/synapse.md "Device memory"):
+ * - Gaudi2/3: synDeviceAcquire* makes SCAL (libscal.so, synsim_scal.h)
+ *   ALLOC and MAP its HBM pools on the compute fd; "global_hbm" takes all
+ *   DRAM the other pools leave, so the driver has no free DRAM afterwards.
+ *   synDeviceMalloc hands out 128-byte aligned pieces of global_hbm.
+ * - synDeviceGetInfoV2(any id, &info): info.globalHbmBaseAddress is the
+ *   device VA returned by the driver's MAP of the mapping that holds
+ *   global_hbm (the address HL_MEM_OP_EXPORT_DMABUF_FD takes), and
+ *   info.dramSize the DRAM size: a piece at VA p exports as that mapping
+ *   with offset p - globalHbmBaseAddress.
+ * - The same through SCAL, as upstream UCX does: scal_get_handle_from_fd
+ *   (info.fd), scal_get_pool_handle_by_name("global_hbm"),
+ *   scal_pool_get_infoV2: device_base_allocated_address is that MAP VA,
+ *   device_base_address the pool's first usable address (>= the MAP VA;
+ *   on Gaudi2 the pools share one mapping of all DRAM, so it is larger),
+ *   totalSize the pool's size.
+ * - Gaudi1 (no SCAL, no DRAM MMU): no pool; synDeviceMalloc returns
+ *   physical DRAM addresses; globalHbmBaseAddress is the DRAM base.
  */
 
 #ifndef SYNSIM_API_H_
@@ -97,6 +117,24 @@ typedef struct synDeviceInfo {
     synDeviceType deviceType;
 } synDeviceInfo;
 
+/*
+ * Newer headers (not in the 1.16 source, which has "uint64_t reserved" at
+ * this place): the V2 info ends with the global_hbm mapping's base
+ */
+typedef struct synDeviceInfoV2 {
+    uint64_t      sramBaseAddress;
+    uint64_t      dramBaseAddress;
+    uint32_t      sramSize;
+    uint64_t      dramSize;
+    uint64_t      tpcEnabledMask;
+    uint8_t       dramEnabled;
+    uint32_t      deviceId;
+    uint32_t      fd;
+    synDeviceType deviceType;
+    uint8_t       deviceIndex;
+    uint64_t      globalHbmBaseAddress;
+} synDeviceInfoV2;
+
 synStatus synInitialize(void);
 synStatus synDestroy(void);
 synStatus synDeviceGetCount(uint32_t *pCount);
@@ -106,6 +144,8 @@ synStatus synDeviceAcquireByModuleId(synDeviceId *pDeviceId,
 synStatus synDeviceRelease(const synDeviceId deviceId);
 synStatus synDeviceGetInfo(const synDeviceId deviceId,
                            synDeviceInfo *pDeviceInfo);
+synStatus synDeviceGetInfoV2(const synDeviceId deviceId,
+                             synDeviceInfoV2 *pDeviceInfo);
 synStatus synDeviceSynchronize(const synDeviceId deviceId);
 synStatus synDeviceMalloc(const synDeviceId deviceId, const uint64_t size,
                           uint64_t reqAddr, const uint32_t flags,

@@ -5,7 +5,8 @@
  * device info. A device is acquired by opening its compute node through
  * the ordinary open()/ioctl() calls, so the habanalabs emulator (hlsim)
  * sees it like any other user: one compute context per device, EBUSY for
- * a second open anywhere.
+ * a second open anywhere. One device per process, its id always 0, and
+ * the calls ignore the id they are given (docs/synapse.md).
  */
 
 #include "synsim_int.h"
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
 
@@ -53,24 +55,11 @@ synStatus synsim_errno_status(int err)
     }
 }
 
+/* The process's device whatever @id says (syn_singleton.cpp:579-582,
+ * 1484-1491) */
 synsim_dev_t *synsim_dev_get(synDeviceId id)
 {
-    unsigned i;
-
-    if (id == (synDeviceId)-1) {
-        /* "the device of this process" (as upstream UCX asks) */
-        for (i = 0; i < SYNSIM_MAX_DEV; i++) {
-            if (synsim.dev[i].acquired) {
-                return &synsim.dev[i];
-            }
-        }
-        return NULL;
-    }
-
-    if ((id >= SYNSIM_MAX_DEV) || !synsim.dev[id].acquired) {
-        return NULL;
-    }
-    return &synsim.dev[id];
+    return synsim.dev.acquired ? &synsim.dev : NULL;
 }
 
 static int synsim_ioctl(const synsim_dev_t *d, unsigned long accel_req,
@@ -152,26 +141,55 @@ static void synsim_sysfs(int accel, int n, const char *attr, char *buf,
     buf[strcspn(buf, "\n")] = '\0';
 }
 
-/* Open node @n as device @n; synSuccess or why not */
-static synStatus synsim_open(int n, int accel)
+static double synsim_now(void)
 {
-    synsim_dev_t *d = &synsim.dev[n];
-    char          path[64];
-    int           fd, err;
+    struct timespec ts;
 
-    if (d->acquired) {
-        return synDeviceAlreadyAcquired;
-    }
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/*
+ * Open the compute node of node @n, waiting out a reset first as
+ * _waitForCloseComputeDevice does (osal_linux.cpp:1457-1505, up to
+ * c_waitTimForReleaseTriesSec): the fd, or -errno; -ETIMEDOUT when the
+ * reset did not end in time
+ */
+static int synsim_open_node(int n, int accel)
+{
+    double deadline = synsim_now() + SYNSIM_ACQUIRE_WAIT;
+    char   path[64];
+    int    fd;
+
     snprintf(path, sizeof(path), accel ? GAUDI_HL_ACCEL_NODE_FMT :
              GAUDI_HL_LEGACY_NODE_FMT, n);
-    fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-        err = errno;
-        return (err == ENOENT) ? synNoDeviceFound :
-               (err == EBUSY) ? synDeviceAlreadyAcquired :
-               synsim_errno_status(err);
+    for (;;) {
+        fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd >= 0) {
+            return fd;
+        }
+        if (errno != EAGAIN) {
+            return -errno;
+        }
+        if (synsim_now() >= deadline) {
+            synsim_log("%s: still in reset after %d s", path,
+                       SYNSIM_ACQUIRE_WAIT);
+            return -ETIMEDOUT;
+        }
+        usleep(20000);
     }
+}
 
+/* Take node @n opened as @fd as the process's device */
+static synStatus synsim_take(int n, int accel, int fd)
+{
+    synsim_dev_t *d = &synsim.dev;
+    synStatus     status;
+    char          path[64];
+    int           err;
+
+    snprintf(path, sizeof(path), accel ? GAUDI_HL_ACCEL_NODE_FMT :
+             GAUDI_HL_LEGACY_NODE_FMT, n);
     memset(d, 0, sizeof(*d));
     d->fd    = fd;
     d->minor = n;
@@ -192,14 +210,22 @@ static synStatus synsim_open(int n, int accel)
         return synDeviceTypeMismatch;
     }
     synsim_sysfs(accel, n, "pci_addr", d->pci_bus, sizeof(d->pci_bus));
+    /* SCAL maps its pools at acquire (device_scal.cpp:99-121) */
+    status = synsim_devmem_init(d);
+    if (status != synSuccess) {
+        close(fd);
+        return status;
+    }
     d->acquired = 1;
     return synSuccess;
 }
 
 static synStatus synsim_check_init(void)
 {
-    if (!synsim.initialized) {
-        return synUninitialized;
+    synStatus status = synsim_api_enter();
+
+    if (status != synSuccess) {
+        return status;
     }
     if (synsim.pdma_copy == NULL) {
         synsim_log("the habanalabs emulator (libhlsim.so) is not preloaded:"
@@ -216,7 +242,11 @@ synStatus synInitialize(void)
 
     pthread_mutex_lock(&synsim_lock);
     if (synsim.initialized) {
-        status = synObjectAlreadyInitialized;
+        status = synSuccess;    /* syn_singleton.cpp:327-360 */
+        goto out;
+    }
+    if (synsim_dfa_init()) {
+        status = synInvalidArgument;
         goto out;
     }
     synsim.fd_offset = 48;
@@ -241,15 +271,13 @@ out:
 
 synStatus synDestroy(void)
 {
-    unsigned i;
+    synStatus status;
 
-    if (!synsim.initialized) {
-        return synUninitialized;
+    if ((status = synsim_api_enter()) != synSuccess) {
+        return status;
     }
-    for (i = 0; i < SYNSIM_MAX_DEV; i++) {
-        if (synsim.dev[i].acquired) {
-            synDeviceRelease(i);
-        }
+    if (synsim.dev.acquired) {
+        synDeviceRelease(0);
     }
     synsim.initialized = 0;
     return synSuccess;
@@ -278,15 +306,44 @@ synStatus synDeviceGetCount(uint32_t *pCount)
     return synSuccess;
 }
 
-/* First device accepted by @match that opens */
-static synStatus synsim_acquire(synDeviceId *pDeviceId,
-                                int (*match)(int accel, int n,
-                                             const void *arg),
+/* How a device is asked for (OSAL::acquireDevice, osal_linux.cpp:146-169) */
+typedef enum {
+    SYNSIM_BY_BUS,
+    SYNSIM_BY_MODULE,
+    SYNSIM_ANY
+} synsim_by_t;
+
+static int synsim_match(synsim_by_t by, int accel, int n, const void *arg)
+{
+    char value[32];
+
+    switch (by) {
+    case SYNSIM_BY_BUS:
+        synsim_sysfs(accel, n, "pci_addr", value, sizeof(value));
+        return !strcmp(value, (const char*)arg);
+    case SYNSIM_BY_MODULE:
+        synsim_sysfs(accel, n, "module_id", value, sizeof(value));
+        return (value[0] != '\0') && (strtoul(value, NULL, 10) ==
+                                       *(const synModuleId*)arg);
+    default:
+        return 1;
+    }
+}
+
+/*
+ * By bus or module id: the one node, its reset waited out; busy is synFail
+ * by bus (openComputeFD(pciBus), osal_linux.cpp:392-405) and
+ * synNoDeviceFound by module id (:377-389). Any device: each node in
+ * turn, resets waited out, busy ones skipped, synNoDeviceFound if none
+ * opens (openAnyDevice, :241-300).
+ */
+static synStatus synsim_acquire(synDeviceId *pDeviceId, synsim_by_t by,
                                 const void *arg)
 {
     int       accel = synsim_accel_nodes();
-    synStatus status, first = synNoDeviceFound;
-    int       n;
+    synStatus status;
+    char      path[64];
+    int       n, fd;
 
     if (pDeviceId == NULL) {
         return synInvalidArgument;
@@ -297,72 +354,73 @@ static synStatus synsim_acquire(synDeviceId *pDeviceId,
     }
 
     pthread_mutex_lock(&synsim_lock);
-    for (n = 0, status = synNoDeviceFound; n < SYNSIM_MAX_DEV; n++) {
-        if (!match(accel, n, arg)) {
+    if (synsim.dev.acquired) {
+        status = synDeviceAlreadyAcquired;  /* osal_linux.cpp:148-150 */
+        goto out;
+    }
+    status = synNoDeviceFound;
+    for (n = 0; n < SYNSIM_MAX_DEV; n++) {
+        snprintf(path, sizeof(path), accel ? GAUDI_HL_ACCEL_NODE_FMT :
+                 GAUDI_HL_LEGACY_NODE_FMT, n);
+        if (access(path, F_OK)) {
+            break;                  /* the end of the devices */
+        }
+        if (!synsim_match(by, accel, n, arg)) {
             continue;
         }
-        status = synsim_open(n, accel);
-        if (status == synSuccess) {
-            *pDeviceId = n;
+        fd = synsim_open_node(n, accel);
+        if (fd >= 0) {
+            status = synsim_take(n, accel, fd);
+        } else if (fd == -ETIMEDOUT) {
+            status = synFail;       /* osal_linux.cpp:1485-1489 */
+        } else if (by == SYNSIM_ANY) {
+            continue;               /* busy: the next one */
+        } else {
+            status = (by == SYNSIM_BY_BUS) ? synFail : synNoDeviceFound;
+        }
+        if ((status == synSuccess) || (by != SYNSIM_ANY)) {
             break;
         }
-        if (status == synNoDeviceFound) {
-            break;      /* no node n: the end of the devices */
-        }
-        if (first == synNoDeviceFound) {
-            first = status;     /* why the first candidate was refused */
-        }
     }
+    if (status == synSuccess) {
+        *pDeviceId = 0;             /* device_manager.cpp:85 */
+    }
+out:
     pthread_mutex_unlock(&synsim_lock);
-    return (status == synSuccess) ? status : first;
-}
-
-static int synsim_match_bus(int accel, int n, const void *arg)
-{
-    const char *bus = (const char*)arg;
-    char        value[32];
-
-    if ((bus == NULL) || (*bus == '\0')) {
-        return 1;
-    }
-    synsim_sysfs(accel, n, "pci_addr", value, sizeof(value));
-    return !strcmp(value, bus);
-}
-
-static int synsim_match_module(int accel, int n, const void *arg)
-{
-    char value[32];
-
-    synsim_sysfs(accel, n, "module_id", value, sizeof(value));
-    return (value[0] != '\0') && (strtoul(value, NULL, 10) ==
-                                  *(const synModuleId*)arg);
+    return status;
 }
 
 synStatus synDeviceAcquire(synDeviceId *pDeviceId, const char *pciBus)
 {
-    return synsim_acquire(pDeviceId, synsim_match_bus, pciBus);
+    return synsim_acquire(pDeviceId, ((pciBus == NULL) || (*pciBus == '\0')) ?
+                          SYNSIM_ANY : SYNSIM_BY_BUS, pciBus);
 }
 
 synStatus synDeviceAcquireByModuleId(synDeviceId *pDeviceId,
                                      const synModuleId moduleId)
 {
-    return synsim_acquire(pDeviceId, synsim_match_module, &moduleId);
+    return synsim_acquire(pDeviceId, SYNSIM_BY_MODULE, &moduleId);
 }
 
 synStatus synDeviceRelease(const synDeviceId deviceId)
 {
     synsim_dev_t *d;
+    synStatus     status;
 
+    if ((status = synsim_api_enter()) != synSuccess) {
+        return status;
+    }
     pthread_mutex_lock(&synsim_lock);
     d = synsim_dev_get(deviceId);
     pthread_mutex_unlock(&synsim_lock);
-    if ((d == NULL) || (deviceId == (synDeviceId)-1)) {
-        return synInvalidArgument;
+    if (d == NULL) {
+        return synNoDeviceFound;        /* device_manager.cpp:90-98 */
     }
 
-    synsim_streams_release(deviceId);   /* waits for their copies */
+    synsim_streams_release();           /* waits for their copies */
     pthread_mutex_lock(&synsim_lock);
     synsim_mem_release(d);
+    synsim_devmem_release(d);           /* the pools: UNMAP + FREE */
     close(d->fd);
     d->acquired = 0;
     d->fd       = -1;
@@ -388,24 +446,22 @@ static void synsim_info_old(const synDeviceInfo *info, void *buf)
     memcpy(p + 44, &type, 4);
 }
 
-synStatus synDeviceGetInfo(const synDeviceId deviceId,
-                           synDeviceInfo *pDeviceInfo)
+/* The V2 info of the process's device; synFail without one
+ * (device_manager.cpp:420-431) */
+static synStatus synsim_info(synDeviceInfoV2 *pinfo)
 {
-    synDeviceInfo info;
-    synsim_dev_t *d;
+    synDeviceInfoV2 info;
+    synsim_dev_t   *d;
+    synStatus       status;
 
-    if (pDeviceInfo == NULL) {
-        return synInvalidArgument;
+    if ((status = synsim_api_enter()) != synSuccess) {
+        return status;
     }
-    if (!synsim.initialized) {
-        return synUninitialized;
-    }
-
     pthread_mutex_lock(&synsim_lock);
-    d = synsim_dev_get(deviceId);
+    d = synsim_dev_get(0);
     if (d == NULL) {
         pthread_mutex_unlock(&synsim_lock);
-        return synInvalidArgument;
+        return synFail;
     }
     memset(&info, 0, sizeof(info));
     info.sramBaseAddress = d->hw_ip.u61.sram_base_address;
@@ -419,12 +475,39 @@ synStatus synDeviceGetInfo(const synDeviceId deviceId,
     info.deviceId        = d->hw_ip.u61.device_id;
     info.fd              = d->fd;
     info.deviceType      = d->type;
+    info.deviceIndex     = d->minor;
+    info.globalHbmBaseAddress = synsim_devmem_map_base(d);
     pthread_mutex_unlock(&synsim_lock);
+    *pinfo = info;
+    return synSuccess;
+}
 
+synStatus synDeviceGetInfo(const synDeviceId deviceId,
+                           synDeviceInfo *pDeviceInfo)
+{
+    synDeviceInfoV2 v2;
+    synDeviceInfo   info;
+    synStatus       status;
+
+    if (pDeviceInfo == NULL) {
+        return synInvalidArgument;
+    }
+    status = synsim_info(&v2);
+    if (status != synSuccess) {
+        return status;
+    }
+    memcpy(&info, &v2, sizeof(info));   /* V2 begins with the V1 layout */
     if (synsim.fd_offset == 40) {
         synsim_info_old(&info, pDeviceInfo);
     } else {
         *pDeviceInfo = info;
     }
     return synSuccess;
+}
+
+synStatus synDeviceGetInfoV2(const synDeviceId deviceId,
+                             synDeviceInfoV2 *pDeviceInfo)
+{
+    return (pDeviceInfo != NULL) ? synsim_info(pDeviceInfo) :
+           synInvalidArgument;
 }

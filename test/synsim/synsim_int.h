@@ -11,35 +11,26 @@
 
 #define _GNU_SOURCE
 #include "synsim_api.h"
+#include "synsim_heap.h"
+#include "synsim_scal.h"
 #include <uct/gaudi/hl/gaudi_hl_abi.h>
 
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define SYNSIM_MAX_DEV      32
+#define SYNSIM_MAX_DEV      32      /* device nodes looked at */
 #define SYNSIM_ALIGN        128     /* synDeviceMalloc result alignment */
-#define SYNSIM_G1_PAGE      (2ULL << 20) /* Gaudi1 DRAM page (facts 3) */
+#define SYNSIM_ACQUIRE_WAIT 60      /* s, osal.hpp:208 */
+#define SYNSIM_FAILS        16      /* failed ops a stream remembers */
+#define SYNSIM_DFA_KILL_S   5       /* dfa_base.cpp:41 */
 
-/* A block of one device memory region (sorted, adjacent, cover it) */
-typedef struct synsim_block {
-    struct synsim_block *next;
-    uint64_t             addr;
-    uint64_t             size;
-    int                  used;
-} synsim_block_t;
-
-/*
- * Device memory obtained from the driver: Gaudi2/3 an ALLOC handle mapped
- * at a DRAM VA; Gaudi1 (no DRAM MMU) the user DRAM range itself
- */
-typedef struct synsim_region {
-    struct synsim_region *next;
-    uint64_t              base;
-    uint64_t              size;
-    uint64_t              handle;   /* Gaudi2/3 ALLOC handle */
-    synsim_block_t       *blocks;
-} synsim_region_t;
+/* A synDeviceMalloc piece: its SCAL buffer (Gaudi2/3) */
+typedef struct synsim_devbuf {
+    struct synsim_devbuf *next;
+    uint64_t              addr;
+    scal_buffer_handle_t  scal_buf;
+} synsim_devbuf_t;
 
 /* A synHostMap'ed host buffer: MAP USERPTR on the device */
 typedef struct synsim_hostmap {
@@ -59,7 +50,10 @@ typedef struct synsim_dev {
     synDeviceType          type;
     struct gaudi_hl_hw_ip_info hw_ip;
     char                   pci_bus[32];
-    synsim_region_t       *regions;
+    scal_handle_t          scal;       /* Gaudi2/3: SCAL's pools */
+    scal_pool_handle_t     pool;       /* global_hbm */
+    synsim_heap_t          g1_heap;    /* Gaudi1: the user DRAM */
+    synsim_devbuf_t       *bufs;
     synsim_hostmap_t      *hostmaps;
 } synsim_dev_t;
 
@@ -87,8 +81,10 @@ struct synsim_stream {
     synsim_op_t          *head, *tail;
     uint64_t              last_seq; /* of the last queued op */
     uint64_t              done_seq; /* of the last finished op */
-    uint64_t              err_seq;  /* first failed op, 0: none */
-    synStatus             err;
+    uint64_t              rec_seq;  /* last op of the last event record */
+    uint64_t              sync_seq; /* last op a synchronize reported */
+    uint64_t              fail[SYNSIM_FAILS]; /* recent failed ops */
+    unsigned              nfail;
     int                   stop;
 };
 
@@ -96,14 +92,17 @@ struct synsim_event {
     struct synsim_event  *next;     /* registry */
     synDeviceId           dev;
     struct synsim_stream *stream;   /* NULL: never recorded */
+    uint64_t              from;     /* covers the ops (from, seq] */
     uint64_t              seq;
 };
 
 typedef struct {
     int                   initialized;
+    int                   dfa_mode;           /* TERMINATE_SYNAPSE_UPON_DFA */
+    int                   terminated;         /* DFA started: API refused */
     int                   fd_offset;          /* 48 or 40 */
     int                 (*pdma_copy)(int, uint64_t, uint64_t, uint64_t);
-    synsim_dev_t          dev[SYNSIM_MAX_DEV];
+    synsim_dev_t          dev;        /* one device per process */
     struct synsim_stream *streams;
     struct synsim_event  *events;
 } synsim_global_t;
@@ -117,12 +116,23 @@ int synsim_hl_mem(const synsim_dev_t *d, union hl_mem_args *args);
 synStatus synsim_errno_status(int err);
 void synsim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* synsim_dfa.c */
+synStatus synsim_api_enter(void);   /* synUninitialized / Terminated */
+int synsim_dfa_init(void);
+int synsim_dfa_begin(const char *why);  /* 1: the process terminates */
+void synsim_dfa_end(void);
+
+/* synsim_devmem.c */
+synStatus synsim_devmem_init(synsim_dev_t *d);
+void synsim_devmem_release(synsim_dev_t *d);        /* lock held */
+uint64_t synsim_devmem_map_base(const synsim_dev_t *d);
+
 /* synsim_mem.c */
 synStatus synsim_host_translate(synsim_dev_t *d, uint64_t addr,
                                 uint64_t size, uint64_t *va);
 void synsim_mem_release(synsim_dev_t *d);           /* lock held */
 
 /* synsim_stream.c */
-void synsim_streams_release(synDeviceId id);        /* lock not held */
+void synsim_streams_release(void);                  /* lock not held */
 
 #endif

@@ -5,8 +5,9 @@
  * worker thread that runs its copies one after another, in the order they
  * were queued, on a PDMA channel of the emulated device (hlsim); the
  * caller only queues. An event records the last operation queued on a
- * stream and is complete once that operation is done. A failed copy makes
- * its stream report the failure from then on, like a device error.
+ * stream and is complete once that operation is done. A copy the engine
+ * fails is a device error and goes to the DFA (synsim_dfa.c); an MMU page
+ * fault drops the copy, as the driver asks no reset for it.
  */
 
 #include "synsim_int.h"
@@ -34,30 +35,49 @@ static struct synsim_event *synsim_event_find(synEventHandle e)
     return p;
 }
 
-static synStatus synsim_copy_status(int rc)
-{
-    /* -EIO: the device stopped (reset); else an MMU fault or injected */
-    return (rc == -EIO) ? synDeviceReset : synFail;
-}
-
 static void synsim_run_op(struct synsim_stream *s, synsim_op_t *op)
 {
+    int      rc = 0, dfa = 0;
     uint64_t i;
-    int      rc = 0;
 
     for (i = 0; (i < op->count) && (rc == 0); i++) {
         rc = synsim.pdma_copy(s->fd, op->copy[i].dst, op->copy[i].src,
                               op->copy[i].size);
+        if (rc == -EFAULT) {
+            /* MMU page fault (hlsim logged it): the transfer is dropped
+             * and no reset is asked, so nothing reports it */
+            rc = 0;
+        }
+    }
+    if (rc != 0) {
+        dfa = synsim_dfa_begin((rc == -EIO) ? "device reset" :
+                               "DMA engine error");
     }
 
     pthread_mutex_lock(&s->lock);
-    if ((rc != 0) && (s->err_seq == 0)) {
-        s->err_seq = op->seq;
-        s->err     = synsim_copy_status(rc);
+    if (rc != 0) {
+        s->fail[s->nfail++ % SYNSIM_FAILS] = op->seq;
     }
     s->done_seq = op->seq;
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->lock);
+    if (dfa) {
+        synsim_dfa_end();
+    }
+}
+
+/* Did an op in (from, to] of @s fail; lock of @s held */
+static int synsim_stream_failed(struct synsim_stream *s, uint64_t from,
+                                uint64_t to)
+{
+    unsigned i;
+
+    for (i = 0; (i < s->nfail) && (i < SYNSIM_FAILS); i++) {
+        if ((s->fail[i] > from) && (s->fail[i] <= to)) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static void *synsim_worker(void *arg)
@@ -95,14 +115,17 @@ synStatus synStreamCreateGeneric(synStreamHandle *pStreamHandle,
     synsim_dev_t         *d;
     synStatus             status = synSuccess;
 
+    if ((status = synsim_api_enter()) != synSuccess) {
+        return status;
+    }
     if (pStreamHandle == NULL) {
         return synInvalidArgument;
     }
 
     pthread_mutex_lock(&synsim_lock);
     d = synsim_dev_get(deviceId);
-    if ((d == NULL) || (deviceId == (synDeviceId)-1)) {
-        status = synInvalidArgument;
+    if (d == NULL) {
+        status = synFail;
         goto out;
     }
     s = calloc(1, sizeof(*s));
@@ -110,7 +133,7 @@ synStatus synStreamCreateGeneric(synStreamHandle *pStreamHandle,
         status = synOutOfHostMemory;
         goto out;
     }
-    s->dev = deviceId;
+    s->dev = 0;
     s->fd  = d->fd;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
@@ -155,8 +178,21 @@ static void synsim_stream_unlink(struct synsim_stream *s)
     }
 }
 
-/* Wait until op @seq of @s is done; its outcome */
-static synStatus synsim_stream_wait(struct synsim_stream *s, uint64_t seq)
+/* Outcome of the ops (from, seq] of @s once done; lock of @s held */
+static synStatus synsim_stream_outcome(struct synsim_stream *s,
+                                       uint64_t from, uint64_t seq)
+{
+    if (__atomic_load_n(&synsim.terminated, __ATOMIC_ACQUIRE)) {
+        return synSynapseTerminated;
+    }
+    /* a completion wait after a reset (scal_completion_group_base.cpp:
+     * 126-213); only the work that met it, nothing sticks to the stream */
+    return synsim_stream_failed(s, from, seq) ? synDeviceReset : synSuccess;
+}
+
+/* Wait until op @seq of @s is done; the outcome of (from, seq] */
+static synStatus synsim_stream_wait(struct synsim_stream *s, uint64_t from,
+                                    uint64_t seq)
 {
     synStatus status;
 
@@ -164,23 +200,46 @@ static synStatus synsim_stream_wait(struct synsim_stream *s, uint64_t seq)
     while (s->done_seq < seq) {
         pthread_cond_wait(&s->cond, &s->lock);
     }
-    status = ((s->err_seq != 0) && (s->err_seq <= seq)) ? s->err :
-             synSuccess;
+    status = synsim_stream_outcome(s, from, seq);
     pthread_mutex_unlock(&s->lock);
     return status;
 }
 
-/* Outcome of op @seq of @s without waiting: synBusy if not done */
-static synStatus synsim_stream_poll(struct synsim_stream *s, uint64_t seq)
+/* Outcome of (from, seq] of @s without waiting: synBusy if not done */
+static synStatus synsim_stream_poll(struct synsim_stream *s, uint64_t from,
+                                    uint64_t seq)
 {
     synStatus status;
 
     pthread_mutex_lock(&s->lock);
     status = (s->done_seq < seq) ? synBusy :
-             ((s->err_seq != 0) && (s->err_seq <= seq)) ? s->err :
-             synSuccess;
+             synsim_stream_outcome(s, from, seq);
     pthread_mutex_unlock(&s->lock);
     return status;
+}
+
+/* Ops of @s not yet reported by a synchronize or query: (from, seq] */
+static uint64_t synsim_stream_from(struct synsim_stream *s)
+{
+    uint64_t from;
+
+    pthread_mutex_lock(&s->lock);
+    from = s->sync_seq;
+    pthread_mutex_unlock(&s->lock);
+    return from;
+}
+
+static void synsim_stream_reported(struct synsim_stream *s, uint64_t seq,
+                                   synStatus status)
+{
+    if (status == synBusy) {
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    if (s->sync_seq < seq) {
+        s->sync_seq = seq;
+    }
+    pthread_mutex_unlock(&s->lock);
 }
 
 /* The live stream @a h with synsim_lock held and its last queued op in
@@ -205,44 +264,44 @@ static struct synsim_stream *synsim_stream_lookup(const synStreamHandle h,
 synStatus synStreamDestroy(const synStreamHandle streamHandle)
 {
     struct synsim_stream *s;
-    uint64_t              seq;
+    synStatus             status;
 
-    s = synsim_stream_lookup(streamHandle, &seq);
-    if (s == NULL) {
-        return synInvalidArgument;
+    if ((status = synsim_api_enter()) != synSuccess) {
+        return status;
     }
-    /* SynapseAI refuses to destroy a stream that still has work */
-    if (synsim_stream_poll(s, seq) == synBusy) {
+    /* the stream is synchronized first; if that fails it stays
+     * (streams_container.cpp:46-80) */
+    status = synStreamSynchronize(streamHandle);
+    if (status != synSuccess) {
+        return status;
+    }
+    pthread_mutex_lock(&synsim_lock);
+    s = synsim_stream_find(streamHandle);
+    if (s == NULL) {
         pthread_mutex_unlock(&synsim_lock);
-        return synBusy;
+        return synInvalidArgument;
     }
     synsim_stream_unlink(s);
     pthread_mutex_unlock(&synsim_lock);
-    synsim_stream_join(s);
+    synsim_stream_join(s);      /* runs what was queued meanwhile */
     return synSuccess;
 }
 
-void synsim_streams_release(synDeviceId id)
+void synsim_streams_release(void)
 {
     struct synsim_stream *s, *next, *mine = NULL;
-    struct synsim_event **ep, *e;
+    struct synsim_event  *e;
 
     pthread_mutex_lock(&synsim_lock);
     for (s = synsim.streams; s != NULL; s = next) {
         next = s->next;
-        if (s->dev == id) {
-            synsim_stream_unlink(s);
-            s->next = mine;
-            mine    = s;
-        }
+        synsim_stream_unlink(s);
+        s->next = mine;
+        mine    = s;
     }
-    for (ep = &synsim.events; (e = *ep) != NULL;) {
-        if (e->dev == id) {
-            *ep = e->next;
-            free(e);
-        } else {
-            ep = &e->next;
-        }
+    while ((e = synsim.events) != NULL) {
+        synsim.events = e->next;
+        free(e);
     }
     pthread_mutex_unlock(&synsim_lock);
 
@@ -256,29 +315,42 @@ synStatus synStreamSynchronize(const synStreamHandle streamHandle)
 {
     struct synsim_stream *s;
     synStatus             status;
-    uint64_t              seq;
+    uint64_t              seq, from;
 
+    if ((status = synsim_api_enter()) != synSuccess) {
+        return status;
+    }
     s = synsim_stream_lookup(streamHandle, &seq);
     if (s == NULL) {
         return synInvalidArgument;
     }
-    status = synsim_stream_poll(s, seq);
+    from   = synsim_stream_from(s);
+    status = synsim_stream_poll(s, from, seq);
     pthread_mutex_unlock(&synsim_lock);
     /* with work queued the stream cannot be destroyed while we wait */
-    return (status == synBusy) ? synsim_stream_wait(s, seq) : status;
+    if (status == synBusy) {
+        status = synsim_stream_wait(s, from, seq);
+    }
+    synsim_stream_reported(s, seq, status);
+    return status;
 }
 
 synStatus synStreamQuery(const synStreamHandle streamHandle)
 {
     struct synsim_stream *s;
     synStatus             status;
-    uint64_t              seq;
+    uint64_t              seq, from;
 
+    if ((status = synsim_api_enter()) != synSuccess) {
+        return status;
+    }
     s = synsim_stream_lookup(streamHandle, &seq);
     if (s == NULL) {
         return synInvalidArgument;
     }
-    status = synsim_stream_poll(s, seq);
+    from   = synsim_stream_from(s);
+    status = synsim_stream_poll(s, from, seq);
+    synsim_stream_reported(s, seq, status);
     pthread_mutex_unlock(&synsim_lock);
     return status;
 }
@@ -286,16 +358,20 @@ synStatus synStreamQuery(const synStreamHandle streamHandle)
 synStatus synDeviceSynchronize(const synDeviceId deviceId)
 {
     struct synsim_stream *s;
-    synStatus             status = synSuccess, st;
+    synStatus             status, st;
 
+    if ((status = synsim_api_enter()) != synSuccess) {
+        return status;
+    }
     pthread_mutex_lock(&synsim_lock);
     if (synsim_dev_get(deviceId) == NULL) {
         pthread_mutex_unlock(&synsim_lock);
-        return synInvalidArgument;
+        return synFail;
     }
     for (s = synsim.streams; s != NULL; s = s->next) {
-        if ((s->dev == deviceId) &&
-            ((st = synsim_stream_wait(s, s->last_seq)) != synSuccess)) {
+        st = synsim_stream_wait(s, synsim_stream_from(s), s->last_seq);
+        synsim_stream_reported(s, s->last_seq, st);
+        if (st != synSuccess) {
             status = st;
         }
     }
@@ -354,6 +430,9 @@ synStatus synMemCopyAsyncMultiple(const synStreamHandle streamHandle,
     synStatus             status = synSuccess;
     uint64_t              i;
 
+    if ((status = synsim_api_enter()) != synSuccess) {
+        return status;
+    }
     if ((src == NULL) || (size == NULL) || (dst == NULL) ||
         (numCopies == 0) || (numCopies > (1ULL << 20))) {
         return synInvalidArgument;
@@ -374,7 +453,7 @@ synStatus synMemCopyAsyncMultiple(const synStreamHandle streamHandle,
         goto out;
     }
     for (i = 0; (i < numCopies) && (status == synSuccess); i++) {
-        status = synsim_copy_prepare(synsim_dev_get(s->dev), direction,
+        status = synsim_copy_prepare(synsim_dev_get(0), direction,
                                      src[i], dst[i], size[i], &op->copy[i]);
     }
     if (status != synSuccess) {
@@ -414,14 +493,16 @@ synStatus synEventCreate(synEventHandle *pEventHandler,
     struct synsim_event *e;
     synStatus            status = synSuccess;
 
+    if ((status = synsim_api_enter()) != synSuccess) {
+        return status;
+    }
     if (pEventHandler == NULL) {
         return synInvalidArgument;
     }
 
     pthread_mutex_lock(&synsim_lock);
-    if ((synsim_dev_get(deviceId) == NULL) ||
-        (deviceId == (synDeviceId)-1)) {
-        status = synInvalidArgument;
+    if (synsim_dev_get(deviceId) == NULL) {
+        status = synFail;
         goto out;
     }
     e = calloc(1, sizeof(*e));
@@ -429,7 +510,7 @@ synStatus synEventCreate(synEventHandle *pEventHandler,
         status = synOutOfHostMemory;
         goto out;
     }
-    e->dev         = deviceId;
+    e->dev         = 0;
     e->next        = synsim.events;
     synsim.events  = e;
     *pEventHandler = e;
@@ -441,7 +522,11 @@ out:
 synStatus synEventDestroy(synEventHandle eventHandle)
 {
     struct synsim_event **p;
+    synStatus             status;
 
+    if ((status = synsim_api_enter()) != synSuccess) {
+        return status;
+    }
     pthread_mutex_lock(&synsim_lock);
     for (p = &synsim.events; (*p != NULL) && (*p != eventHandle);
          p = &(*p)->next) {
@@ -461,8 +546,11 @@ synStatus synEventRecord(synEventHandle eventHandle,
 {
     struct synsim_stream *s;
     struct synsim_event  *e;
-    synStatus             status = synSuccess;
+    synStatus             status;
 
+    if ((status = synsim_api_enter()) != synSuccess) {
+        return status;
+    }
     pthread_mutex_lock(&synsim_lock);
     e = synsim_event_find(eventHandle);
     s = synsim_stream_find(streamHandle);
@@ -472,8 +560,10 @@ synStatus synEventRecord(synEventHandle eventHandle,
         status = synInvalidArgument;
     } else {
         pthread_mutex_lock(&s->lock);
-        e->stream = s;
-        e->seq    = s->last_seq;
+        e->stream  = s;
+        e->from    = s->rec_seq;
+        e->seq     = s->last_seq;
+        s->rec_seq = s->last_seq;
         pthread_mutex_unlock(&s->lock);
         __atomic_add_fetch(&synsim_counts[SYNSIM_COUNT_EVENT_RECORDS], 1,
                            __ATOMIC_RELAXED);
@@ -482,19 +572,31 @@ synStatus synEventRecord(synEventHandle eventHandle,
     return status;
 }
 
+/* An event never recorded: Gaudi2/3 have no stream to ask
+ * (device_scal.cpp:868-909, CHECK_POINTER(pStream)); Gaudi1 none to wait */
+static synStatus synsim_event_unrecorded(void)
+{
+    synsim_dev_t *d = synsim_dev_get(0);
+
+    return ((d != NULL) && d->gaudi1) ? synSuccess : synInvalidArgument;
+}
+
 synStatus synEventQuery(const synEventHandle eventHandle)
 {
     struct synsim_event *e;
     synStatus            status;
 
+    if ((status = synsim_api_enter()) != synSuccess) {
+        return status;
+    }
     pthread_mutex_lock(&synsim_lock);
     e = synsim_event_find(eventHandle);
     if (e == NULL) {
         status = synInvalidEventHandle;
     } else if (e->stream == NULL) {
-        status = synSuccess;    /* never recorded: an empty set of work */
+        status = synsim_event_unrecorded();
     } else {
-        status = synsim_stream_poll(e->stream, e->seq);
+        status = synsim_stream_poll(e->stream, e->from, e->seq);
     }
     pthread_mutex_unlock(&synsim_lock);
     return status;
@@ -505,18 +607,23 @@ synStatus synEventSynchronize(const synEventHandle eventHandle)
     struct synsim_event  *e;
     struct synsim_stream *s;
     synStatus             status;
-    uint64_t              seq;
+    uint64_t              seq, from;
 
+    if ((status = synsim_api_enter()) != synSuccess) {
+        return status;
+    }
     pthread_mutex_lock(&synsim_lock);
     e = synsim_event_find(eventHandle);
     if (e == NULL) {
         pthread_mutex_unlock(&synsim_lock);
         return synInvalidEventHandle;
     }
-    s   = e->stream;
-    seq = e->seq;
-    status = (s == NULL) ? synSuccess : synsim_stream_poll(s, seq);
+    s    = e->stream;
+    from = e->from;
+    seq  = e->seq;
+    status = (s == NULL) ? synsim_event_unrecorded() :
+             synsim_stream_poll(s, from, seq);
     pthread_mutex_unlock(&synsim_lock);
     /* with work queued the stream cannot be destroyed while we wait */
-    return (status == synBusy) ? synsim_stream_wait(s, seq) : status;
+    return (status == synBusy) ? synsim_stream_wait(s, from, seq) : status;
 }

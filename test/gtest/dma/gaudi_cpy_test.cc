@@ -23,6 +23,9 @@ extern "C" {
 #include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
+#include <signal.h>
+#include <unistd.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <functional>
@@ -717,50 +720,145 @@ TEST_F(cpy_test, faults) {
 /* SynapseAI backend: a copy the PDMA engine fails completes with an
  * error and the engine recovers (a new stream: the failed one stays
  * failed, as SynapseAI's does); a device reset fails the copies after it */
-TEST_F(cpy_test, synapse_faults) {
-    SKIP_NO_TL();
-    const char *backend = getenv("UCX_GAUDI_COPY_BACKEND");
-    if ((backend == NULL) || (strcmp(backend, "synapse") != 0)) {
-        GTEST_SKIP() << "UCX_GAUDI_COPY_BACKEND is not synapse";
+/*
+ * Device errors on the SynapseAI backend do what SynapseAI does with them
+ * (docs/synapse.md): its failure handler kills the process by default;
+ * with TERMINATE_SYNAPSE_UPON_DFA=0 the copy that met the error fails and
+ * the engine goes on; a copy to an unmapped device address is dropped
+ * without an error. Each case runs in a fresh process (this test again,
+ * GAUDI_CPY_SYN_FAULT saying which case), since SynapseAI holds the one
+ * device of the process and the default case kills it.
+ */
+#define GAUDI_CPY_SYN_FAULT "GAUDI_CPY_SYN_FAULT"
+
+class cpy_syn_fault_test : public cpy_test {
+protected:
+    void SetUp() override {
+        const char *backend = getenv("UCX_GAUDI_COPY_BACKEND");
+
+        if ((backend == NULL) || strcmp(backend, "synapse")) {
+            GTEST_SKIP() << "UCX_GAUDI_COPY_BACKEND is not synapse";
+        }
+        m_case = getenv(GAUDI_CPY_SYN_FAULT);
+        if (m_case != NULL) {
+            cpy_test::SetUp();  /* the child: a transport of its own */
+        }
     }
-    uct_rkey_t rkey;
-    char *dev = (char*)dev_alloc(1 << 20, &rkey);
-    std::vector<uint8_t> buf(65536), back(65536);
-    uct_mem_h memh = host_reg(buf);
-    uct_iov_t iov  = { buf.data(), buf.size(), memh, 0, 1 };
+
+    void TearDown() override {
+        if (m_case != NULL) {
+            cpy_test::TearDown();
+        }
+    }
+
+    /* Run this test in a child with @a fault_case and @a dfa set; its
+     * wait status */
+    int run_case(const char *fault_case, const char *dfa) {
+        const ::testing::TestInfo *info =
+            ::testing::UnitTest::GetInstance()->current_test_info();
+        std::string filter = std::string("--gtest_filter=") +
+                             info->test_suite_name() + "." + info->name();
+        int st = -1;
+        pid_t pid;
+
+        pid = fork();
+        if (pid == 0) {
+            setenv(GAUDI_CPY_SYN_FAULT, fault_case, 1);
+            if (dfa != NULL) {
+                setenv("TERMINATE_SYNAPSE_UPON_DFA", dfa, 1);
+            }
+            execl("/proc/self/exe", "gaudi_cpy_test", filter.c_str(),
+                  (char*)NULL);
+            _exit(127);
+        }
+        EXPECT_EQ(pid, waitpid(pid, &st, 0));
+        return st;
+    }
+
+    /* The child's part: the copies of @a fault_case */
+    void child_case() {
+        SKIP_NO_TL();
+        uct_rkey_t rkey;
+        char *dev = (char*)dev_alloc(1 << 20, &rkey);
+        std::vector<uint8_t> buf(65536), back(65536);
+        uct_mem_h memh = host_reg(buf);
+        uct_iov_t iov  = { buf.data(), buf.size(), memh, 0, 1 };
+
+        fill(buf, 9);
+        /* a good round trip first: the data is really moved */
+        ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, buf.data(), 4096,
+                                           (uintptr_t)dev, rkey));
+        ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), 4096,
+                                           (uintptr_t)dev, rkey));
+        ASSERT_EQ(0, memcmp(buf.data(), back.data(), 4096));
+
+        if (!strcmp(m_case, "page_fault")) {
+            /* the MMU drops the copy, no reset: nobody reports it */
+            ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("pdma", 1, EFAULT));
+            fill(buf, 10);
+            EXPECT_EQ(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
+            ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), 4096,
+                                               (uintptr_t)dev, rkey));
+            EXPECT_NE(0, memcmp(buf.data(), back.data(), 4096));
+            return;
+        }
+
+        ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("pdma", 1, EIO));
+        if (!strcmp(m_case, "kill_sync")) {
+            (void)uct_ep_put_short(m_ep, buf.data(), 64, (uintptr_t)dev,
+                                   rkey);
+            sleep(30);  /* killed meanwhile: the parent says if not */
+            return;
+        } else if (!strcmp(m_case, "kill_async")) {
+            (void)zcopy(true, &iov, 1, (uintptr_t)dev, rkey);
+            sleep(30);
+            return;
+        }
+
+        /* "disabled": the copy fails, the same engine goes on */
+        EXPECT_EQ(UCS_ERR_IO_ERROR, zcopy(true, &iov, 1, (uintptr_t)dev,
+                                          rkey));
+        fill(buf, 11);
+        EXPECT_EQ(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
+        std::fill(back.begin(), back.end(), 0);
+        ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), back.size(),
+                                           (uintptr_t)dev, rkey));
+        EXPECT_EQ(buf, back);
+        /* a short copy runs once more after a failure, on the same
+         * stream, and lands */
+        fill(buf, 12);
+        ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("pdma", 1, EIO));
+        EXPECT_EQ(UCS_OK, uct_ep_put_short(m_ep, buf.data(), 64,
+                                           (uintptr_t)dev, rkey));
+        std::fill(back.begin(), back.end(), 0);
+        ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), 64,
+                                           (uintptr_t)dev, rkey));
+        EXPECT_EQ(0, memcmp(buf.data(), back.data(), 64));
+    }
+
+    const char *m_case = NULL;
+};
+
+TEST_F(cpy_syn_fault_test, synapse_faults) {
+    if (m_case != NULL) {
+        child_case();
+        return;
+    }
 
     ASSERT_TRUE(gaudi_gtest::hlsim_loaded());
-    fill(buf, 9);
-    /* a good round trip first: the data is really moved */
-    ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, buf.data(), 4096,
-                                       (uintptr_t)dev, rkey));
-    ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), 4096,
-                                       (uintptr_t)dev, rkey));
-    EXPECT_EQ(0, memcmp(buf.data(), back.data(), 4096));
-
-    /* a failed engine copy: the zcopy completes with the error; the
-     * engine's next stream works again, the data proves it */
-    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("pdma", 1, EFAULT));
-    EXPECT_EQ(UCS_ERR_IO_ERROR, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
-    fill(buf, 11);
-    EXPECT_EQ(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
-    std::fill(back.begin(), back.end(), 0);
-    ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), back.size(),
-                                       (uintptr_t)dev, rkey));
-    EXPECT_EQ(buf, back);
-
-    /* the same for a synchronous copy */
-    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("pdma", 1, EFAULT));
-    EXPECT_EQ(UCS_ERR_IO_ERROR, uct_ep_put_short(m_ep, buf.data(), 64,
-                                                 (uintptr_t)dev, rkey));
-    EXPECT_EQ(UCS_OK, uct_ep_put_short(m_ep, buf.data(), 64,
-                                       (uintptr_t)dev, rkey));
-
-    /* a device reset fails the copies after it */
-
-    ASSERT_EQ(0, gaudi_gtest::hlsim_reset_device(0, 200));
-    EXPECT_NE(UCS_OK, uct_ep_put_short(m_ep, buf.data(), 64,
-                                       (uintptr_t)dev, rkey));
+    /* by default SynapseAI's failure handler SIGKILLs the process, for an
+     * asynchronous copy and a synchronous one alike */
+    for (const char *c : {"kill_async", "kill_sync"}) {
+        int st = run_case(c, NULL);
+        EXPECT_TRUE(WIFSIGNALED(st) && (WTERMSIG(st) == SIGKILL))
+            << c << ": child status 0x" << std::hex << st;
+    }
+    /* the handler disabled, and a page fault: the child's own checks */
+    for (const char *c : {"disabled", "page_fault"}) {
+        int st = run_case(c, "0");
+        EXPECT_TRUE(WIFEXITED(st) && (WEXITSTATUS(st) == 0))
+            << c << ": child status 0x" << std::hex << st;
+    }
 }
 
 

@@ -7,7 +7,10 @@
  * SynapseAI owns the device (the context borrows its fd); host sides are
  * host pointers inside synHostMap'ed buffers, device sides device VAs.
  * Same semantics as the kernel backend (gaudi_dma.h): asynchronous copies
- * complete in order, synchronous ones on a stream of their own.
+ * complete in order, synchronous ones on a stream of their own. A failed
+ * copy completes with its error; a stream keeps no failure state, so the
+ * engine goes on with the same streams (by default SynapseAI kills the
+ * process on a device error anyway, docs/synapse.md).
  */
 
 #ifdef HAVE_CONFIG_H
@@ -63,7 +66,6 @@ typedef struct uct_gaudi_dma_syn {
                                              + 1 (sync) */
     uct_gaudi_dma_syn_slot_t *sync;
     size_t                   bounce_map;  /* bytes synHostMap'ed */
-    int                      failed;      /* async stream saw a failure */
 } uct_gaudi_dma_syn_t;
 
 
@@ -261,29 +263,6 @@ static ucs_status_t uct_gaudi_dma_syn_wait(uct_gaudi_dma_syn_t *dma,
 }
 
 
-/*
- * A stream whose copy failed reports the failure from then on (as
- * SynapseAI's does): replace it once nothing queued on it is pending, so
- * that a transient DMA error does not fail every later copy
- */
-static ucs_status_t uct_gaudi_dma_syn_renew(uct_gaudi_dma_syn_t *dma,
-                                            uct_gaudi_syn_stream_t *stream_p)
-{
-    uct_gaudi_syn_stream_t stream;
-    ucs_status_t status;
-
-    status = uct_gaudi_syn_stream_create(dma->syn, dma->device, &stream);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    (void)uct_gaudi_syn_stream_destroy(dma->syn, *stream_p);
-    *stream_p = stream;
-    ucs_debug("%s: stream replaced after a failed copy", dma->super.name);
-    return UCS_OK;
-}
-
-
 /* Asynchronous copies */
 
 static ucs_status_t uct_gaudi_dma_syn_submit(uct_gaudi_dma_t *base,
@@ -295,17 +274,6 @@ static ucs_status_t uct_gaudi_dma_syn_submit(uct_gaudi_dma_t *base,
     uct_gaudi_dma_syn_t *dma = ucs_derived_of(base, uct_gaudi_dma_syn_t);
     uct_gaudi_dma_syn_slot_t *slot;
     ucs_status_t status;
-
-    if (ucs_unlikely(dma->failed)) {
-        if (base->ring_count > 0) {
-            return UCS_ERR_NO_RESOURCE;  /* until the failed ones drain */
-        }
-        status = uct_gaudi_dma_syn_renew(dma, &dma->stream);
-        if (status != UCS_OK) {
-            return status;
-        }
-        dma->failed = 0;
-    }
 
     slot   = &dma->slots[uct_gaudi_dma_ring_index(base, base->ring_count)];
     status = uct_gaudi_dma_syn_queue(dma, dma->stream, slot, xfers, count,
@@ -337,7 +305,6 @@ static unsigned uct_gaudi_dma_syn_progress(uct_gaudi_dma_t *base,
         /* pop before the callback: it may submit again */
         uct_gaudi_dma_ring_pop(base);
         slot->state = UCT_GAUDI_DMA_SYN_FREE;
-        dma->failed |= (slot->status != UCS_OK);
         delivered++;
         if (slot->cb != NULL) {
             slot->cb(slot->arg, slot->status);
@@ -406,9 +373,6 @@ uct_gaudi_dma_syn_sync_run(uct_gaudi_dma_syn_t *dma,
     }
 
     dma->sync->state = UCT_GAUDI_DMA_SYN_FREE;
-    if (dma->sync->status != UCS_OK) {
-        (void)uct_gaudi_dma_syn_renew(dma, &dma->sync_stream);
-    }
     return dma->sync->status;
 }
 

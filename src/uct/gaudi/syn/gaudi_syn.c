@@ -286,6 +286,7 @@ ucs_status_t uct_gaudi_syn_acquire(const uct_gaudi_syn_t *syn,
                                    uct_gaudi_syn_device_t *device_p)
 {
     uct_gaudi_syn_status_t ret = syn->ops.initialize();
+    int by_bus;
 
     /* initialized already, by the application or by us, is fine */
     if ((ret != UCT_GAUDI_SYN_SUCCESS) &&
@@ -294,20 +295,21 @@ ucs_status_t uct_gaudi_syn_acquire(const uct_gaudi_syn_t *syn,
         return uct_gaudi_syn_fail("synInitialize", ret);
     }
 
+    /* SynapseAI waits out a reset inside the call (up to 60 s); by bus a
+     * device held by another process is synFail (docs/synapse.md) */
     ret = syn->ops.device_acquire(device_p, pci_bus);
-    if (ret == UCT_GAUDI_SYN_DEVICE_RESET) {
-        /* still resetting after its previous user: retry later, like an
-         * open that says EAGAIN (driver-facts 7.1) */
-        return UCS_ERR_NO_RESOURCE;
-    } else if (ret != UCT_GAUDI_SYN_SUCCESS) {
-        ucs_diag("gaudi: SynapseAI cannot acquire device %s: %s (%s)",
-                 ((pci_bus != NULL) && (*pci_bus != '\0')) ? pci_bus :
-                 "(any)", uct_gaudi_syn_status_str(ret),
-                 uct_gaudi_syn_status_name(ret));
-        return uct_gaudi_syn_status(ret);
+    if (ret == UCT_GAUDI_SYN_SUCCESS) {
+        return UCS_OK;
     }
 
-    return UCS_OK;
+    by_bus = (pci_bus != NULL) && (*pci_bus != '\0');
+    ucs_diag("gaudi: SynapseAI cannot acquire device %s: %s (%s)",
+             by_bus ? pci_bus : "(any)", (by_bus &&
+             (ret == UCT_GAUDI_SYN_FAIL)) ? "held by another process, or "
+             "still in reset after SynapseAI's wait" :
+             uct_gaudi_syn_status_str(ret), uct_gaudi_syn_status_name(ret));
+    return (by_bus && (ret == UCT_GAUDI_SYN_FAIL)) ? UCS_ERR_BUSY :
+           uct_gaudi_syn_status(ret);
 }
 
 ucs_status_t uct_gaudi_syn_release(const uct_gaudi_syn_t *syn,
@@ -429,12 +431,27 @@ ucs_status_t uct_gaudi_syn_held_fd(const uct_gaudi_syn_t *syn, int *fd_p,
     return UCS_ERR_NO_DEVICE;
 }
 
+/*
+ * SynapseAI says synFail when its pool is exhausted (SCAL, and the Gaudi1
+ * heap alike; docs/synapse.md): with valid arguments, that is "no memory"
+ */
 ucs_status_t uct_gaudi_syn_device_malloc(const uct_gaudi_syn_t *syn,
                                          uct_gaudi_syn_device_t device,
                                          size_t size, uint64_t *addr_p)
 {
-    return UCT_GAUDI_SYN_CALL(syn, "synDeviceMalloc", device_malloc, device,
-                              size, 0, 0, addr_p);
+    uct_gaudi_syn_status_t ret = syn->ops.device_malloc(device, size, 0, 0,
+                                                        addr_p);
+
+    if (ret == UCT_GAUDI_SYN_SUCCESS) {
+        return UCS_OK;
+    } else if (ret != UCT_GAUDI_SYN_FAIL) {
+        return uct_gaudi_syn_fail("synDeviceMalloc", ret);
+    }
+
+    ucs_error("gaudi: synDeviceMalloc of %zu bytes on SynapseAI device %u "
+              "failed: its device memory pool has no room (%s, %d)", size,
+              device, uct_gaudi_syn_status_name(ret), ret);
+    return UCS_ERR_NO_MEMORY;
 }
 
 ucs_status_t uct_gaudi_syn_device_free(const uct_gaudi_syn_t *syn,
