@@ -316,20 +316,20 @@ TEST_F(gaudi_md_lazy, device_busy_at_first_alloc)
     ASSERT_TRUE(uct_gaudi_heap_ctx(m_gmd->heap) == NULL);
     ASSERT_EQ(0, pipe(ready));
     ASSERT_EQ(0, pipe(hold));
+    /* the other process: every compute node, until told; a fresh one
+     * (a fork of this threaded process may not call the emulator) */
+    std::string script = "exec";
+    for (unsigned i = 0; i < devs->count; ++i) {
+        script += " " + std::to_string(10 + i) + "<>" +
+                  ((devs->dev[i].abi == GAUDI_HL_ABI_LEGACY) ? "/dev/" :
+                   "/dev/accel/") + devs->dev[i].node_name;
+    }
+    script += " && echo r >&" + std::to_string(ready[1]) +
+              " && { read x <&" + std::to_string(hold[0]) + "; true; }";
     pid_t pid = fork();
     if (pid == 0) {
-        /* the other process: every compute node, until told */
-        for (unsigned i = 0; i < devs->count; ++i) {
-            std::string node = std::string(
-                    (devs->dev[i].abi == GAUDI_HL_ABI_LEGACY) ? "/dev/" :
-                    "/dev/accel/") + devs->dev[i].node_name;
-            if (open(node.c_str(), O_RDWR) < 0) {
-                _exit(1);
-            }
-        }
-        (void)!write(ready[1], "r", 1);
-        (void)!read(hold[0], &c, 1);
-        _exit(0);
+        execl("/bin/sh", "sh", "-c", script.c_str(), (char*)NULL);
+        _exit(127);
     }
     close(ready[1]);
     close(hold[0]);
