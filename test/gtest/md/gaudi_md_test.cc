@@ -262,6 +262,11 @@ TEST_F(gaudi_md_lazy, device_busy_at_first_alloc)
     char c;
     void *ptr;
 
+    if (uct_gaudi_ctx_expected_backend(m_gmd->heap->info->asic) ==
+        UCT_GAUDI_BACKEND_SYNAPSE) {
+        GTEST_SKIP() << "kernel backend only: SynapseAI's acquire of a held "
+                        "device has its own waits (docs/synapse.md)";
+    }
     ASSERT_TRUE(uct_gaudi_heap_ctx(m_gmd->heap) == NULL);
     ASSERT_EQ(0, pipe(ready));
     ASSERT_EQ(0, pipe(hold));
