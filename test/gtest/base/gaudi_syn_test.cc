@@ -14,6 +14,8 @@ extern "C" {
 #include <uct/gaudi/hl/gaudi_hl.h>
 #include <uct/gaudi/mem/gaudi_mem.h>
 #include <uct/gaudi/syn/gaudi_syn.h>
+#include <uct/gaudi/dev/gaudi_device.h>
+#include <uct/gaudi/dma/gaudi_dma.h>
 #include <ucs/time/time.h>
 #include <ucs/sys/math.h>
 #include <ucs/config/global_opts.h>
@@ -718,6 +720,102 @@ TEST_F(gaudi_syn_maps, put_spares_new_app_entry)
     ASSERT_EQ(UCS_OK, uct_gaudi_syn_host_map(&m_syn, m_dev, c, PG));
     EXPECT_EQ(UCS_OK, uct_gaudi_syn_map_put(&m_syn, m_dev, &m_maps, key));
     EXPECT_EQ(UCS_OK, copy(c, PG)) << "the application's entry is gone";
+}
+
+
+/*
+ * A framework process that initialises UCX before its first HPU use
+ * (MPI_Init, a UCP context): opening the memory domains takes no device
+ * (docs/base.md, "Ownership"), so the application's own acquire succeeds
+ * afterwards; its synDeviceMalloc tensor, registered then, borrows
+ * SynapseAI's device, and the engine the transports use moves its data.
+ */
+class gaudi_syn_fw : public gaudi_syn {
+protected:
+    void framework_acquires_after_ucx();
+};
+
+void gaudi_syn_fw::framework_acquires_after_ucx()
+{
+    const char *reason = NULL;
+    const size_t size = 256 * 1024;
+    std::vector<uint8_t> src(size), dst(size, 0);
+    uct_gaudi_dma_params_t params;
+    uct_gaudi_dev_range_t range;
+    uct_gaudi_dma_end_t host_end, dev_end;
+    uct_gaudi_heap_t *heap;
+    uct_gaudi_dma_t *dma;
+    uct_gaudi_ctx_t *ctx;
+    uint64_t d;
+    int fd, type;
+
+    /* the framework loaded SynapseAI (import), acquired nothing yet */
+    void *app = dlopen(syn_lib(), RTLD_NOW | RTLD_GLOBAL);
+    ASSERT_NE(nullptr, app) << dlerror();
+
+    /* UCX: the memory domains' heap; resources and capabilities */
+    ASSERT_TRUE(uct_gaudi_device_info() != NULL);
+    ASSERT_EQ(UCS_OK, uct_gaudi_device_md_heap(&heap));
+    EXPECT_TRUE(uct_gaudi_heap_ctx(heap) == NULL);
+    EXPECT_EQ(0, gaudi_gtest::hlsim_counter(HLSIM_COUNTER_CONTEXTS));
+
+    /* the framework acquires its HPU: nothing holds it */
+    acquire(NULL);
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_device_fd(&m_syn, m_dev,
+                                              &fd, &type));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_device_malloc(&m_syn, m_dev,
+                                                  size, &d));
+
+    /* registration of its tensor: the device is borrowed, not opened */
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_resolve(heap, d, size, &range));
+    EXPECT_TRUE(range.buf == NULL);
+    ctx = uct_gaudi_heap_ctx(heap);
+    ASSERT_TRUE(ctx != NULL);
+    EXPECT_EQ(fd, ctx->hl.fd);
+    EXPECT_FALSE(ctx->hl.owns_fd);
+    EXPECT_EQ(1, gaudi_gtest::hlsim_counter(HLSIM_COUNTER_CONTEXTS));
+
+    /* the data moves through the engine of the transports */
+    ASSERT_EQ(UCS_OK, uct_gaudi_dma_check(ctx, &reason)) << reason;
+    uct_gaudi_dma_params_default(ctx, &params);
+    ASSERT_EQ(UCS_OK, uct_gaudi_dma_create(ctx, &params, &dma));
+    for (size_t i = 0; i < size; ++i) {
+        src[i] = (uint8_t)(i * 7 + 1);
+    }
+    host_end.host = src.data();
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_dma_end(heap, (void*)d, size, "test",
+                                             &dev_end));
+    EXPECT_EQ(UCS_OK, uct_gaudi_dma_copy_sync(dma, &dev_end, &host_end,
+                                              size, "test"));
+    host_end.host = dst.data();
+    EXPECT_EQ(UCS_OK, uct_gaudi_dma_copy_sync(dma, &host_end, &dev_end,
+                                              size, "test"));
+    EXPECT_TRUE(src == dst) << "the tensor's data did not round-trip";
+
+    uct_gaudi_dma_destroy(dma);
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_device_free(&m_syn, m_dev,
+                                                d));
+    uct_gaudi_heap_put(heap);
+}
+
+TEST_F(gaudi_syn_fw, acquire_after_ucx_kernel)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_COPY_BACKEND", "kernel"}});
+    framework_acquires_after_ucx();
+}
+
+TEST_F(gaudi_syn_fw, acquire_after_ucx_synapse)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_COPY_BACKEND", "synapse"},
+                      {"UCX_GAUDI_SYNAPSE_LIB", syn_lib()}});
+    framework_acquires_after_ucx();
+}
+
+TEST_F(gaudi_syn_fw, acquire_after_ucx_gaudi3)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_ASIC", "gaudi3"},
+                      {"UCX_GAUDI_SYNAPSE_LIB", syn_lib()}});
+    framework_acquires_after_ucx();
 }
 
 

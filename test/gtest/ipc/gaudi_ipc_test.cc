@@ -194,6 +194,14 @@ struct uct_side {
         ipc_comp  = component("gaudi_ipc");
         copy_md   = open_md(copy_comp, "gaudi_copy");
         ipc_md    = open_md(ipc_comp, "gaudi_ipc");
+        /* the process uses Gaudi memory from the start, as every side of
+         * these tests does: its first allocation takes the device (the
+         * MDs do not, docs/base.md "Ownership") */
+        void *first;
+        if ((copy_md == NULL) || (uct_gaudi_mem_alloc(4096, &first) != UCS_OK) ||
+            (uct_gaudi_mem_free(first) != UCS_OK)) {
+            return false;
+        }
         copy_if   = open_iface(copy_md, "gaudi_cpy", {});
         ipc_if    = open_iface(ipc_md, "gaudi_ipc", ipc_cfg);
         if ((copy_if == NULL) || (ipc_if == NULL)) {

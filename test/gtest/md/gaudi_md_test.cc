@@ -119,7 +119,9 @@ protected:
         close_md();
     }
 
-    void open_md(const char *rcache) {
+    /* @a take: the device, as an application's first allocation would
+     * (it is taken at the first use of Gaudi memory: gaudi_md_lazy) */
+    void open_md(const char *rcache, bool take = true) {
         uct_component_h *comps;
         unsigned num, i;
         uct_md_config_t *config;
@@ -143,8 +145,11 @@ protected:
         }
         ASSERT_EQ(UCS_OK, uct_md_open(m_comp, "gaudi_copy", config, &m_md));
         uct_config_release(config);
-        ASSERT_EQ(UCS_OK, uct_md_query(m_md, &m_attr));
         m_gmd = (uct_gaudi_copy_md_t*)m_md;
+        if (take) {
+            (void)ctx();
+        }
+        ASSERT_EQ(UCS_OK, uct_md_query(m_md, &m_attr));
     }
 
     void close_md() {
@@ -161,7 +166,7 @@ protected:
     }
 
     bool gaudi1() const {
-        return m_gmd->ctx->info->asic == UCT_GAUDI_ASIC_GAUDI1;
+        return m_gmd->heap->info->asic == UCT_GAUDI_ASIC_GAUDI1;
     }
 
     /* Gaudi1's heap without chunks: one range over the user DRAM (driver
@@ -171,13 +176,20 @@ protected:
                (m_gmd->heap->device_mem == UCT_GAUDI_DEVICE_MEM_DRIVER);
     }
 
+    /* The device context, taken as an allocation would */
+    uct_gaudi_ctx_t *ctx() const {
+        EXPECT_EQ(UCS_OK, uct_gaudi_heap_take(m_gmd->heap, 1, 0, "test"));
+        return uct_gaudi_heap_ctx(m_gmd->heap);
+    }
+
     /* The driver exports DMA-BUF (not Linux 6.1 with Gaudi2, facts 4.1) */
     bool export_ok() const {
-        int supported = 0;
-        pthread_mutex_lock(&m_gmd->ctx->lock);
-        EXPECT_EQ(UCS_OK, uct_gaudi_hl_probe_export(&m_gmd->ctx->hl,
-                                                    &supported));
-        pthread_mutex_unlock(&m_gmd->ctx->lock);
+        uct_gaudi_ctx_t *c = ctx();
+        int supported      = 0;
+
+        pthread_mutex_lock(&c->lock);
+        EXPECT_EQ(UCS_OK, uct_gaudi_hl_probe_export(&c->hl, &supported));
+        pthread_mutex_unlock(&c->lock);
         return supported;
     }
 
@@ -225,6 +237,67 @@ protected:
 };
 
 
+class gaudi_md_lazy : public gaudi_md {
+protected:
+    void SetUp() override {
+        gaudi_gtest::hlsim_fault_clear();
+        open_md(NULL, false);
+    }
+};
+
+/*
+ * First of the file: nothing in this process has used Gaudi memory yet.
+ * The MD opens without taking the device (docs/base.md, "Ownership"):
+ * memory type detection and a host registration take nothing either, and
+ * no error is logged; the first allocation through UCX opens the device
+ * (nobody else holds one), and a copy then maps the host registration
+ * made before.
+ */
+
+TEST_F(gaudi_md_lazy, device_taken_at_first_alloc)
+{
+    std::vector<char> host(8192, 7);
+    ucs_memory_type_t mem_type;
+    uct_mem_h host_memh, memh;
+    scoped_log log;
+
+    ASSERT_TRUE(uct_gaudi_heap_ctx(m_gmd->heap) == NULL)
+            << "an earlier test left the device taken";
+    EXPECT_EQ(0, hlsim_counter(HLSIM_COUNTER_CONTEXTS));
+    EXPECT_EQ(UCS_OK, uct_md_detect_memory_type(m_md, host.data(),
+                                                host.size(), &mem_type));
+    EXPECT_EQ(UCS_MEMORY_TYPE_HOST, mem_type);
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, host.data(), host.size(),
+                                     UCT_MD_MEM_ACCESS_ALL, &host_memh));
+    EXPECT_EQ(0, hlsim_counter(HLSIM_COUNTER_CONTEXTS));
+    EXPECT_TRUE(log.empty()) << log.all();
+
+    alloc_ok(8192, &memh);
+    EXPECT_EQ(1, hlsim_counter(HLSIM_COUNTER_CONTEXTS));
+    ASSERT_TRUE(uct_gaudi_heap_ctx(m_gmd->heap) != NULL);
+    /* opened for the kernel backend, acquired through SynapseAI for its */
+    EXPECT_STREQ((uct_gaudi_heap_ctx(m_gmd->heap)->syn != NULL) ?
+                 "SynapseAI (acquired by UCX)" : "opened",
+                 uct_gaudi_heap_ctx(m_gmd->heap)->source);
+
+    /* the early host registration serves a copy: mapped on the fly */
+    int64_t maps = hlsim_counter(HLSIM_COUNTER_MAPPINGS);
+    uct_gaudi_dma_ref_t ref;
+    ASSERT_EQ(UCS_OK, uct_gaudi_reg_dma_resolve(&m_gmd->reg, host.data(),
+                                                host.size(), host_memh,
+                                                &ref));
+    EXPECT_TRUE(ref.region != NULL) << "an unmapped registration was used";
+    EXPECT_NE(0u, ref.dma_addr);
+    if (uct_gaudi_heap_ctx(m_gmd->heap)->syn == NULL) {
+        EXPECT_EQ(maps + 1, hlsim_counter(HLSIM_COUNTER_MAPPINGS));
+    }
+    uct_gaudi_reg_dma_release(&m_gmd->reg, &ref);
+    EXPECT_TRUE(log.empty()) << log.all();
+
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, host_memh));
+    EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, memh));
+}
+
 TEST_F(gaudi_md, query)
 {
     EXPECT_TRUE(m_attr.cap.flags & UCT_MD_FLAG_ALLOC);
@@ -235,7 +308,7 @@ TEST_F(gaudi_md, query)
               m_attr.cap.reg_mem_types);
     EXPECT_EQ(UCS_BIT(gaudi_type()), m_attr.cap.access_mem_types);
     EXPECT_EQ(UCS_BIT(gaudi_type()), m_attr.cap.detect_mem_types);
-    EXPECT_EQ(m_gmd->ctx->info->hw_ip.u61.dram_size, m_attr.cap.max_alloc);
+    EXPECT_EQ(m_gmd->heap->info->hw_ip.u61.dram_size, m_attr.cap.max_alloc);
     EXPECT_GT(m_attr.cap.max_alloc, 0u);
     EXPECT_GT(m_attr.cap.max_reg, 0u);
     EXPECT_EQ(sizeof(uct_gaudi_copy_rkey_t), m_attr.rkey_packed_size);
@@ -273,7 +346,7 @@ TEST_F(gaudi_md, alloc_free_sizes)
         ASSERT_EQ(UCS_OK, uct_md_mem_query(m_md, (char*)ptr + size / 2, 1,
                                            &mattr));
         EXPECT_EQ(gaudi_type(), mattr.mem_type);
-        EXPECT_EQ(m_gmd->ctx->info->sys_dev, mattr.sys_dev);
+        EXPECT_EQ(m_gmd->heap->info->sys_dev, mattr.sys_dev);
         EXPECT_EQ(ptr, mattr.base_address);
         EXPECT_EQ(len, mattr.alloc_length);
         if (gaudi1()) {
@@ -283,7 +356,7 @@ TEST_F(gaudi_md, alloc_free_sizes)
                       dma_of(ptr, size, memh));
         } else {
             EXPECT_GE((uintptr_t)ptr,
-                      m_gmd->ctx->info->hw_ip.u61.dram_base_address);
+                      m_gmd->heap->info->hw_ip.u61.dram_base_address);
             EXPECT_EQ((uintptr_t)ptr, dma_of(ptr, size, memh));
         }
         for (auto &r : ranges) {  /* no overlap */
@@ -467,7 +540,7 @@ TEST_F(gaudi_md, device_reg_and_rkey)
         scoped_log log;
         EXPECT_EQ(UCS_ERR_INVALID_PARAM,
                   uct_gaudi_copy_rkey_check(m_gmd, rkey.rkey, pk->base, 1));
-        EXPECT_TRUE(log.has("another device", m_gmd->ctx->info->name))
+        EXPECT_TRUE(log.has("another device", m_gmd->heap->info->name))
                 << log.all();
     }
     uct_rkey_release(m_comp, &rkey);
@@ -534,7 +607,7 @@ TEST_F(gaudi_md, rcache_off)
     {
         scoped_log log;
         EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_md_mem_dereg(m_md, m1));
-        EXPECT_TRUE(log.has("mem_dereg", m_gmd->ctx->info->name))
+        EXPECT_TRUE(log.has("mem_dereg", m_gmd->heap->info->name))
                 << log.all();
     }
 }
@@ -655,7 +728,7 @@ TEST_F(gaudi_md, dmabuf_export)
         EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_gaudi_dmabuf_get(p2, 0, &fd,
                                                               &off));
         EXPECT_TRUE(log.has("not inside one live device allocation",
-                            m_gmd->ctx->info->name)) << log.all();
+                            m_gmd->heap->info->name)) << log.all();
     }
 
     EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, m2));
@@ -676,7 +749,7 @@ TEST_F(gaudi_md, dmabuf_export_outside_bar)
     if (!export_ok()) {
         GTEST_SKIP() << "the driver cannot export DMA-BUF (Linux 6.1, Gaudi2)";
     }
-    const uct_gaudi_dev_info_t *info = m_gmd->ctx->info;
+    const uct_gaudi_dev_info_t *info = m_gmd->heap->info;
     if ((info->dram_bar_size == 0) ||
         (info->dram_bar_size >= info->hw_ip.u61.dram_size)) {
         GTEST_SKIP() << "the DRAM BAR covers the DRAM";
@@ -742,7 +815,7 @@ TEST_F(gaudi_md, public_api)
 
 TEST_F(gaudi_md, bad_input)
 {
-    const char *dev = m_gmd->ctx->info->name;
+    const char *dev = m_gmd->heap->info->name;
     uct_gaudi_memh_t fake = {};
     std::vector<char> host(4096);
     uct_mem_h memh, memh2;
@@ -799,7 +872,7 @@ TEST_F(gaudi_md, bad_input)
 
 TEST_F(gaudi_md, driver_faults)
 {
-    const char *dev = m_gmd->ctx->info->name;
+    const char *dev = m_gmd->heap->info->name;
     std::vector<char> host(4096);
     uct_mem_h memh;
     size_t len;
@@ -1098,7 +1171,7 @@ TEST_F(gaudi_md, borrowed_fd_child)
     size_t len = 4096;
     void *ptr;
 
-    EXPECT_STRNE("opened", m_gmd->ctx->source);
+    EXPECT_STRNE("opened", ctx()->source);
     if (gaudi1()) {
         EXPECT_FALSE(m_attr.cap.flags & UCT_MD_FLAG_ALLOC);
         EXPECT_EQ(0u, m_attr.cap.alloc_mem_types);

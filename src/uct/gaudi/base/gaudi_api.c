@@ -155,16 +155,25 @@ static ucs_status_t uct_gaudi_api_dma_get(uct_gaudi_heap_t *heap,
     const char *reason;
     ucs_status_t status;
 
+    uct_gaudi_ctx_t *ctx;
+
     if (uct_gaudi_api_dma == NULL) {
-        status = uct_gaudi_dma_check(heap->ctx, &reason);
+        /* a side is Gaudi memory: its device is taken, or borrowed now */
+        status = uct_gaudi_heap_take(heap, 0, 0, "uct_gaudi_memcpy");
         if (status != UCS_OK) {
-            ucs_error("gaudi %s: copies to and from device memory are not "
-                      "available: %s", heap->ctx->info->name, reason);
             return status;
         }
 
-        uct_gaudi_dma_params_default(heap->ctx, &params);
-        status = uct_gaudi_dma_create(heap->ctx, &params, &uct_gaudi_api_dma);
+        ctx    = uct_gaudi_heap_ctx(heap);
+        status = uct_gaudi_dma_check(ctx, &reason);
+        if (status != UCS_OK) {
+            ucs_error("gaudi %s: copies to and from device memory are not "
+                      "available: %s", ctx->info->name, reason);
+            return status;
+        }
+
+        uct_gaudi_dma_params_default(ctx, &params);
+        status = uct_gaudi_dma_create(ctx, &params, &uct_gaudi_api_dma);
         if (status != UCS_OK) {
             return status;
         }

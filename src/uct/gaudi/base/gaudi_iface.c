@@ -18,6 +18,7 @@
 #include <ucs/sys/sys.h>
 #include <ucs/time/time.h>
 #include <limits.h>
+#include <string.h>
 
 
 ucs_config_field_t uct_gaudi_iface_dma_config_table[] = {
@@ -239,9 +240,14 @@ void uct_gaudi_iface_query(uct_gaudi_iface_t *iface, size_t max_iov,
 
     /* short: one bounce-buffer step; longer short ops still work
      * (bounce-sized steps, for UCP's memtype pack/unpack) but cost one CS
-     * round trip each, which zcopy avoids */
+     * round trip each, which zcopy avoids. Before the engine exists: the
+     * size it will have (both backends default to the same) */
     if (iface->dma != NULL) {
         (void)uct_gaudi_dma_bounce(iface->dma, &bounce);
+    } else if (iface->no_dma == NULL) {
+        bounce = (iface->dma_params.bounce_size != 0) ?
+                 iface->dma_params.bounce_size :
+                 UCT_GAUDI_IFACE_DEF_BOUNCE;
     }
     UCT_GAUDI_IFACE_RMA_CAP(iface_attr->cap.put, max_iov, bounce);
     UCT_GAUDI_IFACE_RMA_CAP(iface_attr->cap.get, max_iov, bounce);
@@ -417,6 +423,11 @@ ucs_status_t uct_gaudi_iface_op_start(uct_gaudi_iface_t *iface, int async)
 {
     ucs_status_t status;
 
+    status = uct_gaudi_iface_dma_get(iface, "copy");
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
     /* a new operation must not overtake queued requests; the one being
      * dispatched from the queue is not new (else the queue never drains) */
     if ((!iface->dispatching && !ucs_queue_is_empty(&iface->pending)) ||
@@ -492,6 +503,91 @@ void uct_gaudi_iface_dma_params(uct_gaudi_dma_params_t *params,
     }
 }
 
+void uct_gaudi_iface_dma_params_unset(uct_gaudi_dma_params_t *params)
+{
+    memset(params, 0, sizeof(*params));
+    params->poll_interval = -1;   /* zero is a setting: every progress */
+}
+
+ucs_status_t uct_gaudi_iface_dma_init(uct_gaudi_iface_t *iface,
+                                      const uct_gaudi_dma_params_t *params)
+{
+    iface->dma_params = *params;
+    if (uct_gaudi_heap_ctx(iface->heap) == NULL) {
+        return UCS_OK;   /* the first copy creates it */
+    }
+
+    return uct_gaudi_iface_dma_get(iface, "interface open");
+}
+
+/* The transport's settings over the defaults of the backend it got */
+static void uct_gaudi_iface_dma_params_of(const uct_gaudi_iface_t *iface,
+                                          const uct_gaudi_ctx_t *ctx,
+                                          uct_gaudi_dma_params_t *params)
+{
+    const uct_gaudi_dma_params_t *set = &iface->dma_params;
+
+    uct_gaudi_dma_params_default(ctx, params);
+#define UCT_GAUDI_IFACE_DMA_SET(_field) \
+    if (set->_field != 0) { \
+        params->_field = set->_field; \
+    }
+    UCT_GAUDI_IFACE_DMA_SET(max_inflight);
+    UCT_GAUDI_IFACE_DMA_SET(max_queues);
+    UCT_GAUDI_IFACE_DMA_SET(cb_size);
+    UCT_GAUDI_IFACE_DMA_SET(bounce_size);
+    UCT_GAUDI_IFACE_DMA_SET(split_min);
+    UCT_GAUDI_IFACE_DMA_SET(sync_timeout);
+    UCT_GAUDI_IFACE_DMA_SET(max_batch);
+#undef UCT_GAUDI_IFACE_DMA_SET
+    if (set->poll_interval >= 0) {
+        params->poll_interval = set->poll_interval;
+    }
+}
+
+ucs_status_t uct_gaudi_iface_dma_get(uct_gaudi_iface_t *iface,
+                                     const char *op)
+{
+    uct_gaudi_dma_params_t params;
+    uct_gaudi_ctx_t *ctx;
+    ucs_status_t status;
+    const char *reason;
+
+    if (ucs_likely(iface->dma != NULL)) {
+        return UCS_OK;
+    } else if (iface->no_dma != NULL) {
+        ucs_debug("gaudi %s: %s: %s", uct_gaudi_heap_name(iface->heap), op,
+                  iface->no_dma);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    status = uct_gaudi_heap_take(iface->heap, 0, 0, op);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    ctx = uct_gaudi_heap_ctx(iface->heap);
+    if (uct_gaudi_dma_check(ctx, &reason) != UCS_OK) {
+        /* the backend the device got cannot copy (e.g. Gaudi3 whose
+         * SynapseAI could not be loaded): said once per iface */
+        iface->no_dma = reason;
+        ucs_error("gaudi %s: %s: no copies on this device: %s",
+                  ctx->info->name, op, reason);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    uct_gaudi_iface_dma_params_of(iface, ctx, &params);
+    status = uct_gaudi_dma_create(ctx, &params, &iface->dma);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    iface->ctx = ctx;
+    ucs_debug("gaudi %s: %s engine created (%s)", ctx->info->name,
+              uct_gaudi_dma_backend_name(ctx), op);
+    return UCS_OK;
+}
+
 void uct_gaudi_iface_dma_close(uct_gaudi_iface_t *iface)
 {
     uct_base_iface_progress_disable(&iface->super.super,
@@ -517,7 +613,7 @@ UCS_CLASS_INIT_FUNC(uct_gaudi_iface_t, uct_iface_ops_t *tl_ops,
                     const uct_gaudi_iface_ops_t *ops, uct_md_h md,
                     uct_worker_h worker, const uct_iface_params_t *params,
                     const uct_iface_config_t *tl_config,
-                    uct_gaudi_ctx_t *ctx, uct_gaudi_reg_t *reg,
+                    uct_gaudi_heap_t *heap, uct_gaudi_reg_t *reg,
                     size_t desc_size, unsigned max_poll, const char *tl_name)
 {
     ucs_status_t status;
@@ -530,9 +626,11 @@ UCS_CLASS_INIT_FUNC(uct_gaudi_iface_t, uct_iface_ops_t *tl_ops,
     ucs_assert(desc_size >= sizeof(uct_gaudi_iface_desc_t));
 
     /* UCS classes are not zeroed */
-    self->ctx         = ctx;
+    self->heap        = heap;
+    self->ctx         = NULL;
     self->reg         = reg;
     self->dma         = NULL;
+    self->no_dma      = NULL;
     self->ops         = ops;
     self->submitted   = 0;
     self->delivered   = 0;
@@ -543,6 +641,7 @@ UCS_CLASS_INIT_FUNC(uct_gaudi_iface_t, uct_iface_ops_t *tl_ops,
     ucs_queue_head_init(&self->pending);
     ucs_queue_head_init(&self->flushes);
     ucs_queue_head_init(&self->failed);
+    uct_gaudi_iface_dma_params_unset(&self->dma_params);
 
     status = uct_gaudi_mpool_init(&self->desc_mp, desc_size,
                                   &uct_gaudi_iface_desc_mpool_ops, tl_name);

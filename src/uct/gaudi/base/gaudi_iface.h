@@ -20,6 +20,9 @@
 #include <ucs/type/class.h>
 #include <uct/base/uct_iface.h>
 
+/* Bounce buffer of both backends' engines unless configured */
+#define UCT_GAUDI_IFACE_DEF_BOUNCE (256 * UCS_KBYTE)
+
 /* Buffers one asynchronous copy holds: iov entries and the remote range */
 #define UCT_GAUDI_IFACE_MAX_REFS 17
 
@@ -88,11 +91,15 @@ typedef struct {
 
 struct uct_gaudi_iface {
     uct_base_iface_t            super;
-    uct_gaudi_ctx_t             *ctx;
+    uct_gaudi_heap_t            *heap;      /* the MD's: takes the device */
+    uct_gaudi_ctx_t             *ctx;       /* NULL until the engine is */
     uct_gaudi_reg_t             *reg;       /* local buffers -> DMA
                                                addresses */
-    uct_gaudi_dma_t             *dma;       /* NULL: the transport cannot
-                                               copy (gaudi_ipc without op 99) */
+    uct_gaudi_dma_t             *dma;       /* NULL: not created yet (the
+                                               first copy does), or the
+                                               transport cannot copy */
+    uct_gaudi_dma_params_t      dma_params; /* of the engine to create */
+    const char                  *no_dma;    /* why it cannot copy, or NULL */
     const uct_gaudi_iface_ops_t *ops;
     ucs_mpool_t                 desc_mp;    /* uct_gaudi_iface_desc_t + */
     ucs_queue_head_t            pending;    /* uct_gaudi_iface_pending_priv_t */
@@ -109,7 +116,7 @@ struct uct_gaudi_iface {
 UCS_CLASS_DECLARE(uct_gaudi_iface_t, uct_iface_ops_t*,
                   uct_iface_internal_ops_t*, const uct_gaudi_iface_ops_t*,
                   uct_md_h, uct_worker_h, const uct_iface_params_t*,
-                  const uct_iface_config_t*, uct_gaudi_ctx_t*,
+                  const uct_iface_config_t*, uct_gaudi_heap_t*,
                   uct_gaudi_reg_t*, size_t, unsigned, const char*);
 
 
@@ -185,6 +192,27 @@ void uct_gaudi_iface_query(uct_gaudi_iface_t *iface, size_t max_iov,
  */
 void uct_gaudi_iface_dma_params(uct_gaudi_dma_params_t *params,
                                 const uct_gaudi_iface_dma_config_t *config);
+
+/* Engine settings with every field unset (the backend's default) */
+void uct_gaudi_iface_dma_params_unset(uct_gaudi_dma_params_t *params);
+
+/**
+ * Have the iface copy with an engine built from @a params (the transport's
+ * settings over the expected backend's defaults): made now if the device
+ * is taken already, else by the first operation that copies
+ * (uct_gaudi_iface_dma_get), so that an iface never takes the device.
+ */
+ucs_status_t uct_gaudi_iface_dma_init(uct_gaudi_iface_t *iface,
+                                      const uct_gaudi_dma_params_t *params);
+
+/**
+ * The iface's engine, created on first use: takes the device if the
+ * application holds one (never opens one: a copy involves Gaudi memory,
+ * whose first use took it already). UCS_ERR_NO_DEVICE or
+ * UCS_ERR_UNSUPPORTED, said once, when it cannot be had.
+ */
+ucs_status_t uct_gaudi_iface_dma_get(uct_gaudi_iface_t *iface,
+                                     const char *op);
 
 /**
  * Let the device finish, then destroy the engine without calling back the

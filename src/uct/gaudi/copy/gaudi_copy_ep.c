@@ -207,6 +207,11 @@ ucs_status_t uct_gaudi_copy_ep_get_bcopy(uct_ep_h tl_ep,
     void *bounce;
     size_t size;
 
+    status = uct_gaudi_iface_dma_get(&iface->super, "get_bcopy");
+    if (status != UCS_OK) {
+        return status;
+    }
+
     bounce = uct_gaudi_dma_bounce(iface->super.dma, &size);
     if (length > size) {
         ucs_error("%s: get_bcopy of %zu bytes exceeds max_bcopy %zu",
@@ -321,8 +326,8 @@ uct_gaudi_copy_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     unsigned count;
 
     if (ucs_unlikely(total > iface->config.max_zcopy)) {
-        ucs_error("%s: %s of %zu bytes exceeds max_zcopy %zu",
-                  uct_gaudi_dma_dev_name(iface->super.dma), name, total,
+        ucs_error("gaudi %s: %s of %zu bytes exceeds max_zcopy %zu",
+                  uct_gaudi_heap_name(iface->md->heap), name, total,
                   iface->config.max_zcopy);
         return UCS_ERR_EXCEEDS_LIMIT;
     } else if (ucs_unlikely(total == 0)) {

@@ -265,6 +265,22 @@ static void uct_gaudi_copy_iface_idle(uct_gaudi_iface_t *iface)
 
 /* Resources: not offered where the ASIC has no user DMA queue */
 
+/* Whether the device copies: by the backend it got, or before it is
+ * taken by the one it is expected to get (the ASIC decides, facts 6) */
+static ucs_status_t uct_gaudi_copy_can_copy(uct_gaudi_copy_md_t *gmd,
+                                            const char **reason_p)
+{
+    uct_gaudi_ctx_t *ctx             = uct_gaudi_heap_ctx(gmd->heap);
+    const uct_gaudi_dev_info_t *info = gmd->heap->info;
+
+    if (ctx != NULL) {
+        return uct_gaudi_dma_check(ctx, reason_p);
+    }
+
+    return uct_gaudi_dma_check_expected(
+            info->asic, uct_gaudi_ctx_expected_backend(info->asic), reason_p);
+}
+
 static ucs_status_t
 uct_gaudi_copy_query_tl_resources(uct_md_h md,
                                   uct_tl_device_resource_t **tl_devices_p,
@@ -274,10 +290,10 @@ uct_gaudi_copy_query_tl_resources(uct_md_h md,
     uct_gaudi_copy_md_t *gmd = ucs_derived_of(md, uct_gaudi_copy_md_t);
     const char *reason;
 
-    if (uct_gaudi_dma_check(gmd->ctx, &reason) != UCS_OK) {
+    if (uct_gaudi_copy_can_copy(gmd, &reason) != UCS_OK) {
         if (!warned) {
             /* visible in the log and in ucx_info -d (facts 6) */
-            ucs_warn("gaudi %s: %s", gmd->ctx->info->name, reason);
+            ucs_warn("gaudi %s: %s", uct_gaudi_heap_name(gmd->heap), reason);
             warned = 1;
         }
         *tl_devices_p     = NULL;
@@ -337,7 +353,7 @@ uct_gaudi_copy_iface_perf_init(uct_gaudi_copy_iface_t *iface,
                                const uct_gaudi_copy_iface_config_t *config)
 {
     const uct_gaudi_copy_perf_default_t *def =
-            (iface->super.ctx->info->asic == UCT_GAUDI_ASIC_GAUDI1) ?
+            (iface->md->heap->info->asic == UCT_GAUDI_ASIC_GAUDI1) ?
             &uct_gaudi_copy_perf_gaudi1 : &uct_gaudi_copy_perf_gaudi2;
     int dir;
 
@@ -360,7 +376,8 @@ uct_gaudi_copy_iface_dma_params(const uct_gaudi_copy_iface_t *iface,
                                 const uct_gaudi_copy_iface_config_t *config,
                                 uct_gaudi_dma_params_t *params)
 {
-    uct_gaudi_dma_params_default(iface->super.ctx, params);
+    /* over the defaults of the backend the device gets */
+    uct_gaudi_iface_dma_params_unset(params);
     if ((config->max_inflight != UCS_ULUNITS_AUTO) &&
         (config->max_inflight != UCS_ULUNITS_INF)) {
         params->max_inflight = config->max_inflight;
@@ -393,7 +410,7 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_copy_iface_t, uct_md_h md,
     UCS_CLASS_CALL_SUPER_INIT(uct_gaudi_iface_t, &uct_gaudi_copy_iface_ops,
                               &uct_gaudi_copy_iface_internal_ops,
                               &uct_gaudi_copy_iface_gaudi_ops, md, worker,
-                              params, tl_config, gmd->ctx, &gmd->reg,
+                              params, tl_config, gmd->heap, &gmd->reg,
                               sizeof(uct_gaudi_iface_desc_t),
                               config->max_poll, UCT_GAUDI_COPY_TL_NAME);
 
@@ -401,22 +418,28 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_copy_iface_t, uct_md_h md,
     self->id = ucs_generate_uuid((uintptr_t)self);
     self->md = gmd;
 
-    if (uct_gaudi_dma_check(gmd->ctx, &reason) != UCS_OK) {
-        ucs_error("gaudi %s: cannot open %s: %s", gmd->ctx->info->name,
-                  UCT_GAUDI_COPY_TL_NAME, reason);
+    if (uct_gaudi_copy_can_copy(gmd, &reason) != UCS_OK) {
+        ucs_error("gaudi %s: cannot open %s: %s",
+                  uct_gaudi_heap_name(gmd->heap), UCT_GAUDI_COPY_TL_NAME,
+                  reason);
         return UCS_ERR_UNSUPPORTED;
     }
 
     uct_gaudi_copy_iface_perf_init(self, config);
     uct_gaudi_copy_iface_dma_params(self, config, &dma_params);
-    status = uct_gaudi_dma_create(gmd->ctx, &dma_params, &self->super.dma);
+    status = uct_gaudi_iface_dma_init(&self->super, &dma_params);
     if (status != UCS_OK) {
         return status;
     }
 
     self->config.max_zcopy = UCT_GAUDI_DMA_MAX_COPY;
     self->config.max_iov   = ucs_min(UCT_GAUDI_COPY_MAX_IOV,
-                                     uct_gaudi_dma_max_xfers(self->super.dma));
+                                     (self->super.dma != NULL) ?
+                                     uct_gaudi_dma_max_xfers(self->super.dma) :
+                                     uct_gaudi_dma_max_xfers_of(
+                                             uct_gaudi_ctx_expected_backend(
+                                                     gmd->heap->info->asic),
+                                             dma_params.cb_size));
     return UCS_OK;
 }
 

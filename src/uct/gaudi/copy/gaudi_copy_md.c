@@ -79,7 +79,7 @@ static void uct_gaudi_copy_memtype_seed(uct_gaudi_heap_t *heap)
         uct_gaudi_memtype_cache_update((void*)heap->win_start,
                                        heap->win_end - heap->win_start,
                                        UCT_GAUDI_MEMORY_TYPE,
-                                       heap->ctx->info->sys_dev);
+                                       heap->info->sys_dev);
         ucs_debug("gaudi %s: memtype cache %s [0x%" PRIx64 ", 0x%" PRIx64 ")",
                   uct_gaudi_heap_name(heap),
                   (ucs_memtype_cache_global_instance != NULL) ?
@@ -107,7 +107,7 @@ static ucs_status_t
 uct_gaudi_copy_md_query(uct_md_h tl_md, uct_md_attr_t *md_attr)
 {
     uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
-    uint64_t dram_size      = md->ctx->info->hw_ip.u61.dram_size;
+    uint64_t dram_size      = md->heap->info->hw_ip.u61.dram_size;
 
     /* No NEED_RKEY (as cuda_copy): gaudi_cpy reaches only its own process,
      * and UCP stages Gaudi memory through host fragments on memory-type
@@ -257,7 +257,7 @@ uct_gaudi_copy_mem_query(uct_md_h tl_md, const void *address, size_t length,
         mem_attr->mem_type = UCT_GAUDI_MEMORY_TYPE;
     }
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_SYS_DEV) {
-        mem_attr->sys_dev = md->ctx->info->sys_dev;
+        mem_attr->sys_dev = md->heap->info->sys_dev;
     }
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS) {
         mem_attr->base_address = (void*)range.base;
@@ -323,7 +323,7 @@ uct_gaudi_copy_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
                           (gmemh->kind == UCT_GAUDI_MEMH_DEVICE_REG)) ?
                          UCT_GAUDI_COPY_RKEY_FLAG_DEVICE : 0;
         key->reserved  = 0;
-        key->module_id = md->ctx->info->module_id;
+        key->module_id = md->heap->info->module_id;
         key->ctx_uuid  = md->heap->uuid;
         key->base      = gmemh->address;
         key->length    = gmemh->length;
@@ -390,7 +390,7 @@ ucs_status_t uct_gaudi_copy_rkey_check(uct_gaudi_copy_md_t *md,
                                        size_t length)
 {
     const uct_gaudi_copy_rkey_t *key = (const uct_gaudi_copy_rkey_t*)rkey;
-    const uct_gaudi_dev_info_t *info = md->ctx->info;
+    const uct_gaudi_dev_info_t *info = md->heap->info;
 
     if ((key->module_id != info->module_id) ||
         (key->ctx_uuid != md->heap->uuid)) {
@@ -447,7 +447,7 @@ static void uct_gaudi_copy_md_query_ext(uct_md_h tl_md,
 
 static ucs_sys_device_t uct_gaudi_copy_md_sys_dev(uct_md_h tl_md)
 {
-    return ucs_derived_of(tl_md, uct_gaudi_copy_md_t)->ctx->info->sys_dev;
+    return ucs_derived_of(tl_md, uct_gaudi_copy_md_t)->heap->info->sys_dev;
 }
 
 UCT_GAUDI_MD_QUERY_ADAPTER(uct_gaudi_copy)
@@ -480,13 +480,7 @@ uct_gaudi_copy_md_open(uct_component_t *component, const char *md_name,
     const uct_gaudi_copy_md_config_t *config =
             ucs_derived_of(uct_config, uct_gaudi_copy_md_config_t);
     uct_gaudi_copy_md_t *md;
-    uct_gaudi_ctx_t *ctx;
     ucs_status_t status;
-
-    status = uct_gaudi_device_get(&ctx);
-    if (status != UCS_OK) {
-        return status;
-    }
 
     md = ucs_calloc(1, sizeof(*md), "uct_gaudi_copy_md");
     if (md == NULL) {
@@ -497,17 +491,16 @@ uct_gaudi_copy_md_open(uct_component_t *component, const char *md_name,
     md->super.ops       = &uct_gaudi_copy_md_ops;
     md->super.component = &uct_gaudi_copy_component;
 
-    /* The MD's one reference: on the memory layer, which holds the device */
-    status = uct_gaudi_heap_get(ctx, &md->heap);
+    /* The MD's one reference: on the memory layer, which takes the device
+     * when Gaudi memory first needs it */
+    status = uct_gaudi_device_md_heap(&md->heap);
     if (status != UCS_OK) {
         goto err_free;
     }
 
-    md->ctx = md->heap->ctx;
-
     status = UCS_STATS_NODE_ALLOC(&md->stats, &uct_gaudi_copy_md_stats_class,
                                   ucs_stats_get_root(), "%s",
-                                  md->ctx->info->name);
+                                  md->heap->info->name);
     if (status != UCS_OK) {
         goto err_heap_put;
     }

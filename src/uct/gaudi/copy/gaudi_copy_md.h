@@ -38,7 +38,6 @@ enum {
 
 typedef struct uct_gaudi_copy_md {
     uct_md_t              super;
-    uct_gaudi_ctx_t       *ctx;      /* the process's device (the heap's) */
     uct_gaudi_heap_t      *heap;     /* its memory, shared by all MDs */
     uct_gaudi_reg_t       reg;       /* registrations, address resolution */
     ucs_linear_func_t     reg_cost;

@@ -169,6 +169,25 @@ void uct_gaudi_global_config_reset(void);
  */
 ucs_status_t uct_gaudi_ctx_get(int index, uct_gaudi_ctx_t **ctx_p);
 
+/**
+ * The process's device only if the application already holds it (its
+ * UCX_GAUDI_DEVICE_FD, or the device SynapseAI acquired), or if this
+ * process took it already; never opens a compute node or acquires a
+ * device. UCS_ERR_NO_DEVICE, without a message, when there is none yet.
+ */
+ucs_status_t uct_gaudi_ctx_borrow(uct_gaudi_ctx_t **ctx_p);
+
+/**
+ * The device uct_gaudi_ctx_get(-1) is expected to take, found without
+ * opening a compute node (discovery, the application's fd, configuration,
+ * rank, OPEN_STATS); the device actually taken may differ when the
+ * application acquires another one later.
+ */
+ucs_status_t uct_gaudi_ctx_expected(const uct_gaudi_dev_info_t **info_p);
+
+/* The copy backend a device of @a asic is expected to get */
+uct_gaudi_backend_t uct_gaudi_ctx_expected_backend(uct_gaudi_asic_t asic);
+
 /* Drop a reference; the last one closes the compute node if we opened it */
 void uct_gaudi_ctx_put(uct_gaudi_ctx_t *ctx);
 

@@ -61,7 +61,12 @@ typedef enum {
 } uct_gaudi_select_mode_t;
 
 
+/* The table is used by one thread at a time (uct_gaudi_ctx_enter): the
+ * lock is only held to claim it, so that a thread waiting out a device in
+ * reset sleeps without a process-wide lock */
 static pthread_mutex_t uct_gaudi_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t uct_gaudi_ctx_cond  = PTHREAD_COND_INITIALIZER;
+static int uct_gaudi_ctx_busy;                   /* claimed by a thread */
 static uct_gaudi_ctx_t *uct_gaudi_ctx_by_minor[GAUDI_HL_MAX_MINOR];
 static uct_gaudi_ctx_t *uct_gaudi_ctx_default;   /* result of get(-1) */
 static pid_t uct_gaudi_ctx_pid;                  /* owner of the table */
@@ -79,7 +84,7 @@ static const char *uct_gaudi_dev_desc(const uct_gaudi_dev_info_t *info,
 /*
  * A forked child inherits the fds but must not share the parent's compute
  * context: forget the table (the child's copies stay valid for their
- * holders and are closed by their puts). Called with the lock held.
+ * holders and are closed by their puts). Called with the table claimed.
  */
 static void uct_gaudi_ctx_check_fork(void)
 {
@@ -286,6 +291,7 @@ static ucs_status_t uct_gaudi_ctx_syn_acquire(const uct_gaudi_syn_t *syn,
 static ucs_status_t uct_gaudi_ctx_syn_open(const uct_gaudi_dev_info_t *info,
                                            const uct_gaudi_ctx_choice_t *choice,
                                            double timeout, int retry_busy,
+                                           int may_acquire,
                                            uct_gaudi_ctx_t **ctx_p)
 {
     const char *libname = uct_gaudi_global_config()->synapse_lib;
@@ -308,6 +314,11 @@ static ucs_status_t uct_gaudi_ctx_syn_open(const uct_gaudi_dev_info_t *info,
     }
 
     if (uct_gaudi_syn_held_fd(syn, &fd, &device) != UCS_OK) {
+        if (!may_acquire) {
+            /* the application has not acquired one (yet) */
+            status = UCS_ERR_NO_DEVICE;
+            goto err_unload;
+        }
         status = uct_gaudi_ctx_syn_acquire(syn, info, timeout, retry_busy,
                                            &device);
         if (status != UCS_OK) {
@@ -478,7 +489,7 @@ static ucs_status_t uct_gaudi_ctx_get_dev(const uct_gaudi_dev_info_t *info,
 
     uct_gaudi_ctx_choose(info->asic, &choice);
     if (choice.backend == UCT_GAUDI_BACKEND_SYNAPSE) {
-        status = uct_gaudi_ctx_syn_open(info, &choice, timeout, 1, ctx_p);
+        status = uct_gaudi_ctx_syn_open(info, &choice, timeout, 1, 1, ctx_p);
         if (status == UCS_OK) {
             return UCS_OK;
         }
@@ -731,7 +742,7 @@ static ucs_status_t uct_gaudi_ctx_try_dev(const uct_gaudi_dev_info_t *info,
     uct_gaudi_hl_t hl;
 
     if (choice->backend == UCT_GAUDI_BACKEND_SYNAPSE) {
-        status = uct_gaudi_ctx_syn_open(info, choice, timeout, 0, ctx_p);
+        status = uct_gaudi_ctx_syn_open(info, choice, timeout, 0, 1, ctx_p);
         if ((status == UCS_OK) || (status == UCS_ERR_BUSY) ||
             (status == UCS_ERR_NO_RESOURCE)) {
             return status;
@@ -821,8 +832,13 @@ out:
     return status;
 }
 
-/* Selection for get(-1): fd, SynapseAI, configured device, rank, free */
-static ucs_status_t uct_gaudi_ctx_get_selected(uct_gaudi_ctx_t **ctx_p)
+/*
+ * Selection for get(-1): fd, SynapseAI, configured device, rank, free.
+ * Without @a may_open only a device the application holds is used (its
+ * fd, or SynapseAI's); UCS_ERR_NO_DEVICE, silently, when there is none.
+ */
+static ucs_status_t uct_gaudi_ctx_get_selected(int may_open,
+                                               uct_gaudi_ctx_t **ctx_p)
 {
     const uct_gaudi_global_config_t *config = uct_gaudi_global_config();
     const uct_gaudi_devices_t *devs         = uct_gaudi_devices();
@@ -847,8 +863,9 @@ static ucs_status_t uct_gaudi_ctx_get_selected(uct_gaudi_ctx_t **ctx_p)
             uct_gaudi_syn_is_loaded(config->synapse_lib)) {
             status = uct_gaudi_ctx_syn_open(info, &choice,
                                             config->open_timeout,
-                                            info != NULL, ctx_p);
+                                            info != NULL, may_open, ctx_p);
             if ((status == UCS_OK) ||
+                ((status == UCS_ERR_NO_DEVICE) && !may_open) ||
                 (uct_gaudi_ctx_syn_fallback(&choice, devs->dev[0].asic,
                                             status) != UCS_OK)) {
                 return status;
@@ -859,7 +876,8 @@ static ucs_status_t uct_gaudi_ctx_get_selected(uct_gaudi_ctx_t **ctx_p)
     fd = config->device_fd;
     if ((fd < 0) && (config->synapse != UCS_NO)) {
         status = uct_gaudi_ctx_synapse_fd(&fd);
-        if ((status != UCS_OK) && (config->synapse == UCS_YES)) {
+        if ((status != UCS_OK) && (config->synapse == UCS_YES) &&
+            may_open) {
             ucs_error("gaudi: UCX_GAUDI_SYNAPSE=yes but SynapseAI is not "
                       "loaded or holds no device");
             return UCS_ERR_NO_DEVICE;
@@ -881,13 +899,14 @@ static ucs_status_t uct_gaudi_ctx_get_selected(uct_gaudi_ctx_t **ctx_p)
                                     info, ctx_p);
     }
 
-    if (info != NULL) {
-        return uct_gaudi_ctx_get_dev(info, ctx_p);
+    if (!may_open || (devs->count == 0)) {
+        ucs_debug("gaudi: no Gaudi device %s", (devs->count == 0) ?
+                  "found" : "held by the application");
+        return UCS_ERR_NO_DEVICE;
     }
 
-    if (devs->count == 0) {
-        ucs_debug("gaudi: no Gaudi device found");
-        return UCS_ERR_NO_DEVICE;
+    if (info != NULL) {
+        return uct_gaudi_ctx_get_dev(info, ctx_p);
     }
 
     rank = uct_gaudi_local_rank(&rank_var);
@@ -901,14 +920,33 @@ static ucs_status_t uct_gaudi_ctx_get_selected(uct_gaudi_ctx_t **ctx_p)
     return uct_gaudi_ctx_get_free(ctx_p);
 }
 
-ucs_status_t uct_gaudi_ctx_get(int index, uct_gaudi_ctx_t **ctx_p)
+/* Claim the table; waiters block on the condition, not on a sleeper */
+static void uct_gaudi_ctx_enter(void)
+{
+    pthread_mutex_lock(&uct_gaudi_ctx_lock);
+    while (uct_gaudi_ctx_busy) {
+        pthread_cond_wait(&uct_gaudi_ctx_cond, &uct_gaudi_ctx_lock);
+    }
+    uct_gaudi_ctx_busy = 1;
+    pthread_mutex_unlock(&uct_gaudi_ctx_lock);
+    uct_gaudi_ctx_check_fork();
+}
+
+static void uct_gaudi_ctx_leave(void)
+{
+    pthread_mutex_lock(&uct_gaudi_ctx_lock);
+    uct_gaudi_ctx_busy = 0;
+    pthread_cond_signal(&uct_gaudi_ctx_cond);
+    pthread_mutex_unlock(&uct_gaudi_ctx_lock);
+}
+
+static ucs_status_t uct_gaudi_ctx_get_common(int index, int may_open,
+                                             uct_gaudi_ctx_t **ctx_p)
 {
     const uct_gaudi_dev_info_t *info;
     ucs_status_t status;
 
-    pthread_mutex_lock(&uct_gaudi_ctx_lock);
-    uct_gaudi_ctx_check_fork();
-
+    uct_gaudi_ctx_enter();
     if (index >= 0) {
         info = uct_gaudi_device_by_index(index);
         if (info == NULL) {
@@ -922,19 +960,125 @@ ucs_status_t uct_gaudi_ctx_get(int index, uct_gaudi_ctx_t **ctx_p)
         *ctx_p = uct_gaudi_ctx_default;
         status = UCS_OK;
     } else {
-        status = uct_gaudi_ctx_get_selected(ctx_p);
+        status = uct_gaudi_ctx_get_selected(may_open, ctx_p);
         if (status == UCS_OK) {
             uct_gaudi_ctx_default = *ctx_p;
         }
     }
-
-    pthread_mutex_unlock(&uct_gaudi_ctx_lock);
+    uct_gaudi_ctx_leave();
     return status;
+}
+
+ucs_status_t uct_gaudi_ctx_get(int index, uct_gaudi_ctx_t **ctx_p)
+{
+    return uct_gaudi_ctx_get_common(index, 1, ctx_p);
+}
+
+ucs_status_t uct_gaudi_ctx_borrow(uct_gaudi_ctx_t **ctx_p)
+{
+    return uct_gaudi_ctx_get_common(-1, 0, ctx_p);
+}
+
+/* The device get(-1) would take, without taking it: the one in use, the
+ * application's, the configured one, the rank's, else the first that
+ * looks idle (OPEN_STATS of the control node) */
+ucs_status_t uct_gaudi_ctx_expected(const uct_gaudi_dev_info_t **info_p)
+{
+    const uct_gaudi_global_config_t *config = uct_gaudi_global_config();
+    const uct_gaudi_devices_t *devs         = uct_gaudi_devices();
+    const uct_gaudi_dev_info_t *info        = NULL;
+    const char *rank_var;
+    ucs_status_t status;
+    unsigned i;
+    int fd, rank, minor;
+
+    if (devs->count == 0) {
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    uct_gaudi_ctx_enter();
+    if (uct_gaudi_ctx_default != NULL) {
+        info = uct_gaudi_ctx_default->info;
+    }
+    uct_gaudi_ctx_leave();
+    if (info != NULL) {
+        goto out;
+    }
+
+    status = uct_gaudi_configured_device(&info);
+    if (status != UCS_OK) {
+        return status;
+    } else if (info != NULL) {
+        goto out;
+    }
+
+    fd = config->device_fd;
+    if ((fd < 0) && (config->synapse != UCS_NO) &&
+        (uct_gaudi_ctx_synapse_fd(&fd) != UCS_OK)) {
+        fd = -1;
+    }
+    minor = (fd >= 0) ? uct_gaudi_hl_fd_compute_minor(fd) : -1;
+    if (minor >= 0) {
+        info = uct_gaudi_device_by_minor(minor);
+        if (info != NULL) {
+            goto out;
+        }
+    }
+
+    rank = uct_gaudi_local_rank(&rank_var);
+    if (rank >= 0) {
+        info = &devs->dev[rank % devs->count];
+        goto out;
+    }
+
+    info = &devs->dev[0];
+    for (i = 0; i < devs->count; ++i) {
+        if (!uct_gaudi_device_looks_busy(&devs->dev[i])) {
+            info = &devs->dev[i];
+            break;
+        }
+    }
+
+out:
+    *info_p = info;
+    return UCS_OK;
+}
+
+uct_gaudi_backend_t uct_gaudi_ctx_expected_backend(uct_gaudi_asic_t asic)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static uct_gaudi_syn_t syn; /* kept loaded, as the take will use it */
+    static int expected = -1;
+    uct_gaudi_ctx_choice_t choice;
+    ucs_status_t status;
+
+    pthread_mutex_lock(&lock);
+    if (expected < 0) {
+        uct_gaudi_ctx_choose(asic, &choice);
+        if ((choice.backend == UCT_GAUDI_BACKEND_SYNAPSE) &&
+            !uct_gaudi_syn_is_loaded(uct_gaudi_global_config()->synapse_lib)) {
+            /* SynapseAI is to copy: the library must load (auto falls
+             * back to the kernel backend, as at the take) */
+            status = uct_gaudi_syn_load(
+                    uct_gaudi_global_config()->synapse_lib, &syn);
+            if (uct_gaudi_ctx_syn_fallback(&choice, asic, status) != UCS_OK) {
+                choice.backend = UCT_GAUDI_BACKEND_SYNAPSE;
+            }
+        }
+        expected = choice.backend;
+        ucs_diag("gaudi: copy backend %s (%s), when the device is taken",
+                 uct_gaudi_backend_names[choice.backend], choice.why);
+    }
+    pthread_mutex_unlock(&lock);
+    return (uct_gaudi_backend_t)expected;
 }
 
 void uct_gaudi_ctx_put(uct_gaudi_ctx_t *ctx)
 {
     pthread_mutex_lock(&uct_gaudi_ctx_lock);
+    while (uct_gaudi_ctx_busy) {
+        pthread_cond_wait(&uct_gaudi_ctx_cond, &uct_gaudi_ctx_lock);
+    }
     ucs_assert(ctx->refcount > 0);
     if (--ctx->refcount > 0) {
         pthread_mutex_unlock(&uct_gaudi_ctx_lock);

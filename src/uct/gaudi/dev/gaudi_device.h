@@ -17,13 +17,13 @@
 
 
 /**
- * The selected device's context, opened on first use and then kept for the
- * life of the process: closing a Gaudi2 compute node resets the device
- * (facts 7.1), so UCX contexts coming and going must not close it.
- * Fails (and says why, once) when no device is usable; callers then offer
- * no resources, so that UCP initializes without Gaudi instead of failing.
+ * The device this process is expected to use (uct_gaudi_ctx_expected),
+ * found once without opening a compute node, or NULL when there is none
+ * (said once); both components then offer no resources. MDs and ifaces
+ * open on it before the device is taken: the memory layer takes it at
+ * the first use of Gaudi memory (uct_gaudi_heap_take, docs/base.md).
  */
-ucs_status_t uct_gaudi_device_get(uct_gaudi_ctx_t **ctx_p);
+const uct_gaudi_dev_info_t *uct_gaudi_device_info(void);
 
 
 /**
@@ -35,9 +35,16 @@ ucs_status_t uct_gaudi_device_heap(uct_gaudi_heap_t **heap_p);
 
 
 /**
- * One MD resource when the process has a usable device and the memory type
- * slot is free, else none: md_open failing would fail ucp_init, so both
- * components offer nothing instead.
+ * The memory layer reference of a new MD: the device is not taken, unless
+ * the application holds it already (its fd or SynapseAI's: borrowed).
+ */
+ucs_status_t uct_gaudi_device_md_heap(uct_gaudi_heap_t **heap_p);
+
+
+/**
+ * One MD resource when the process has a device to use and the memory
+ * type slot is free, else none: md_open failing would fail ucp_init, so
+ * both components offer nothing instead.
  */
 ucs_status_t
 uct_gaudi_device_query_md_resources(uct_component_t *component,

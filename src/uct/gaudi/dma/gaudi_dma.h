@@ -113,6 +113,20 @@ ucs_status_t uct_gaudi_dma_kernel_check(uct_gaudi_asic_t asic,
 ucs_status_t uct_gaudi_dma_check(const uct_gaudi_ctx_t *ctx,
                                  const char **reason_p);
 
+/**
+ * uct_gaudi_dma_check for a device not taken yet, whose backend is
+ * expected to be @a backend: only what the ASIC rules out (the SynapseAI
+ * library is loaded, and may fail, when the device is taken)
+ */
+ucs_status_t uct_gaudi_dma_check_expected(uct_gaudi_asic_t asic,
+                                          uct_gaudi_backend_t backend,
+                                          const char **reason_p);
+
+/* uct_gaudi_dma_max_xfers of an engine of @a backend with command buffers
+ * of @a cb_size bytes (0: the default), before it exists */
+unsigned uct_gaudi_dma_max_xfers_of(uct_gaudi_backend_t backend,
+                                    size_t cb_size);
+
 /* "kernel" or "synapse": the backend of @a ctx's engines */
 const char *uct_gaudi_dma_backend_name(const uct_gaudi_ctx_t *ctx);
 

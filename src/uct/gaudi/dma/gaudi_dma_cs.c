@@ -32,6 +32,9 @@
 /* Piece sizes are rounded to this, so pieces of a split stay aligned */
 #define UCT_GAUDI_DMA_PIECE_ALIGN    4096
 
+/* Command buffer bytes per queue and copy, unless configured */
+#define UCT_GAUDI_DMA_CS_DEF_CB_SIZE 4096
+
 
 ucs_status_t uct_gaudi_dma_kernel_check(uct_gaudi_asic_t asic,
                                         const char **reason_p)
@@ -61,6 +64,15 @@ static ucs_status_t uct_gaudi_dma_cs_check(const uct_gaudi_ctx_t *ctx,
     return UCS_OK;
 }
 
+/* LIN_DMA packets of a command buffer: one transfer each at least; room
+ * for a trailing NOP (facts 5.4) */
+static unsigned uct_gaudi_dma_cs_xfers_of(size_t cb_size)
+{
+    cb_size = ucs_align_up((cb_size != 0) ? cb_size :
+                           UCT_GAUDI_DMA_CS_DEF_CB_SIZE, 64);
+    return (cb_size - GAUDI_PKT_SIZE_SHORT) / GAUDI_PKT_SIZE_LIN_DMA;
+}
+
 static void uct_gaudi_dma_cs_params_default(const uct_gaudi_ctx_t *ctx,
                                             uct_gaudi_dma_params_t *params)
 {
@@ -72,7 +84,7 @@ static void uct_gaudi_dma_cs_params_default(const uct_gaudi_ctx_t *ctx,
     /* one queue per engine: the others are further streams of the same
      * engines, more queue depth but no more bandwidth (facts 5.7) */
     params->max_queues   = (backend != NULL) ? backend->num_engines : 0;
-    params->cb_size      = 4096;
+    params->cb_size      = UCT_GAUDI_DMA_CS_DEF_CB_SIZE;
     params->bounce_size  = 256 * UCS_KBYTE;
     params->split_min    = 256 * UCS_KBYTE;
     params->sync_timeout = 60.0;
@@ -127,9 +139,8 @@ static ucs_status_t uct_gaudi_dma_params_apply(uct_gaudi_dma_cs_t *dma,
 
     dma->num_queues      = dma->super.params.max_queues;
     dma->super.num_slots = dma->super.params.max_inflight;
-    /* room for a trailing NOP (facts 5.4) */
-    dma->cb_capacity     = (dma->super.params.cb_size -
-                            GAUDI_PKT_SIZE_SHORT) / GAUDI_PKT_SIZE_LIN_DMA;
+    dma->cb_capacity     = uct_gaudi_dma_cs_xfers_of(
+                                   dma->super.params.cb_size);
     return UCS_OK;
 }
 
@@ -723,6 +734,7 @@ const uct_gaudi_dma_ops_t uct_gaudi_dma_cs_ops = {
     .progress       = uct_gaudi_dma_cs_progress,
     .quiesce        = uct_gaudi_dma_cs_quiesce,
     .max_xfers      = uct_gaudi_dma_cs_max_xfers,
+    .xfers_of       = uct_gaudi_dma_cs_xfers_of,
     .copy           = uct_gaudi_dma_cs_copy,
     .bounce_copy    = uct_gaudi_dma_cs_bounce_copy,
     .fill           = uct_gaudi_dma_cs_fill

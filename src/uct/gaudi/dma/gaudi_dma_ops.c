@@ -79,6 +79,22 @@ ucs_status_t uct_gaudi_dma_check(const uct_gaudi_ctx_t *ctx,
     return uct_gaudi_dma_ops_of(ctx)->check(ctx, reason_p);
 }
 
+ucs_status_t uct_gaudi_dma_check_expected(uct_gaudi_asic_t asic,
+                                          uct_gaudi_backend_t backend,
+                                          const char **reason_p)
+{
+    *reason_p = NULL;
+    return (backend == UCT_GAUDI_BACKEND_SYNAPSE) ? UCS_OK :
+           uct_gaudi_dma_kernel_check(asic, reason_p);
+}
+
+unsigned uct_gaudi_dma_max_xfers_of(uct_gaudi_backend_t backend,
+                                    size_t cb_size)
+{
+    return ((backend == UCT_GAUDI_BACKEND_SYNAPSE) ? &uct_gaudi_dma_syn_ops :
+            &uct_gaudi_dma_cs_ops)->xfers_of(cb_size);
+}
+
 void uct_gaudi_dma_params_default(const uct_gaudi_ctx_t *ctx,
                                   uct_gaudi_dma_params_t *params)
 {

@@ -41,6 +41,9 @@ typedef struct uct_gaudi_dma_ops {
     unsigned     (*progress)(uct_gaudi_dma_t *dma, unsigned max);
     ucs_status_t (*quiesce)(uct_gaudi_dma_t *dma);
     unsigned     (*max_xfers)(const uct_gaudi_dma_t *dma);
+    /* max_xfers of an engine with command buffers of @a cb_size (0:
+     * default), before any engine exists */
+    unsigned     (*xfers_of)(size_t cb_size);
 
     ucs_status_t (*copy)(uct_gaudi_dma_t *dma,
                          const uct_gaudi_dma_xfer_t *xfers, unsigned count,

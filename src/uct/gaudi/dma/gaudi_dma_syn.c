@@ -377,9 +377,14 @@ static unsigned uct_gaudi_dma_syn_progress(uct_gaudi_dma_t *base,
     return delivered;
 }
 
+static unsigned uct_gaudi_dma_syn_xfers_of(size_t cb_size)
+{
+    return UCT_GAUDI_DMA_SYN_MAX_XFERS;   /* SynapseAI builds the commands */
+}
+
 static unsigned uct_gaudi_dma_syn_max_xfers(const uct_gaudi_dma_t *base)
 {
-    return UCT_GAUDI_DMA_SYN_MAX_XFERS;
+    return uct_gaudi_dma_syn_xfers_of(0);
 }
 
 static ucs_status_t uct_gaudi_dma_syn_quiesce(uct_gaudi_dma_t *base)
@@ -662,6 +667,7 @@ const uct_gaudi_dma_ops_t uct_gaudi_dma_syn_ops = {
     .progress       = uct_gaudi_dma_syn_progress,
     .quiesce        = uct_gaudi_dma_syn_quiesce,
     .max_xfers      = uct_gaudi_dma_syn_max_xfers,
+    .xfers_of       = uct_gaudi_dma_syn_xfers_of,
     .copy           = uct_gaudi_dma_syn_copy,
     .bounce_copy    = uct_gaudi_dma_syn_bounce_copy,
     .fill           = uct_gaudi_dma_syn_fill

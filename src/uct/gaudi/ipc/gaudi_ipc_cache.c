@@ -21,13 +21,13 @@
 
 
 void uct_gaudi_ipc_cache_init(uct_gaudi_ipc_cache_t *cache,
-                              uct_gaudi_ctx_t *ctx, unsigned max_regions,
+                              uct_gaudi_heap_t *heap, unsigned max_regions,
                               size_t max_size,
                               uct_gaudi_ipc_fd_method_t fd_method,
                               double fd_timeout)
 {
     memset(cache, 0, sizeof(*cache));
-    cache->ctx         = ctx;
+    cache->heap        = heap;
     cache->max_regions = ucs_max(max_regions, 1);
     cache->max_size    = max_size;
     cache->fd_method   = fd_method;
@@ -91,11 +91,14 @@ static void uct_gaudi_ipc_region_unmap(uct_gaudi_ipc_cache_t *cache,
                                        uct_gaudi_ipc_region_t *region)
 {
     uct_gaudi_ipc_peer_t *peer = region->peer;
+    uct_gaudi_ctx_t *ctx;
     ucs_status_t status;
 
-    pthread_mutex_lock(&cache->ctx->lock);
-    status = uct_gaudi_hl_mem_unmap(&cache->ctx->hl, region->va);
-    pthread_mutex_unlock(&cache->ctx->lock);
+    /* imports exist only once the device is taken */
+    ctx = uct_gaudi_heap_ctx(cache->heap);
+    pthread_mutex_lock(&ctx->lock);
+    status = uct_gaudi_hl_mem_unmap(&ctx->hl, region->va);
+    pthread_mutex_unlock(&ctx->lock);
     if (status != UCS_OK) {
         /* the shim logged the failure; this says whose buffer it was */
         ucs_debug("gaudi_ipc: unmap of imported 0x%" PRIx64 " (pid %d "
@@ -230,6 +233,7 @@ static ucs_status_t uct_gaudi_ipc_region_map(uct_gaudi_ipc_cache_t *cache,
                                              uct_gaudi_ipc_region_t **region_p)
 {
     uct_gaudi_ipc_region_t *region;
+    uct_gaudi_ctx_t *ctx;
     ucs_status_t status;
     uint64_t va;
     int fd;
@@ -250,10 +254,11 @@ static ucs_status_t uct_gaudi_ipc_region_map(uct_gaudi_ipc_cache_t *cache,
         return UCS_ERR_INVALID_ADDR;
     }
 
-    pthread_mutex_lock(&cache->ctx->lock);
-    status = uct_gaudi_hl_reg_dmabuf(&cache->ctx->hl, fd, key->import_len,
-                                     &va);
-    pthread_mutex_unlock(&cache->ctx->lock);
+    /* the iface's engine took the device before any copy */
+    ctx = uct_gaudi_heap_ctx(cache->heap);
+    pthread_mutex_lock(&ctx->lock);
+    status = uct_gaudi_hl_reg_dmabuf(&ctx->hl, fd, key->import_len, &va);
+    pthread_mutex_unlock(&ctx->lock);
     if (status != UCS_OK) {
         /* the shim logged the failure; this says whose buffer it was */
         ucs_debug("gaudi_ipc: import (op 99) of pid %d buffer 0x%" PRIx64
@@ -265,9 +270,9 @@ static ucs_status_t uct_gaudi_ipc_region_map(uct_gaudi_ipc_cache_t *cache,
 
     region = ucs_calloc(1, sizeof(*region), "gaudi_ipc_region");
     if (region == NULL) {
-        pthread_mutex_lock(&cache->ctx->lock);
-        (void)uct_gaudi_hl_mem_unmap(&cache->ctx->hl, va);
-        pthread_mutex_unlock(&cache->ctx->lock);
+        pthread_mutex_lock(&ctx->lock);
+        (void)uct_gaudi_hl_mem_unmap(&ctx->hl, va);
+        pthread_mutex_unlock(&ctx->lock);
         close(fd);
         return UCS_ERR_NO_MEMORY;
     }

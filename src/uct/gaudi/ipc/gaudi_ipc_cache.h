@@ -60,7 +60,7 @@ typedef struct uct_gaudi_ipc_cache_stats {
 
 
 typedef struct uct_gaudi_ipc_cache {
-    uct_gaudi_ctx_t             *ctx;
+    uct_gaudi_heap_t            *heap;     /* its device imports */
     ucs_list_link_t             lru;
     ucs_list_link_t             peers;
     unsigned                    count;       /* cached regions */
@@ -74,7 +74,7 @@ typedef struct uct_gaudi_ipc_cache {
 
 
 void uct_gaudi_ipc_cache_init(uct_gaudi_ipc_cache_t *cache,
-                              uct_gaudi_ctx_t *ctx, unsigned max_regions,
+                              uct_gaudi_heap_t *heap, unsigned max_regions,
                               size_t max_size,
                               uct_gaudi_ipc_fd_method_t fd_method,
                               double fd_timeout);

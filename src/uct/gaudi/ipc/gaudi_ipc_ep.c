@@ -191,9 +191,9 @@ uct_gaudi_ipc_ep_op_start(uct_ep_h tl_ep, const uct_gaudi_ipc_rkey_t *key,
     uct_gaudi_ipc_iface_t *iface = uct_gaudi_ipc_ep_iface(tl_ep);
     ucs_status_t status;
 
-    if (ucs_unlikely(iface->super.dma == NULL)) {
-        ucs_error("gaudi_ipc: %s: %s", name, iface->reason);
-        return UCS_ERR_UNSUPPORTED;
+    status = uct_gaudi_ipc_iface_ready(iface, name);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
     }
 
     status = uct_gaudi_ipc_ep_check_key(tl_ep, key, remote_addr, length,
@@ -222,9 +222,9 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     size_t length;
 
     UCT_CHECK_IOV_SIZE(iovcnt, 1ul, name);
-    if (ucs_unlikely(iface->super.dma == NULL)) {
-        ucs_error("gaudi_ipc: %s: %s", name, iface->reason);
-        return UCS_ERR_UNSUPPORTED;
+    status = uct_gaudi_ipc_iface_ready(iface, name);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
     }
 
     length = (iovcnt == 0) ? 0 : iov->length * iov->count;
@@ -431,9 +431,9 @@ ssize_t uct_gaudi_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     ucs_status_t status;
     void *bounce;
 
-    if (ucs_unlikely(iface->super.dma == NULL)) {
-        ucs_error("gaudi_ipc: put_bcopy: %s", iface->reason);
-        return UCS_ERR_UNSUPPORTED;
+    status = uct_gaudi_ipc_iface_ready(iface, "put_bcopy");
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
     }
 
     status = uct_gaudi_iface_op_start(&iface->super, 0);

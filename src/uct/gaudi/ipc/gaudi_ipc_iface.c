@@ -104,6 +104,121 @@ uct_gaudi_ipc_iface_get_device_address(uct_iface_t *tl_iface,
     return UCS_OK;
 }
 
+/* op 99 is a flavour of the driver: the import is or is not possible */
+static void uct_gaudi_ipc_iface_set_import(uct_gaudi_ipc_iface_t *iface,
+                                           int supported)
+{
+    iface->import_ok = supported;
+    iface->reason    = supported ? NULL :
+                       "the driver cannot import DMA-BUF (op 99 "
+                       "HL_MEM_OP_REG_DMABUF_FD exists only in Habana's "
+                       "out-of-tree driver); UCP uses host-staged "
+                       "rendezvous instead";
+}
+
+/* Import before the device is taken: op 99 exists only in Habana's
+ * driver (facts 4.3), which the control node does not tell apart from
+ * the upstream accel one; the misc-era 6.1/6.2 driver has none. The probe
+ * decides once the device is taken. */
+static void uct_gaudi_ipc_iface_expect(uct_gaudi_ipc_iface_t *iface)
+{
+    const uct_gaudi_dev_info_t *info = iface->super.heap->info;
+    const char *reason;
+
+    iface->probed    = 0;
+    iface->import_ok = 0;
+    if (uct_gaudi_dma_check_expected(
+                info->asic, uct_gaudi_ctx_expected_backend(info->asic),
+                &reason) != UCS_OK) {
+        iface->reason = reason;
+    } else {
+        uct_gaudi_ipc_iface_set_import(iface,
+                                       info->abi != GAUDI_HL_ABI_LEGACY);
+    }
+}
+
+/* Whether our device can import peer buffers: a DMA queue (not Gaudi3,
+ * facts 6) and op 99 (Habana's driver only, facts 4.3). Never fatal. */
+static void uct_gaudi_ipc_iface_probe(uct_gaudi_ipc_iface_t *iface,
+                                      uct_gaudi_ctx_t *ctx)
+{
+    static int logged    = 0;
+    const char *reason;
+    ucs_status_t status;
+    int supported = 0;
+
+    iface->probed    = 1;
+    iface->import_ok = 0;
+    if (uct_gaudi_dma_check(ctx, &reason) != UCS_OK) {
+        iface->reason = reason;
+        goto out;
+    }
+
+    pthread_mutex_lock(&ctx->lock);
+    status = uct_gaudi_hl_probe_reg_dmabuf(&ctx->hl, &supported);
+    pthread_mutex_unlock(&ctx->lock);
+    if (status != UCS_OK) {
+        iface->reason = "the DMA-BUF import probe (op 99) failed";
+        goto out;
+    }
+
+    uct_gaudi_driver_log_probe(&ctx->driver, ctx->info->name,
+                               "DMA-BUF import (op 99)",
+                               uct_gaudi_driver_expects_reg_dmabuf(
+                                       &ctx->driver), supported);
+    uct_gaudi_ipc_iface_set_import(iface, supported);
+
+out:
+    if (!iface->import_ok) {
+        iface->super.no_dma = iface->reason;
+        if (!logged) {
+            logged = 1;
+            ucs_diag("gaudi_ipc: %s (%s): other processes are unreachable: "
+                     "%s", ctx->info->name, ctx->info->node_name,
+                     iface->reason);
+        }
+    }
+}
+
+/* Probe what was expected once the device is taken (cheap afterwards) */
+static void uct_gaudi_ipc_iface_refresh(uct_gaudi_ipc_iface_t *iface)
+{
+    uct_gaudi_ctx_t *ctx;
+
+    if (ucs_likely(iface->probed)) {
+        return;
+    }
+
+    ctx = uct_gaudi_heap_ctx(iface->super.heap);
+    if (ctx != NULL) {
+        uct_gaudi_ipc_iface_probe(iface, ctx);
+    }
+}
+
+ucs_status_t uct_gaudi_ipc_iface_ready(uct_gaudi_ipc_iface_t *iface,
+                                       const char *op)
+{
+    ucs_status_t status;
+
+    if (ucs_likely(iface->super.dma != NULL)) {
+        return UCS_OK;
+    }
+
+    /* the device, if the application holds one; then what it can do */
+    status = uct_gaudi_heap_take(iface->super.heap, 0, 0, op);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    uct_gaudi_ipc_iface_refresh(iface);
+    if (!iface->import_ok) {
+        ucs_error("gaudi_ipc: %s: %s", op, iface->reason);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    return uct_gaudi_iface_dma_get(&iface->super, op);
+}
+
 static ucs_status_t
 uct_gaudi_ipc_iface_get_address(uct_iface_h tl_iface,
                                 uct_iface_addr_t *iface_addr)
@@ -113,6 +228,7 @@ uct_gaudi_ipc_iface_get_address(uct_iface_h tl_iface,
     uct_gaudi_ipc_iface_addr_t *addr = (uct_gaudi_ipc_iface_addr_t*)
                                        iface_addr;
 
+    uct_gaudi_ipc_iface_refresh(iface);
     addr->pidns     = iface->pidns;
     addr->pid       = getpid();
     addr->caps      = (iface->import_ok ? UCT_GAUDI_IPC_ADDR_IMPORT : 0) |
@@ -137,6 +253,7 @@ static int uct_gaudi_ipc_iface_is_reachable(const uct_iface_h tl_iface,
         return 0;
     }
 
+    uct_gaudi_ipc_iface_refresh(iface);
     if (!iface->import_ok) {
         ucs_debug("gaudi_ipc: pid %d unreachable: %s", addr->pid,
                   iface->reason);
@@ -232,52 +349,6 @@ static const uct_gaudi_iface_ops_t uct_gaudi_ipc_iface_gaudi_ops = {
 };
 
 
-/* Whether our device can import peer buffers: a DMA queue (not Gaudi3,
- * facts 6) and op 99 (Habana's driver only, facts 4.3). Never fatal. */
-static void uct_gaudi_ipc_iface_probe(uct_gaudi_ipc_iface_t *iface)
-{
-    uct_gaudi_ctx_t *ctx = iface->super.ctx;
-    static int logged    = 0;
-    const char *reason;
-    ucs_status_t status;
-    int supported = 0;
-
-    iface->import_ok = 0;
-    if (uct_gaudi_dma_check(ctx, &reason) != UCS_OK) {
-        iface->reason = reason;
-        goto out;
-    }
-
-    pthread_mutex_lock(&ctx->lock);
-    status = uct_gaudi_hl_probe_reg_dmabuf(&ctx->hl, &supported);
-    pthread_mutex_unlock(&ctx->lock);
-    if (status != UCS_OK) {
-        iface->reason = "the DMA-BUF import probe (op 99) failed";
-        goto out;
-    }
-
-    uct_gaudi_driver_log_probe(&ctx->driver, ctx->info->name,
-                               "DMA-BUF import (op 99)",
-                               uct_gaudi_driver_expects_reg_dmabuf(
-                                       &ctx->driver), supported);
-    if (!supported) {
-        iface->reason = "the driver cannot import DMA-BUF (op 99 "
-                        "HL_MEM_OP_REG_DMABUF_FD exists only in Habana's "
-                        "out-of-tree driver); UCP uses host-staged "
-                        "rendezvous instead";
-    } else {
-        iface->import_ok = 1;
-        iface->reason    = NULL;
-    }
-
-out:
-    if (!iface->import_ok && !logged) {
-        logged = 1;
-        ucs_diag("gaudi_ipc: %s (%s): other processes are unreachable: %s",
-                 ctx->info->name, ctx->info->node_name, iface->reason);
-    }
-}
-
 static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
                            uct_worker_h worker,
                            const uct_iface_params_t *params,
@@ -292,29 +363,28 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
     UCS_CLASS_CALL_SUPER_INIT(uct_gaudi_iface_t, &uct_gaudi_ipc_iface_ops,
                               &uct_gaudi_ipc_iface_internal_ops,
                               &uct_gaudi_ipc_iface_gaudi_ops, md, worker,
-                              params, tl_config, ipc_md->ctx, &self->reg,
+                              params, tl_config, ipc_md->heap, &self->reg,
                               sizeof(uct_gaudi_ipc_desc_t),
                               config->max_poll, UCT_GAUDI_IPC_TL_NAME);
 
     /* UCS classes are not zeroed */
     self->pidns      = uct_gaudi_ipc_pidns();
     self->next_check = 0;
-    self->export_ok  = ipc_md->export_ok;
+    self->export_ok  = uct_gaudi_ipc_md_export_ok(ipc_md);
 
     self->config.bw         = config->bw;
     self->config.latency    = config->latency;
     self->config.peer_check = ucs_time_from_sec(config->peer_check);
 
-    uct_gaudi_ipc_cache_init(&self->cache, ipc_md->ctx,
+    uct_gaudi_ipc_cache_init(&self->cache, ipc_md->heap,
                              config->cache_max_regions,
                              config->cache_max_size, config->fd_method,
                              config->fd_timeout);
 
-    uct_gaudi_ipc_iface_probe(self);
-    if (!self->import_ok) {
-        /* opened, but every peer is unreachable (is_reachable) */
-        return UCS_OK;
-    }
+    /* the device may not be taken yet: then what it is expected to do,
+     * probed at the first copy or address exchange after it is */
+    uct_gaudi_ipc_iface_expect(self);
+    uct_gaudi_ipc_iface_refresh(self);
 
     status = uct_gaudi_reg_init(&self->reg, ipc_md->heap, &config->reg,
                                 UCT_GAUDI_IPC_TL_NAME, "GAUDI_IPC_",
@@ -323,9 +393,15 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
         goto err_cache;
     }
 
-    uct_gaudi_dma_params_default(ipc_md->ctx, &dma_params);
+    if (!self->import_ok) {
+        /* opened, but every peer is unreachable (is_reachable) */
+        self->super.no_dma = self->reason;
+        return UCS_OK;
+    }
+
+    uct_gaudi_iface_dma_params_unset(&dma_params);
     uct_gaudi_iface_dma_params(&dma_params, &config->dma);
-    status = uct_gaudi_dma_create(ipc_md->ctx, &dma_params, &self->super.dma);
+    status = uct_gaudi_iface_dma_init(&self->super, &dma_params);
     if (status != UCS_OK) {
         goto err_reg;
     }
@@ -341,14 +417,10 @@ err_cache:
 
 static UCS_CLASS_CLEANUP_FUNC(uct_gaudi_ipc_iface_t)
 {
-    int import_ok = (self->super.dma != NULL);
-
     /* the copies hold imports and local registrations: finish them first */
     uct_gaudi_iface_dma_close(&self->super);
     uct_gaudi_ipc_cache_cleanup(&self->cache);
-    if (import_ok) {
-        uct_gaudi_reg_cleanup(&self->reg);
-    }
+    uct_gaudi_reg_cleanup(&self->reg);
 }
 
 UCS_CLASS_DEFINE(uct_gaudi_ipc_iface_t, uct_gaudi_iface_t);

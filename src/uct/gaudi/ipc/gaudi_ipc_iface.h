@@ -67,7 +67,9 @@ typedef struct uct_gaudi_ipc_desc {
 typedef struct uct_gaudi_ipc_iface {
     uct_gaudi_iface_t     super;
     uct_gaudi_reg_t       reg;       /* local buffers -> DMA addresses */
-    int                   import_ok; /* op 99 available on our device */
+    int                   import_ok; /* op 99 available on our device
+                                        (expected until probed) */
+    int                   probed;    /* import_ok is the probe's */
     int                   export_ok; /* our MD registers (exports) */
     const char            *reason;   /* why not, for the log */
     uint64_t              pidns;
@@ -79,5 +81,13 @@ typedef struct uct_gaudi_ipc_iface {
         ucs_time_t        peer_check;
     } config;
 } uct_gaudi_ipc_iface_t;
+
+/**
+ * The iface can copy for @a op: the device taken (borrowed from the
+ * application if it holds one), import probed, the engine created. An
+ * error, said once, otherwise.
+ */
+ucs_status_t uct_gaudi_ipc_iface_ready(uct_gaudi_ipc_iface_t *iface,
+                                       const char *op);
 
 #endif

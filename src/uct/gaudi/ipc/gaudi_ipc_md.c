@@ -224,6 +224,7 @@ static ucs_status_t uct_gaudi_ipc_mem_reg(uct_md_h tl_md, void *address,
         return UCS_ERR_INVALID_ADDR;
     }
 
+    /* takes the device the memory belongs to, if not yet */
     status = uct_gaudi_heap_resolve(md->heap, (uintptr_t)address, length,
                                     &range);
     if (status != UCS_OK) {
@@ -243,8 +244,8 @@ static ucs_status_t uct_gaudi_ipc_mem_reg(uct_md_h tl_md, void *address,
 
     memh->address = (uintptr_t)address;
     memh->length  = length;
-    if (!md->export_ok) {
-        status = UCS_ERR_UNSUPPORTED;   /* said once at MD open */
+    if (!uct_gaudi_ipc_md_export_ok(md)) {
+        status = UCS_ERR_UNSUPPORTED;   /* said once at the probe */
     } else {
         status = uct_gaudi_ipc_export_get(md, &range, &memh->exp);
     }
@@ -294,7 +295,7 @@ uct_gaudi_ipc_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
 
     memset(&key, 0, sizeof(key));
     key.version    = UCT_GAUDI_IPC_RKEY_VERSION;
-    key.module_id  = md->ctx->info->module_id;
+    key.module_id  = md->heap->info->module_id;
     key.system_id  = ucs_get_system_id();
     key.pidns      = uct_gaudi_ipc_pidns();
     key.pid        = getpid();
@@ -424,6 +425,42 @@ static int uct_gaudi_ipc_md_probe_export(uct_gaudi_ctx_t *ctx)
     return result;
 }
 
+/*
+ * Export before the device is taken, when probing would take it: only the
+ * upstream Linux 6.1/6.2 driver (misc-era codes, found by discovery) does
+ * not export memory of an ASIC with DRAM virtual memory (facts 4.1)
+ */
+static int uct_gaudi_ipc_md_expect_export(const uct_gaudi_dev_info_t *info)
+{
+    static int logged = 0;
+
+    if ((info->abi != GAUDI_HL_ABI_LEGACY) ||
+        (info->asic == UCT_GAUDI_ASIC_GAUDI1)) {
+        return 1;
+    }
+
+    if (!logged) {
+        logged = 1;
+        ucs_diag("gaudi_ipc: %s (%s): registration disabled: the driver "
+                 "cannot export DMA-BUF of %s memory (the Linux 6.1/6.2 "
+                 "driver exports only without DRAM virtual memory, i.e. "
+                 "Gaudi1); UCP uses host-staged rendezvous instead",
+                 info->name, info->node_name, uct_gaudi_asic_name(info->asic));
+    }
+    return 0;
+}
+
+int uct_gaudi_ipc_md_export_ok(uct_gaudi_ipc_md_t *md)
+{
+    uct_gaudi_ctx_t *ctx = uct_gaudi_heap_ctx(md->heap);
+
+    if ((ctx != NULL) && (md->export_ok != 0)) {
+        /* the probe, now that it is possible, has the last word */
+        md->export_ok = uct_gaudi_ipc_md_probe_export(ctx);
+    }
+    return md->export_ok;
+}
+
 static ucs_status_t
 uct_gaudi_ipc_md_open(uct_component_t *component, const char *md_name,
                       const uct_md_config_t *config, uct_md_h *md_p)
@@ -431,11 +468,6 @@ uct_gaudi_ipc_md_open(uct_component_t *component, const char *md_name,
     uct_gaudi_ipc_md_t *md;
     uct_gaudi_ctx_t *ctx;
     ucs_status_t status;
-
-    status = uct_gaudi_device_get(&ctx);
-    if (status != UCS_OK) {
-        return status;
-    }
 
     md = ucs_calloc(1, sizeof(*md), "gaudi_ipc_md");
     if (md == NULL) {
@@ -447,14 +479,16 @@ uct_gaudi_ipc_md_open(uct_component_t *component, const char *md_name,
     pthread_mutex_init(&md->lock, NULL);
     ucs_list_head_init(&md->regs);
 
-    /* The MD's one reference: on the memory layer, which holds the device */
-    status = uct_gaudi_heap_get(ctx, &md->heap);
+    /* The MD's one reference: on the memory layer, which takes the device
+     * when Gaudi memory first needs it */
+    status = uct_gaudi_device_md_heap(&md->heap);
     if (status != UCS_OK) {
         goto err_free;
     }
 
-    md->ctx       = md->heap->ctx;
-    md->export_ok = uct_gaudi_ipc_md_probe_export(md->ctx);
+    ctx           = uct_gaudi_heap_ctx(md->heap);
+    md->export_ok = (ctx != NULL) ? uct_gaudi_ipc_md_probe_export(ctx) :
+                    uct_gaudi_ipc_md_expect_export(md->heap->info);
 
     /* importers that may not pidfd_getfd our fds ask this socket */
     status = uct_gaudi_ipc_fd_server_get();

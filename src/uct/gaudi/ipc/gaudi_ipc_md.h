@@ -32,9 +32,10 @@ typedef struct uct_gaudi_ipc_md_config {
 
 typedef struct uct_gaudi_ipc_md {
     uct_md_t              super;
-    uct_gaudi_ctx_t       *ctx;   /* the process's device (the heap's) */
     uct_gaudi_heap_t      *heap;  /* its allocations and their exports */
-    int                   export_ok; /* the driver exports DMA-BUF */
+    int                   export_ok; /* the driver exports DMA-BUF: probed
+                                        once the device is taken, until
+                                        then expected (discovery's ABI) */
     pthread_mutex_t       lock;   /* of @a regs */
     ucs_list_link_t       regs;   /* live registrations (uct_gaudi_ipc_memh_t) */
 } uct_gaudi_ipc_md_t;
@@ -130,5 +131,8 @@ ucs_status_t uct_gaudi_ipc_rkey_check(const uct_gaudi_ipc_rkey_t *key);
 
 /* Live exports of this process (tests, leak checks) */
 unsigned uct_gaudi_ipc_export_count(void);
+
+/* Whether registration exports: probed once the device is taken */
+int uct_gaudi_ipc_md_export_ok(uct_gaudi_ipc_md_t *md);
 
 #endif

@@ -50,12 +50,12 @@ static uct_gaudi_heap_t *uct_gaudi_heap_global = NULL;
 
 const char *uct_gaudi_heap_name(const uct_gaudi_heap_t *heap)
 {
-    return heap->ctx->info->name;
+    return heap->info->name;
 }
 
 static int uct_gaudi_heap_is_gaudi1(const uct_gaudi_heap_t *heap)
 {
-    return heap->ctx->info->asic == UCT_GAUDI_ASIC_GAUDI1;
+    return heap->info->asic == UCT_GAUDI_ASIC_GAUDI1;
 }
 
 /* Gaudi1 with driver memory: one chunk over the user DRAM range, whose
@@ -69,14 +69,16 @@ static int uct_gaudi_heap_ranged(const uct_gaudi_heap_t *heap)
 int uct_gaudi_heap_can_alloc(const uct_gaudi_heap_t *heap)
 {
     /* opened by us: no other allocator shares the context; or SynapseAI's
-     * allocator, which knows what its owner uses */
-    return !uct_gaudi_heap_ranged(heap) || heap->ctx->hl.owns_fd;
+     * allocator, which knows what its owner uses; not taken yet: the
+     * allocation opens it */
+    return (heap->ctx == NULL) || !uct_gaudi_heap_ranged(heap) ||
+           heap->ctx->hl.owns_fd;
 }
 
 int uct_gaudi_heap_owned(uct_gaudi_heap_t *heap, const char *op)
 {
-    if (uct_gaudi_ctx_owned(heap->ctx)) {
-        return 1;
+    if ((heap->ctx == NULL) || uct_gaudi_ctx_owned(heap->ctx)) {
+        return 1;   /* not taken: nothing of a parent's to touch */
     }
 
     ucs_error("gaudi %s (%s): %s refused: the device context belongs to "
@@ -455,7 +457,7 @@ static void uct_gaudi_heap_drop_deferred(uct_gaudi_heap_t *heap)
 
 static ucs_status_t uct_gaudi_heap_layout(uct_gaudi_heap_t *heap)
 {
-    const uct_gaudi_dev_info_t *info       = heap->ctx->info;
+    const uct_gaudi_dev_info_t *info       = heap->info;
     const struct gaudi_hl_hw_ip_info *hw_ip = &info->hw_ip;
     uct_gaudi_chunk_t *chunk;
 
@@ -518,18 +520,19 @@ static ucs_status_t uct_gaudi_heap_layout(uct_gaudi_heap_t *heap)
  * so the driver has none left to ALLOC; on Gaudi1 the driver's ALLOC only
  * counts bytes of the DRAM SynapseAI places its buffers in (facts 3.2).
  */
-static ucs_status_t uct_gaudi_heap_device_mem(uct_gaudi_heap_t *heap)
+static ucs_status_t uct_gaudi_heap_device_mem(uct_gaudi_heap_t *heap,
+                                              const uct_gaudi_ctx_t *ctx)
 {
-    const uct_gaudi_dev_info_t *info = heap->ctx->info;
+    const uct_gaudi_dev_info_t *info = ctx->info;
     int value = uct_gaudi_global_config()->device_mem;
 
-    if (heap->ctx->syn == NULL) {
+    if (ctx->syn == NULL) {
         if (value == UCT_GAUDI_DEVICE_MEM_SYNAPSE) {
             ucs_error("gaudi %s (%s): UCX_GAUDI_DEVICE_MEM=synapse needs "
                       "the synapse copy backend; this device has %s (%s)",
                       info->name, info->node_name,
-                      uct_gaudi_backend_names[heap->ctx->backend],
-                      heap->ctx->backend_why);
+                      uct_gaudi_backend_names[ctx->backend],
+                      ctx->backend_why);
             return UCS_ERR_UNSUPPORTED;
         }
         value = UCT_GAUDI_DEVICE_MEM_DRIVER;
@@ -544,6 +547,134 @@ static ucs_status_t uct_gaudi_heap_device_mem(uct_gaudi_heap_t *heap)
     return UCS_OK;
 }
 
+/*
+ * Make @a ctx (a reference the heap keeps) the heap's device; heap->lock
+ * held or the heap not shared yet. The device is the one the application
+ * or the selection gave, so it may differ from the expected one, though
+ * never in ASIC (one kind per node): the window stays.
+ */
+static ucs_status_t uct_gaudi_heap_attach(uct_gaudi_heap_t *heap,
+                                          uct_gaudi_ctx_t *ctx)
+{
+    const uct_gaudi_dev_info_t *expected = heap->info;
+    ucs_status_t status;
+
+    if (ctx->info->asic != expected->asic) {
+        ucs_error("gaudi %s: the device taken is a %s, the memory layer "
+                  "was set up for %s, a %s", ctx->info->name,
+                  uct_gaudi_asic_name(ctx->info->asic), expected->name,
+                  uct_gaudi_asic_name(expected->asic));
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    heap->info = ctx->info;
+    status     = uct_gaudi_heap_device_mem(heap, ctx);
+    if (status == UCS_OK) {
+        status = uct_gaudi_heap_layout(heap);   /* Gaudi1's driver range */
+    }
+    if (status != UCS_OK) {
+        heap->info = expected;
+        return status;
+    }
+
+    /* readers that find it (uct_gaudi_heap_ctx) see it complete */
+    __atomic_store_n(&heap->ctx, ctx, __ATOMIC_RELEASE);
+
+    if (ctx->info != expected) {
+        ucs_diag("gaudi: the device in use is %s (%s), not %s expected "
+                 "when UCX started", ctx->info->name, ctx->source,
+                 expected->name);
+    }
+    ucs_debug("gaudi %s: device taken for memory (%s)", ctx->info->name,
+              ctx->source);
+    if (!uct_gaudi_heap_can_alloc(heap)) {
+        ucs_diag("gaudi %s (%s): device memory allocation disabled: Gaudi1 "
+                 "with the fd from %s, whose owner uses the same DRAM (the "
+                 "driver's ALLOC only counts bytes; SynapseAI's allocator "
+                 "is used on the synapse copy backend)", ctx->info->name,
+                 ctx->info->node_name, ctx->source);
+    }
+    return UCS_OK;
+}
+
+/* A reference on the process's device: the application's, else with
+ * @a may_open our own open, tried once per process */
+static ucs_status_t uct_gaudi_heap_take_ctx(uct_gaudi_heap_t *heap,
+                                            int may_open,
+                                            uct_gaudi_ctx_t **ctx_p)
+{
+    ucs_status_t status;
+
+    status = uct_gaudi_ctx_borrow(ctx_p);
+    if ((status != UCS_ERR_NO_DEVICE) || !may_open) {
+        return status;
+    }
+
+    pthread_mutex_lock(&heap->lock);
+    status = heap->open_status;
+    pthread_mutex_unlock(&heap->lock);
+    if (status != UCS_OK) {
+        return status;   /* our open failed before: not waited out again */
+    }
+
+    status = uct_gaudi_ctx_get(-1, ctx_p);
+    if (status != UCS_OK) {
+        pthread_mutex_lock(&heap->lock);
+        heap->open_status = status;
+        pthread_mutex_unlock(&heap->lock);
+    }
+    return status;
+}
+
+ucs_status_t uct_gaudi_heap_take(uct_gaudi_heap_t *heap, int may_open,
+                                 int quiet, const char *op)
+{
+    uct_gaudi_ctx_t *ctx;
+    ucs_status_t status;
+    int log;
+
+    if (ucs_likely(uct_gaudi_heap_ctx(heap) != NULL)) {
+        return UCS_OK;
+    }
+
+    /* without heap->lock: an open waits out a device in reset */
+    status = uct_gaudi_heap_take_ctx(heap, may_open, &ctx);
+
+    pthread_mutex_lock(&heap->lock);
+    if (heap->ctx != NULL) {
+        /* another thread took it meanwhile: the same context */
+        if (status == UCS_OK) {
+            uct_gaudi_ctx_put(ctx);
+        }
+        status = UCS_OK;
+    } else if (status == UCS_OK) {
+        status = uct_gaudi_heap_attach(heap, ctx);
+        if (status != UCS_OK) {
+            uct_gaudi_ctx_put(ctx);
+        }
+    }
+
+    log = (status != UCS_OK) && !quiet && !heap->take_logged;
+    if (log) {
+        heap->take_logged = 1;
+    }
+    pthread_mutex_unlock(&heap->lock);
+
+    if (log) {
+        ucs_error("gaudi %s (%s): %s: %s", heap->info->name,
+                  heap->info->node_name, op,
+                  (status == UCS_ERR_NO_DEVICE) ?
+                  "no Gaudi device is in use in this process: the "
+                  "application holds none (SynapseAI has not acquired "
+                  "one) and UCX opens one only to allocate device memory" :
+                  ucs_status_string(status));
+    } else if (status != UCS_OK) {
+        ucs_debug("gaudi %s: %s: device not taken: %s", heap->info->name,
+                  op, ucs_status_string(status));
+    }
+    return status;
+}
+
 static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
                                           uct_gaudi_heap_t **heap_p)
 {
@@ -555,21 +686,27 @@ static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = uct_gaudi_ctx_get(ctx->info->index, &heap->ctx);
-    if (status != UCS_OK) {
-        goto err_free;
+    if (ctx != NULL) {
+        heap->info = ctx->info;
+    } else {
+        status = uct_gaudi_ctx_expected(&heap->info);
+        if (status != UCS_OK) {
+            goto err_free;
+        }
     }
 
     pthread_mutex_init(&heap->lock, NULL);
     ucs_list_head_init(&heap->chunks);
     ucs_list_head_init(&heap->deferred);
     ucs_list_head_init(&heap->retained);
-    heap->uuid      = ucs_generate_uuid((uintptr_t)heap);
-    heap->host_page = ucs_get_page_size();
-    heap->registry  = kh_init(uct_gaudi_memh_set);
+    heap->uuid        = ucs_generate_uuid((uintptr_t)heap);
+    heap->host_page   = ucs_get_page_size();
+    heap->open_status = UCS_OK;
+    heap->device_mem  = UCT_GAUDI_DEVICE_MEM_AUTO;
+    heap->registry    = kh_init(uct_gaudi_memh_set);
     if (heap->registry == NULL) {
         status = UCS_ERR_NO_MEMORY;
-        goto err_put;
+        goto err_lock;
     }
 
     status = ucs_pgtable_init(&heap->bufs, uct_gaudi_heap_pgt_dir_alloc,
@@ -578,26 +715,28 @@ static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
         goto err_registry;
     }
 
-    status = uct_gaudi_heap_device_mem(heap);
-    if (status != UCS_OK) {
-        goto err_pgt;
-    }
-
     status = uct_gaudi_heap_layout(heap);
     if (status != UCS_OK) {
         goto err_pgt;
     }
 
-    ucs_debug("gaudi %s: memory window [0x%" PRIx64 ", 0x%" PRIx64 "), "
-              "allocation chunk %" PRIu64 " bytes", ctx->info->name,
-              heap->win_start, heap->win_end, heap->chunk_size);
-    if (!uct_gaudi_heap_can_alloc(heap)) {
-        ucs_diag("gaudi %s (%s): device memory allocation disabled: Gaudi1 "
-                 "with the fd from %s, whose owner uses the same DRAM (the "
-                 "driver's ALLOC only counts bytes; SynapseAI's allocator "
-                 "is used on the synapse copy backend)", ctx->info->name,
-                 ctx->info->node_name, ctx->source);
+    if (ctx != NULL) {
+        /* the heap's own reference */
+        status = uct_gaudi_ctx_get(ctx->info->index, &ctx);
+        if (status != UCS_OK) {
+            goto err_pgt;
+        }
+        status = uct_gaudi_heap_attach(heap, ctx);
+        if (status != UCS_OK) {
+            uct_gaudi_ctx_put(ctx);
+            goto err_pgt;
+        }
     }
+
+    ucs_debug("gaudi %s: memory window [0x%" PRIx64 ", 0x%" PRIx64 "), "
+              "allocation chunk %" PRIu64 " bytes, device %s",
+              heap->info->name, heap->win_start, heap->win_end,
+              heap->chunk_size, (ctx != NULL) ? "taken" : "not taken yet");
     *heap_p = heap;
     return UCS_OK;
 
@@ -605,9 +744,8 @@ err_pgt:
     ucs_pgtable_cleanup(&heap->bufs);
 err_registry:
     kh_destroy(uct_gaudi_memh_set, heap->registry);
-err_put:
+err_lock:
     pthread_mutex_destroy(&heap->lock);
-    uct_gaudi_ctx_put(heap->ctx);
 err_free:
     ucs_free(heap);
     return status;
@@ -628,7 +766,9 @@ static void uct_gaudi_heap_destroy(uct_gaudi_heap_t *heap)
             uct_gaudi_chunk_delete(chunk);
         }
     }
-    uct_gaudi_heap_drop_deferred(heap);
+    if (heap->ctx != NULL) {
+        uct_gaudi_heap_drop_deferred(heap);
+    }
     ucs_list_for_each_safe(chunk, tmp, &heap->retained, list) {
         /* left to SynapseAI's release of the device (gaudi_mem.h) */
         ucs_list_del(&chunk->list);
@@ -637,22 +777,38 @@ static void uct_gaudi_heap_destroy(uct_gaudi_heap_t *heap)
     ucs_pgtable_cleanup(&heap->bufs);
     kh_destroy(uct_gaudi_memh_set, heap->registry);
     pthread_mutex_destroy(&heap->lock);
-    uct_gaudi_ctx_put(heap->ctx);
+    if (heap->ctx != NULL) {
+        uct_gaudi_ctx_put(heap->ctx);
+    }
     ucs_free(heap);
 }
 
 ucs_status_t uct_gaudi_heap_get(uct_gaudi_ctx_t *ctx,
                                 uct_gaudi_heap_t **heap_p)
 {
+    uct_gaudi_heap_t *heap;
     ucs_status_t status = UCS_OK;
 
     pthread_mutex_lock(&uct_gaudi_heap_global_lock);
-    if (uct_gaudi_heap_global == NULL) {
+    heap = uct_gaudi_heap_global;
+    if (heap == NULL) {
         status = uct_gaudi_heap_create(ctx, &uct_gaudi_heap_global);
-    } else if (uct_gaudi_heap_global->ctx != ctx) {
-        ucs_error("gaudi %s: this process already uses device %s for memory",
-                  ctx->info->name, uct_gaudi_heap_global->ctx->info->name);
-        status = UCS_ERR_ALREADY_EXISTS;
+    } else if ((ctx != NULL) && (heap->ctx != ctx)) {
+        pthread_mutex_lock(&heap->lock);
+        if (heap->ctx != NULL) {
+            ucs_error("gaudi %s: this process already uses device %s for "
+                      "memory", ctx->info->name, heap->ctx->info->name);
+            status = UCS_ERR_ALREADY_EXISTS;
+        } else {
+            status = uct_gaudi_ctx_get(ctx->info->index, &ctx);
+            if (status == UCS_OK) {
+                status = uct_gaudi_heap_attach(heap, ctx);
+                if (status != UCS_OK) {
+                    uct_gaudi_ctx_put(ctx);
+                }
+            }
+        }
+        pthread_mutex_unlock(&heap->lock);
     }
     if (status == UCS_OK) {
         uct_gaudi_heap_global->refcount++;
@@ -796,13 +952,20 @@ ucs_status_t uct_gaudi_heap_alloc(uct_gaudi_heap_t *heap,
                                   size_t *length_p,
                                   uct_gaudi_buf_t **buf_p)
 {
-    const uct_gaudi_dev_info_t *info = heap->ctx->info;
-    size_t length                    = *length_p;
+    const uct_gaudi_dev_info_t *info;
+    size_t length = *length_p;
     uct_gaudi_chunk_t *chunk;
     uct_gaudi_buf_t *buf;
     uint64_t size, off;
     ucs_status_t status;
 
+    /* the one operation that may open (or acquire) the device */
+    status = uct_gaudi_heap_take(heap, 1, 0, "device memory allocation");
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    info = heap->info;
     if (length == 0) {
         ucs_error("gaudi %s (%s): cannot allocate 0 bytes of device memory",
                   info->name, info->node_name);
@@ -978,6 +1141,12 @@ ucs_status_t uct_gaudi_heap_resolve(uct_gaudi_heap_t *heap,
     uct_gaudi_buf_t *buf;
     ucs_status_t status = UCS_OK;
 
+    /* device memory the process has at all: its device is taken, or the
+     * application holds one (its memory, e.g. synDeviceMalloc's) */
+    if (uct_gaudi_heap_take(heap, 0, 1, "device memory") != UCS_OK) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+
     pthread_mutex_lock(&heap->lock);
     region = ucs_pgtable_lookup(&heap->bufs, addr);
     if (region != NULL) {
@@ -1088,7 +1257,7 @@ int uct_gaudi_heap_memh_valid(uct_gaudi_heap_t *heap,
 /* Whether the DRAM PCI BAR is known not to cover the whole DRAM */
 static int uct_gaudi_heap_bar_limited(const uct_gaudi_heap_t *heap)
 {
-    const uct_gaudi_dev_info_t *info = heap->ctx->info;
+    const uct_gaudi_dev_info_t *info = heap->info;
 
     return (info->dram_bar_size != 0) &&
            (info->dram_bar_size < info->hw_ip.u61.dram_size);
@@ -1187,8 +1356,8 @@ static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
                   "inside the DRAM PCI BAR, which is %" PRIu64 " MiB of %"
                   PRIu64 " MiB here; memory beyond it cannot be shared with "
                   "other processes", uct_gaudi_heap_name(heap),
-                  buf->super.start, heap->ctx->info->dram_bar_size >> 20,
-                  (uint64_t)heap->ctx->info->hw_ip.u61.dram_size >> 20);
+                  buf->super.start, heap->info->dram_bar_size >> 20,
+                  (uint64_t)heap->info->hw_ip.u61.dram_size >> 20);
     }
     if (status != UCS_OK) {
         return status;
@@ -1239,7 +1408,7 @@ ucs_status_t uct_gaudi_heap_dmabuf(uct_gaudi_heap_t *heap,
                                    uint64_t addr, size_t len,
                                    int *fd_p, uint64_t *offset_p)
 {
-    const uct_gaudi_dev_info_t *info = heap->ctx->info;
+    const uct_gaudi_dev_info_t *info = heap->info;
     ucs_pgt_region_t *region;
     uct_gaudi_buf_t *buf;
     ucs_status_t status;

@@ -82,6 +82,9 @@ typedef struct uct_gaudi_memh {
     uint32_t                  app_map;   /* HOST_*: SynapseAI reaches it
                                             through an entry the
                                             application made */
+    uint32_t                  deferred;  /* HOST_REG made before the device
+                                            was taken: not mapped, its
+                                            copies register on the fly */
 } uct_gaudi_memh_t;
 
 
@@ -130,10 +133,21 @@ typedef struct uct_gaudi_dev_range {
 } uct_gaudi_dev_range_t;
 
 
-/* The process's heap on its device */
+/*
+ * The process's heap on its device. It exists before the device is taken
+ * (UCX init, ucx_info: no compute node is opened then): @a info is the
+ * device expected (discovery), @a ctx is NULL until the first operation
+ * that needs the device takes it (uct_gaudi_heap_take), then @a info is
+ * the device taken; both stay for the life of the heap.
+ */
 typedef struct uct_gaudi_heap {
-    uct_gaudi_ctx_t           *ctx;      /* our own device reference */
+    uct_gaudi_ctx_t           *ctx;      /* our own device reference, or
+                                            NULL: not taken yet */
+    const uct_gaudi_dev_info_t *info;    /* expected, then taken device */
     pthread_mutex_t           lock;      /* chunks, table, registry */
+    ucs_status_t              open_status; /* of our own open (UCS_OK:
+                                              not tried or succeeded) */
+    int                       take_logged; /* a take failure was logged */
     uint64_t                  uuid;      /* identity of this device context */
     uint64_t                  win_start; /* Gaudi pointer window */
     uint64_t                  win_end;
@@ -153,9 +167,29 @@ typedef struct uct_gaudi_heap {
 } uct_gaudi_heap_t;
 
 
-/* Take/drop a reference on the process heap of @a ctx */
+/* Take/drop a reference on the process heap: of @a ctx, or with NULL of
+ * the expected device, not taken until an operation needs it */
 ucs_status_t uct_gaudi_heap_get(uct_gaudi_ctx_t *ctx,
                                 uct_gaudi_heap_t **heap_p);
+
+/* The heap's device context, or NULL while the device is not taken */
+static inline uct_gaudi_ctx_t *uct_gaudi_heap_ctx(uct_gaudi_heap_t *heap)
+{
+    return __atomic_load_n(&heap->ctx, __ATOMIC_ACQUIRE);
+}
+
+/**
+ * Take the device for @a op if it is not taken yet: borrow the one the
+ * application holds (UCX_GAUDI_DEVICE_FD, SynapseAI's), re-checked at
+ * every call; with @a may_open (allocations of device memory through UCX)
+ * open or acquire it when nobody holds one, once per process. Call
+ * without heap->lock (an open may wait for a device in reset). Failure:
+ * UCS_ERR_NO_DEVICE (nobody holds one, and @a op does not open one) or
+ * the open's status; one message per process names the device and @a op
+ * (none with @a quiet).
+ */
+ucs_status_t uct_gaudi_heap_take(uct_gaudi_heap_t *heap, int may_open,
+                                 int quiet, const char *op);
 
 void uct_gaudi_heap_put(uct_gaudi_heap_t *heap);
 

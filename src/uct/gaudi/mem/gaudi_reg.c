@@ -100,6 +100,13 @@ ucs_status_t uct_gaudi_mem_host_map(uct_gaudi_heap_t *heap, void *addr,
     uint64_t va;
     int app;
 
+    status = uct_gaudi_heap_take(heap, 0,
+                                 flags & UCT_MD_MEM_FLAG_HIDE_ERRORS,
+                                 "host memory registration");
+    if (status != UCS_OK) {
+        return status;
+    }
+
     if (!uct_gaudi_heap_owned(heap, "host memory registration")) {
         return UCS_ERR_NO_DEVICE;
     }
@@ -113,8 +120,8 @@ ucs_status_t uct_gaudi_mem_host_map(uct_gaudi_heap_t *heap, void *addr,
     if (status != UCS_OK) {
         if (!(flags & UCT_MD_MEM_FLAG_HIDE_ERRORS)) {
             ucs_error("gaudi %s (%s): registration of host memory %p "
-                      "length %zu failed: %s", heap->ctx->info->name,
-                      heap->ctx->info->node_name, addr, len,
+                      "length %zu failed: %s", heap->info->name,
+                      heap->info->node_name, addr, len,
                       ucs_status_string(status));
         }
         return status;
@@ -130,6 +137,7 @@ ucs_status_t uct_gaudi_mem_host_map(uct_gaudi_heap_t *heap, void *addr,
     memh->buf       = NULL;
     memh->user_refs = 0;
     memh->app_map   = app;
+    memh->deferred  = 0;
     UCT_GAUDI_MEM_COUNTER_ADD(heap, host_maps, 1);
     ucs_trace("gaudi %s: mapped host %p..%p at device 0x%" PRIx64,
               uct_gaudi_heap_name(heap), (void*)start, (void*)end, va);
@@ -142,6 +150,10 @@ void uct_gaudi_mem_host_unmap(uct_gaudi_heap_t *heap,
     ucs_status_t status;
 
     memh->tag = 0;
+    if (memh->deferred) {
+        return;   /* never mapped */
+    }
+
     if (!uct_gaudi_ctx_owned(heap->ctx)) {
         /* fork child: the mapping is the parent's; never unmap it */
         ucs_debug("gaudi %s: fork child keeps the parent's mapping 0x%" PRIx64,
@@ -414,8 +426,13 @@ uct_gaudi_reg_host(uct_gaudi_reg_t *reg, void *address, size_t length,
 {
     uct_gaudi_memh_t *memh;
     ucs_status_t status;
+    int deferred;
 
-    if (reg->rcache != NULL) {
+    /* no device yet (the framework acquires its own later): remember the
+     * range only; copies, which need the device anyway, map it then */
+    deferred = (uct_gaudi_heap_take(reg->heap, 0, 1,
+                                    "host memory registration") != UCS_OK);
+    if (!deferred && (reg->rcache != NULL)) {
         return uct_gaudi_reg_rcache_reg(reg, address, length, flags, memh_p);
     }
 
@@ -424,10 +441,21 @@ uct_gaudi_reg_host(uct_gaudi_reg_t *reg, void *address, size_t length,
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = uct_gaudi_mem_host_map(reg->heap, address, length, flags, memh);
-    if (status != UCS_OK) {
-        ucs_free(memh);
-        return status;
+    if (deferred) {
+        memh->tag      = UCT_GAUDI_MEMH_TAG;
+        memh->address  = (uintptr_t)address;
+        memh->length   = length;
+        memh->deferred = 1;
+        ucs_trace("gaudi %s: host %p+%zu registered before the device is "
+                  "taken: mapped by its copies", uct_gaudi_heap_name(reg->heap),
+                  address, length);
+    } else {
+        status = uct_gaudi_mem_host_map(reg->heap, address, length, flags,
+                                        memh);
+        if (status != UCS_OK) {
+            ucs_free(memh);
+            return status;
+        }
     }
 
     memh->kind = UCT_GAUDI_MEMH_HOST_REG;
@@ -533,7 +561,7 @@ ucs_status_t uct_gaudi_reg_dma_resolve(uct_gaudi_reg_t *reg,
 
     /* the caller's registration (trusted: the transport passes UCT's memh) */
     if ((gmemh != UCT_MEM_HANDLE_NULL) &&
-        (gmemh->tag == UCT_GAUDI_MEMH_TAG) &&
+        (gmemh->tag == UCT_GAUDI_MEMH_TAG) && !gmemh->deferred &&
         uct_gaudi_reg_memh_covers(gmemh, address, length)) {
         ref->dma_addr = gmemh->dma_base + (address - gmemh->address);
         ref->host     = (gmemh->kind == UCT_GAUDI_MEMH_HOST_REG) ||
