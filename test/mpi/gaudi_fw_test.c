@@ -694,7 +694,7 @@ static int framework_start(int after_ucx)
     int ok;
 
     ok = syn_load();
-    check(ok, "the framework dlopen()s libSynapse");
+    check(ok, "the framework dlopen()s libSynapse and finds its API");
     ok = ok && syn_acquire();
     check(ok, after_ucx ? "the framework acquires its device after UCX "
           "started" : "the framework acquires its device before UCX starts");
