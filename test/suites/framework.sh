@@ -50,17 +50,21 @@ fw_run() {
     if [ "$nodes" = 2 ]; then
         nodes_dir=$(mktemp -d /tmp/hlsim-fw.XXXXXX); tmpdirs+=("$nodes_dir")
         env=(-x NODES_DIR="$nodes_dir" -x HLSIM_NUM_DEVICES=1)
+        # mpirun's own node (it runs with the emulator preloaded too)
+        export HLSIM_ROOT=$nodes_dir/launcher
+        mkdir "$HLSIM_ROOT"
         launch=("$fw_suites/rank-node.sh")
     else
         new_node
         env=(-x HLSIM_ROOT -x HLSIM_NUM_DEVICES=2)
     fi
-    # UCX_TLS unset, as NIXL runs: UCX picks every transport it has
-    LD_PRELOAD="$HLSIM_LIB" timeout -k 10 300 \
+    # UCX_TLS unset, as NIXL runs: UCX picks every transport it has.
+    # (HLSIM_ASIC for mpirun too: the first process on a node records it)
+    HLSIM_ASIC=$asic LD_PRELOAD="$HLSIM_LIB" timeout -k 10 300 \
         mpirun --allow-run-as-root --oversubscribe -np 2 \
         --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
         --mca osc ^ucx --mca btl ^openib,uct \
-        -x LD_PRELOAD -x HLSIM_ASIC="$asic" "${env[@]}" "${fw_mpi_env[@]}" \
+        -x LD_PRELOAD -x HLSIM_ASIC "${env[@]}" "${fw_mpi_env[@]}" \
         -x UCX_WARN_UNUSED_ENV_VARS=n -x UCX_PROTO_ENABLE=y \
         -x UCX_PROTO_INFO=y -x UCX_LOG_LEVEL=diag \
         -x UCX_GAUDI_COPY_BACKEND="$backend" \
