@@ -22,7 +22,7 @@ fw_suites=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # line per table ("<pid> <transports>")
 fw_paths() {
     awk -v op="$2" '
-        match($0, /\[[^]]*:[0-9]+:[0-9]+\]/) {
+        match($0, /\[[^]]*:[0-9]+ *:[0-9]+\]/) {
             pid = substr($0, RSTART, RLENGTH)
         }
         index($0, "ucp_" op "*(multi)") &&
@@ -86,7 +86,8 @@ fw_run() {
         grep -E ' ERROR |UCX  ERROR' "$log" | head -5 | sed 's/^/      /'
         return
     fi
-    if [ "$(grep -c "copy backend $expect" "$log")" -lt 2 ]; then
+    if [ "$(grep "copy backend $expect" "$log" | grep -o '\[[^] ]*:[0-9 ]*:' |
+            tr -d ' ' | sort -u | wc -l)" -lt 2 ]; then
         fail "$name" "not both ranks on the $expect copy backend"
         grep 'copy backend' "$log" | head -4 | sed 's/^/      /'
         return
