@@ -3,8 +3,9 @@
 # across releases (e.g. iface_query_v2 is in 1.20, gone in 1.21, back in
 # 1.22), so the module never tests version numbers: configure compiles one
 # small program per difference against the chosen UCX source tree and writes
-# the results to ucx_config/uct_gaudi_ucx_features.h, which only
-# src/uct/gaudi/base/gaudi_compat.h includes.
+# the results to ucx_config/uct_gaudi_ucx_features.h, which in the module
+# only src/uct/gaudi/base/gaudi_compat.h includes (test programs include it
+# for the probes of UCX's public API).
 #
 # Probes compile with -Werror: an incompatible function pointer type is only
 # a warning in C, and is exactly what a changed op signature looks like.
@@ -246,6 +247,12 @@ AC_DEFUN([UCX_GAUDI_PROBE_UCX], [
         UCX_GAUDI_IFACE_INC,
         [uct_iface_internal_ops_t o; o.ep_put_sgl_zcopy = 0;
          return o.ep_put_sgl_zcopy != 0;])
+    # public API, for the test programs (test/mpi/gaudi_fw_test.c)
+    UCX_GAUDI_PROBE([UCP_PARAM_MEMH],
+        [ucp_request_param_t takes a memh (UCP_OP_ATTR_FIELD_MEMH)],
+        [#include <ucp/api/ucp.h>],
+        [ucp_request_param_t p; p.memh = NULL;
+         return (int)UCP_OP_ATTR_FIELD_MEMH + (p.memh != NULL);])
 
 
     echo '#endif' >> "$ucx_gaudi_features"

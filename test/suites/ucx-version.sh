@@ -169,6 +169,26 @@ else
     fail "Open MPI test" "not built (mpicc missing?)"
 fi
 
+# A framework process (PyTorch + NIXL: UCX first, then SynapseAI's device,
+# synDeviceMalloc tensors; test/suites/framework.sh), on UCX 1.22 only:
+# one node (gaudi_ipc) on Gaudi2 with either copy backend and on Gaudi3,
+# and two emulated nodes over tcp
+case $ver in
+1.22.*)
+    . "$(dirname "$0")/framework.sh"
+    fw_mpi_env=(-x LD_LIBRARY_PATH="$UCX_PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+                "${mpi_load[@]}")
+    fw_wrapper=("${mpi_run[@]}")
+    fw_run "framework process, one node, Gaudi2, kernel backend" \
+        1 gaudi2 kernel
+    fw_run "framework process, one node, Gaudi2, SynapseAI backend" \
+        1 gaudi2 synapse
+    fw_run "framework process, one node, Gaudi3" 1 gaudi3 auto:synapse
+    fw_run "framework process, two nodes over tcp, Gaudi2, kernel backend" \
+        2 gaudi2 kernel
+    ;;
+esac
+
 # this release's own uct gtest suites, instantiated for the Gaudi
 # components (the exclusion as in 60-ucx-gtest.sh)
 gtest=$GAUDI_UCX_BUILD/test/gtest/ucx/ucx_gtest
