@@ -18,6 +18,7 @@ extern "C" {
 #include <uct/api/v2/uct_v2.h>
 #include <ucs/async/async.h>
 #include <ucs/time/time.h>
+#include <ucs/arch/bitops.h>
 }
 
 #include <dlfcn.h>
