@@ -159,6 +159,11 @@ static void hlsim_queue_run_head(hlsim_ctx_t *ctx, int qi, int waiter)
     if (eng->stop || fail || (cs->state != HLSIM_CS_PENDING) ||
         (hlsim_gen(ctx->dev) != cs->gen)) {
         abort = fail ? fail : HLSIM_CS_ABORTED;   /* do not execute */
+    } else if (cs->stall) {
+        abort = HLSIM_CS_STALL;   /* injected DMA error */
+        hlsim_log("dev%d: DMA engine %d error on CS %llu: the engine stops",
+                  ctx->dev, qi / HLSIM_ENGINE_STREAMS,
+                  (unsigned long long)job->seq);
     } else {
         eng->busy = 1;
         pthread_mutex_unlock(&hlsim_lock);
@@ -169,7 +174,77 @@ static void hlsim_queue_run_head(hlsim_ctx_t *ctx, int qi, int waiter)
             pthread_cond_signal(&eng->cond);   /* the engine is free again */
         }
     }
+    if (abort == HLSIM_CS_STALL) {
+        /* the engine keeps the job and runs nothing more (the worker) */
+        eng->held     = job;
+        eng->held_gen = hlsim_gen(ctx->dev);
+        eng->tdr_done = 0;
+        pthread_cond_signal(&eng->cond);
+        return;
+    }
     hlsim_job_done(ctx, job, abort);
+}
+
+/*
+ * The CS timeout (TDR) of a CS that stopped its engine, lock held: the
+ * CS is TIMEDOUT and, with reset_on_lockup, the device hard-resets (K612
+ * common/command_submission.c:838-846, 890-892). The engine restarts
+ * with the reset. Returns 1 if the lock was dropped.
+ */
+static int hlsim_engine_tdr(hlsim_ctx_t *ctx, hlsim_engine_t *eng,
+                            hlsim_cs_t *cs)
+{
+    int dev = ctx->dev;
+
+    hlsim_log("dev%d: CS %llu timed out after %u s (timeout_locked)%s", dev,
+              (unsigned long long)cs->seq, hlsim_timeout_locked_s(dev),
+              hlsim_reset_on_lockup() ? ", hard reset" : "");
+    cs->state   = HLSIM_CS_TIMEDOUT;
+    cs->done_ns = hlsim_now_ns();
+    ctx->in_flight--;
+    hlsim_counters[HLSIM_COUNTER_CS_ABORTED]++;
+    eng->tdr_done = 1;
+    pthread_cond_broadcast(&hlsim_cond);
+    if (!hlsim_reset_on_lockup()) {
+        return 0;   /* the engine stays stopped */
+    }
+    pthread_mutex_unlock(&hlsim_lock);
+    hlsim_dev_reset(dev, hlsim_cfg.reset_ms, GAUDI_HL_DEVICE_STATUS_IN_RESET);
+    pthread_mutex_lock(&hlsim_lock);
+    return 1;
+}
+
+/*
+ * A stopped engine (lock held): its CS stays busy until the CS timeout or
+ * a reset, which restarts the engine and ends the held job
+ */
+static void hlsim_engine_stopped(hlsim_ctx_t *ctx, hlsim_engine_t *eng)
+{
+    hlsim_job_t    *job = eng->held;
+    hlsim_cs_t     *cs  = &ctx->cs_ring[job->seq & (hlsim_cfg.dev[ctx->dev].
+                                                    max_pending - 1)];
+    uint64_t        now = hlsim_now_ns(), tdr;
+    struct timespec ts;
+
+    if (eng->stop || (hlsim_gen(ctx->dev) != eng->held_gen) ||
+        (cs->seq != job->seq) ||
+        ((cs->state != HLSIM_CS_PENDING) && !eng->tdr_done)) {
+        eng->held = NULL;
+        hlsim_job_done(ctx, job, HLSIM_CS_ABORTED);
+        pthread_cond_signal(&eng->cond);
+        return;
+    }
+    tdr = cs->submit_ns + hlsim_timeout_locked_s(ctx->dev) * 1000000000ULL;
+    if (!eng->tdr_done && (now >= tdr) && hlsim_engine_tdr(ctx, eng, cs)) {
+        return;
+    }
+    /* look again at the deadline, and every 10 ms for a reset */
+    now = HLSIM_MIN(eng->tdr_done ? UINT64_MAX : tdr, now + 10000000ULL) -
+          now;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec  += (ts.tv_nsec + now) / 1000000000ULL;
+    ts.tv_nsec  = (ts.tv_nsec + now) % 1000000000ULL;
+    pthread_cond_timedwait(&eng->cond, &hlsim_lock, &ts);
 }
 
 static void *hlsim_worker(void *arg)
@@ -183,9 +258,14 @@ static void *hlsim_worker(void *arg)
     free(wa);
     pthread_mutex_lock(&hlsim_lock);
     for (;;) {
-        while ((((qi = hlsim_engine_pick(ctx, e)) < 0) || eng->busy) &&
-               !eng->stop) {
+        if (eng->held != NULL) {
+            hlsim_engine_stopped(ctx, eng);
+            continue;
+        }
+        qi = hlsim_engine_pick(ctx, e);
+        if (((qi < 0) || eng->busy) && !eng->stop) {
             pthread_cond_wait(&eng->cond, &hlsim_lock);
+            continue;
         }
         if (qi < 0) {
             break;
@@ -219,6 +299,7 @@ static void hlsim_wait_cs_run(hlsim_ctx_t *ctx, hlsim_cs_t *cs, uint64_t seq)
         eng = hlsim_queue_engine(ctx, qi);
         while ((cs->seq == seq) && (cs->state == HLSIM_CS_PENDING) &&
                (q->head != NULL) && !eng->busy && !eng->stop &&
+               (eng->held == NULL) &&
                (q->head->seq <= seq)) {
             hlsim_queue_run_head(ctx, qi, 1);
         }
@@ -343,6 +424,22 @@ static int hlsim_gaudi2_cb_range_ok(int dev, uint64_t a, uint64_t len)
 #undef HLSIM_IN
 }
 
+/*
+ * Whether a DMA engine error resets the device. Gaudi2 on accel: the PDMA
+ * core and QM events ask for a compute reset, which Gaudi2 makes hard
+ * (K612 include/gaudi2/gaudi2_async_ids_map_extended.h:2520-2521,
+ * 2566-2567; gaudi2/gaudi2.c:10246-10277). Linux 6.1 Gaudi2: .reset = 0
+ * for them (K61 :2514-2515, 2560-2563). Gaudi1, both kernels: the
+ * DMA_QM/DMA_CORE events only notify (K612 gaudi/gaudi.c:7768, 7780-7786;
+ * K61 :7850, 7862-7868) and with stop_on_err the QMAN stays stopped
+ * (K612 common/habanalabs_drv.c:395, gaudi/gaudi.c:6995-6996): the CS is
+ * busy until the CS timeout.
+ */
+static int hlsim_dma_error_resets(int dev)
+{
+    return (hlsim_cfg.dev[dev].asic != HLSIM_GAUDI1) && !hlsim_cfg.legacy;
+}
+
 static void hlsim_drop(hlsim_ctx_t *ctx, int which)
 {
     hlsim_shdev_t *sd = &hlsim_shm->dev[ctx->dev];
@@ -364,7 +461,7 @@ int hlsim_cs(hlsim_file_t *f, union hl_cs_args *a)
     hlsim_cs_t         *cs;
     uint32_t            n   = a->in.num_chunks_execute, i;
     uint64_t            seq;
-    int                 rc, err, fail = 0, reset = 0;
+    int                 rc, err, fail = 0, reset = 0, stall = 0;
 
     if ((err = hlsim_fault_hit("cs"))) {
         return -err;
@@ -465,15 +562,17 @@ int hlsim_cs(hlsim_file_t *f, union hl_cs_args *a)
     }
 
     /*
-     * Accepted. A PDMA core error asks for a compute reset (Gaudi2 event
-     * map, K612 include/gaudi2/gaudi2_async_ids_map_extended.h:2566-2569;
-     * Gaudi1 DMA_CORE events, gaudi/gaudi.c:7778-7784), a CS timeout for a
-     * reset when reset_on_lockup is set (common/command_submission.c:
-     * 838-846, 890-895); on Gaudi1/2 any of them is a hard reset.
+     * Accepted. A CS timeout asks for a reset when reset_on_lockup is set
+     * (common/command_submission.c:838-846, 890-895), a DMA error see
+     * hlsim_dma_error_resets(); on Gaudi1/2 any reset is a hard one.
      */
     if ((err = hlsim_fault_hit("dma_error"))) {
-        fail  = HLSIM_CS_ABORTED;
-        reset = 1;
+        if (hlsim_dma_error_resets(f->dev)) {
+            fail  = HLSIM_CS_ABORTED;
+            reset = 1;
+        } else {
+            stall = 1;
+        }
     }
     if ((err = hlsim_fault_hit("cs_timeout"))) {
         fail  = HLSIM_CS_TIMEDOUT;
@@ -492,6 +591,8 @@ int hlsim_cs(hlsim_file_t *f, union hl_cs_args *a)
     cs->state     = HLSIM_CS_PENDING;
     cs->jobs_left = n;
     cs->fail      = fail;
+    cs->stall     = stall;
+    cs->submit_ns = hlsim_now_ns();
     cs->gen       = hlsim_gen(f->dev);
     ctx->in_flight++;
     hlsim_counters[HLSIM_COUNTER_CS_SUBMITTED]++;

@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,7 +272,8 @@ static int submit(int fd, uint64_t cb_handle, uint32_t size, uint32_t q,
     ch.cs_chunk_flags       = chunk_flags;
     a.in.chunks_execute     = (uintptr_t)&ch;
     a.in.num_chunks_execute = 1;
-    rc = ioctl(fd, CS_CODE, &a);
+    rc = ioctl(fd, hl_legacy_nodes() ? GAUDI_HL_LEGACY_IOCTL_CS : CS_CODE,
+               &a);
     if (seq != NULL) {
         *seq = a.out.seq;
     }
@@ -286,7 +288,8 @@ static int wait_cs(int fd, uint64_t seq, uint64_t tmo_us, uint32_t *status,
 
     a.in.seq        = seq;
     a.in.timeout_us = tmo_us;
-    rc = ioctl(fd, WAIT_CODE, &a);
+    rc = ioctl(fd, hl_legacy_nodes() ? GAUDI_HL_LEGACY_IOCTL_WAIT_CS :
+               WAIT_CODE, &a);
     if (status) {
         *status = a.out.status;
     }
@@ -950,50 +953,102 @@ static void t_reset_timer(void)
     close(cfd);
 }
 
-static void t_release_reset(void)
-{
-    int fd;
+/* What another thread sees while the main one closes the device */
+typedef struct {
+    volatile int done;
+    int          saw_release;   /* status IN_RESET_AFTER_DEVICE_RELEASE */
+    int          saw_eagain;    /* an open got EAGAIN */
+    int          other_errno;
+} release_watch_t;
 
-    CHECK_OK(fd = open_dev(0), "open");
-    close(fd);
-    CHECK_ERR(open_dev(0), EAGAIN, "Gaudi2 resets upon release");
-    usleep(250000);
-    CHECK_OK(fd = open_dev(0), "after the release reset");
-    close(fd);
+static void *release_watcher(void *arg)
+{
+    release_watch_t *w = arg;
+    int              fd;
+
+    while (!w->done) {
+        if (API(hlsim_get_device_status)(0) ==
+            GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE) {
+            w->saw_release = 1;
+            fd = open_dev(0);
+            if (fd >= 0) {
+                close(fd);
+                w->other_errno = -1;
+            } else if (errno == EAGAIN) {
+                w->saw_eagain = 1;
+            } else {
+                w->other_errno = errno;
+            }
+        }
+        usleep(1000);
+    }
+    return NULL;
+}
+
+static struct hl_info_reset_count reset_count(void)
+{
+    struct hl_info_reset_count rc = {0};
+    int                        cfd;
+    struct hl_info_args        a = {0};
+
+    cfd = hl_legacy_nodes() ? open("/dev/hl_controlD0", O_RDWR | O_CLOEXEC) :
+          open_ctl(0);
+    CHECK_OK(cfd, "control node");
+    a.return_pointer = (uintptr_t)&rc;
+    a.return_size    = sizeof(rc);
+    a.op             = HL_INFO_RESET_COUNT;
+    CHECK_OK(ioctl(cfd, hl_legacy_nodes() ? GAUDI_HL_LEGACY_IOCTL_INFO :
+                   INFO_CODE, &a), "reset count");
+    close(cfd);
+    return rc;
 }
 
 /*
- * Default: Gaudi2/3 reset after every release (facts 9.8), Gaudi1 does not
- * (K612 common/habanalabs_drv.c:356-378): the next open gets EAGAIN until
- * the reset ends, then succeeds.
+ * Gaudi2/3 reset upon every release (facts 9.8), Gaudi1 does not (K612
+ * common/habanalabs_drv.c:356-378). The compute reset runs inside the
+ * closer's close() (device.c:1749-1762 queue hard resets only): another
+ * thread sees the status and EAGAIN meanwhile, the closer reopens at once
+ * after close() returns, and no reset counter moves (:1981-1994).
  */
 static void t_release_reset_default(void)
 {
     int gaudi1 = getenv("HLSIM_ASIC") && !strcmp(getenv("HLSIM_ASIC"),
                                                  "gaudi1");
-    uint64_t t0, ms;
-    int fd, n = 0;
+    release_watch_t w = {0};
+    pthread_t       th;
+    int             fd;
 
     CHECK_OK(fd = open_dev(0), "open");
+    CHECK(pthread_create(&th, NULL, release_watcher, &w) == 0, "thread");
     close(fd);
-    t0 = now_ns();
-    if (gaudi1) {
-        CHECK_OK(fd = open_dev(0), "Gaudi1: no reset upon release");
-        close(fd);
-        return;
-    }
-    check_file("/sys/class/accel/accel0/device/status",
-               "in reset after device release\n");
-    while ((fd = open_dev(0)) < 0) {
-        CHECK(errno == EAGAIN, "open: %s", strerror(errno));
-        CHECK(now_ns() - t0 < 2000000000ULL, "still in reset after 2 s");
-        usleep(10000);
-        n++;
-    }
-    ms = (now_ns() - t0) / 1000000;
-    CHECK(n > 0 && ms >= 250 && ms < 1000, "reopened after %llu ms",
-          (unsigned long long)ms);
+    w.done = 1;
+    pthread_join(th, NULL);
+    CHECK_OK(fd = open_dev(0), "reopen right after close()");
     close(fd);
+    CHECK(w.saw_release == !gaudi1, "release reset seen: %d", w.saw_release);
+    CHECK(w.saw_eagain == !gaudi1, "EAGAIN seen: %d", w.saw_eagain);
+    CHECK(w.other_errno == 0, "open during the release reset: %d",
+          w.other_errno);
+    CHECK(reset_count().hard_reset_cnt == 0, "no hard reset counted");
+}
+
+/*
+ * A close during a hard reset does not shorten it: the release reset is
+ * ignored while a reset runs (K612 common/device.c:1688-1697)
+ */
+static void t_close_during_reset(void)
+{
+    int fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(API(hlsim_reset_device)(0, 1500), "hard reset");
+    close(fd);   /* within the second of grace: not killed */
+    CHECK(API(hlsim_get_device_status)(0) == GAUDI_HL_DEVICE_STATUS_IN_RESET,
+          "still the hard reset: status %d",
+          API(hlsim_get_device_status)(0));
+    usleep(500000);   /* longer than a release reset */
+    CHECK_ERR(open_dev(0), EAGAIN, "the hard reset goes on");
+    CHECK(reset_count().hard_reset_cnt == 1, "one hard reset");
 }
 
 /* ================= stage 1: memory ================= */
@@ -1535,7 +1590,8 @@ static void t_fork(void)
 
 static int cb_op(int fd, union hl_cb_args *a)
 {
-    return ioctl(fd, CB_CODE, a);
+    return ioctl(fd, hl_legacy_nodes() ? GAUDI_HL_LEGACY_IOCTL_CB : CB_CODE,
+                 a);
 }
 
 static void t_cb_basic(void)
@@ -2304,16 +2360,6 @@ static void t_wait_errors(void)
     CHECK_ERR(g2_dma(fd, &cb, 0, va, va + 4096, 4096, 0, &status),
               ETIMEDOUT, "timeout");
     CHECK(status == HL_WAIT_CS_STATUS_TIMEDOUT, "status 2");
-    /* an unmapped address is an MMU page fault: no reset, the CS
-     * completes and the transfer is dropped */
-    memset(buf, 0x5a, 8192);
-    CHECK_OK(g2_dma(fd, &cb, 0, va, 0xFFF0000100000000ULL, 4096, 0,
-                    &status), "unmapped dst");
-    CHECK(status == HL_WAIT_CS_STATUS_COMPLETED, "page fault completes");
-    buf[0] = 0x11;
-    CHECK_OK(g2_dma(fd, &cb, 0, va, va + 4096, 8192, 0, &status),
-             "partly mapped dst");
-    CHECK(buf[4096] == 0x5a, "dropped transfer wrote nothing");
     CHECK_OK(add("wait_cs", 1, EINTR), "fault");
     CHECK_ERR(wait_cs(fd, 1, 0, NULL, NULL), EINTR, "injected EINTR");
     /* old sequence numbers are gone but completed */
@@ -2323,7 +2369,7 @@ static void t_wait_errors(void)
     CHECK_OK(wait_cs(fd, 2, 0, &status, &flags), "old seq");
     CHECK(status == HL_WAIT_CS_STATUS_COMPLETED &&
           (flags & HL_WAIT_CS_STATUS_FLAG_GONE), "gone");
-    CHECK_OK(wait_cs(fd, 73, 0, &status, &flags), "recent seq");
+    CHECK_OK(wait_cs(fd, 71, 0, &status, &flags), "recent seq");
     CHECK(!(flags & HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD),
           "no timestamp unless asked for");
     (void)seq;
@@ -2567,6 +2613,242 @@ static void t_dma_bandwidth(void)
     free(buf);
 }
 
+/* ================= engine faults and closes with work ================= */
+
+static int is_gaudi1(void)
+{
+    return getenv("HLSIM_ASIC") && !strcmp(getenv("HLSIM_ASIC"), "gaudi1");
+}
+
+/* A queue's CS of one LIN_DMA, on a Gaudi1 kernel CB or a Gaudi2 host CB */
+static int submit_dma(int fd, uint64_t src, uint64_t dst, uint32_t size,
+                      uint64_t *seq)
+{
+    static hcb_t     h;
+    static cbuf_t    c;
+    static uint64_t  handle;
+    union hl_cb_args a = {0};
+
+    if (!is_gaudi1()) {
+        if (h.cb.p == NULL) {
+            h = hcb_new(fd, 4096);
+        }
+        h.cb.len = 0;
+        pkt_lin(&h.cb, src, dst, size, 0, 0);
+        return submit(fd, h.va, h.cb.len, 0, HL_CS_CHUNK_FLAGS_USER_ALLOC_CB,
+                      seq);
+    }
+    if (c.p == NULL) {
+        a.in.op      = HL_CB_OP_CREATE;
+        a.in.cb_size = 4096;
+        CHECK_OK(cb_op(fd, &a), "CB create");
+        handle = a.out.cb_handle;
+        c.p    = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                      handle);
+        CHECK(c.p != MAP_FAILED, "CB mmap");
+    }
+    c.len = 0;
+    pkt_lin(&c, src, dst, size, 0, 1);
+    return submit(fd, handle, c.len, 0, 0, seq);
+}
+
+/*
+ * In a child holding the device: one DMA with HLSIM_TEST_FAULT
+ * ("page_fault": to an unmapped address; "dma_error": the injected
+ * engine error). Reports to @a wfd: 'p' if the first poll saw the CS busy,
+ * then the outcome of a 5 s wait: 'c' completed, 'i' EIO, 't' ETIMEDOUT,
+ * 'b' still busy, 'e' another error; then lives until it is killed.
+ */
+static void engine_fault_child(int wfd)
+{
+    const char *fault = getenv("HLSIM_TEST_FAULT");
+    uint8_t    *buf = aligned_alloc(4096, 8192);
+    uint64_t    va, src, dst, seq;
+    uint32_t    status;
+    char        r[2] = { 'x', 'x' };
+    int         fd, rc;
+
+    fd = open_dev(0);
+    if ((fd < 0) || (buf == NULL) || map_host(fd, buf, 8192, &va)) {
+        _exit(3);
+    }
+    src = is_gaudi1() ? 0x20000000ULL : va;
+    dst = va + 4096;
+    if (!strcmp(fault, "page_fault")) {
+        dst = is_gaudi1() ? 0x2000000000000ULL : 0xFFF0000100000000ULL;
+    } else {
+        API(hlsim_fault_add)(fault, 1, EIO);
+    }
+    setenv("HLSIM_WAIT_RUNS", "0", 1);
+    if (submit_dma(fd, src, dst, 4096, &seq)) {
+        _exit(4);
+    }
+    if (!strcmp(fault, "dma_error")) {
+        rc   = wait_cs(fd, seq, 0, &status, NULL);
+        r[0] = ((rc == 0) && (status == HL_WAIT_CS_STATUS_BUSY)) ? 'p' : 'n';
+    }
+    rc   = wait_cs(fd, seq, 5000000, &status, NULL);
+    r[1] = (rc == 0) ? ((status == HL_WAIT_CS_STATUS_COMPLETED) ? 'c' : 'b') :
+           (errno == EIO) ? 'i' : (errno == ETIMEDOUT) ? 't' : 'e';
+    if (write(wfd, r, 2) != 2) {
+        _exit(3);
+    }
+    sleep(20);
+    _exit(0);
+}
+
+static int page_fault_lines(void)
+{
+    char  path[4200], line[256];
+    FILE *f;
+    int   n = 0;
+
+    snprintf(path, sizeof(path), "%s/page-faults", API(hlsim_root)());
+    f = fopen(path, "r");
+    while ((f != NULL) && fgets(line, sizeof(line), f)) {
+        n++;
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return n;
+}
+
+/*
+ * HLSIM_TEST_EXPECT: "reset" (a hard reset aborts the CS, the child is
+ * killed), "stall" (busy until the CS timeout, HLSIM_TIMEOUT_LOCKED=1,
+ * then ETIMEDOUT, a hard reset and the kill), "drop" (the CS completes).
+ * A page fault is counted in $HLSIM_ROOT/page-faults in every case.
+ */
+static void t_engine_fault(void)
+{
+    const char *expect = getenv("HLSIM_TEST_EXPECT");
+    int         stall  = !strcmp(expect, "stall");
+    int         drop   = !strcmp(expect, "drop");
+    int         pf     = !strcmp(getenv("HLSIM_TEST_FAULT"), "page_fault");
+    int         pfd[2], st;
+    char        r[2] = { 0, 0 };
+    pid_t       pid;
+
+    CHECK(pipe(pfd) == 0, "pipe");
+    pid = fork();
+    if (pid == 0) {
+        close(pfd[0]);
+        engine_fault_child(pfd[1]);
+    }
+    close(pfd[1]);
+    CHECK(read(pfd[0], r, 2) == 2, "child report");
+    close(pfd[0]);
+    if (!pf) {
+        CHECK(r[0] == (stall ? 'p' : 'n'), "first poll: %c", r[0]);
+    }
+    /* a reset: the waiter sees its CS aborted (EIO) or, if it came
+     * later, the device in reset (EBUSY) */
+    CHECK(r[1] == (drop ? 'c' : stall ? 't' : (r[1] == 'i') ? 'i' : 'e'),
+          "outcome %c", r[1]);
+    if (drop) {
+        kill(pid, SIGTERM);
+    }
+    CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+    CHECK(WIFSIGNALED(st) && (WTERMSIG(st) == (drop ? SIGTERM : SIGKILL)),
+          "child status 0x%x", st);
+    CHECK(page_fault_lines() == pf, "page faults recorded: %d",
+          page_fault_lines());
+    CHECK(reset_count().hard_reset_cnt == !drop, "hard resets %u",
+          reset_count().hard_reset_cnt);
+}
+
+/* The per-process counter, and a dropped transfer writes nothing */
+static void t_page_fault_drop(void)
+{
+    uint8_t *buf = aligned_alloc(4096, 8192);
+    uint64_t va;
+    uint32_t status;
+    hcb_t    cb;
+    int      fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    cb = hcb_new(fd, 4096);
+    CHECK_OK(map_host(fd, buf, 8192, &va), "map");
+    memset(buf, 0x5a, 8192);
+    CHECK_OK(g2_dma(fd, &cb, 0, va, 0xFFF0000100000000ULL, 4096, 0,
+                    &status), "unmapped dst");
+    CHECK(status == HL_WAIT_CS_STATUS_COMPLETED, "the CS completes");
+    buf[0] = 0x11;
+    CHECK_OK(g2_dma(fd, &cb, 0, va, va + 4096, 8192, 0, &status),
+             "partly mapped dst");
+    CHECK(buf[4096] == 0x5a, "dropped transfer wrote nothing");
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_PAGE_FAULTS, 0) == 2,
+          "page faults counted: %lld", (long long)
+          API(hlsim_get_counter)(HLSIM_COUNTER_PAGE_FAULTS, 0));
+    CHECK(page_fault_lines() == 2, "recorded: %d", page_fault_lines());
+    CHECK(reset_count().hard_reset_cnt == 0, "no reset");
+    close(fd);
+    free(buf);
+}
+
+/*
+ * The last close with a CS in flight (HLSIM_DMA_GBPS keeps it running):
+ * a hard reset on accel and Habana's driver (K612 common/device.c:
+ * 618-622), only a notice on Linux 6.1 (K61 common/device.c:476-478)
+ */
+static void t_close_inflight(void)
+{
+    uint8_t *buf = aligned_alloc(4096, 2 * MB);
+    uint64_t va, seq;
+    int      fd, legacy = hl_legacy_nodes();
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(map_host(fd, buf, 2 * MB, &va), "map");
+    setenv("HLSIM_WAIT_RUNS", "0", 1);
+    CHECK_OK(submit_dma(fd, is_gaudi1() ? 0x20000000ULL : va, va + MB,
+                        256 * 1024, &seq), "CS");
+    close(fd);
+    CHECK(reset_count().hard_reset_cnt == !legacy, "hard resets %u",
+          reset_count().hard_reset_cnt);
+    if (!legacy) {
+        CHECK_ERR(open_dev(0), EAGAIN, "in the hard reset");
+    }
+    free(buf);
+}
+
+/*
+ * The last close with a CB still mapped: the context stays referenced,
+ * so accel and Habana's driver hard-reset and kill the closer with the
+ * device's users after a second (K612 common/device.c:618-622, 1455-1468;
+ * command_buffer.c:223); Linux 6.1 logs a notice
+ */
+static void t_close_cb_mapped(void)
+{
+    union hl_cb_args a = {0};
+    int              legacy = hl_legacy_nodes(), st, fd;
+    pid_t            pid;
+
+    pid = fork();
+    if (pid == 0) {
+        fd = open_dev(0);
+        a.in.op      = HL_CB_OP_CREATE;
+        a.in.cb_size = 4096;
+        if ((fd < 0) || cb_op(fd, &a) ||
+            (mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                  a.out.cb_handle) == MAP_FAILED)) {
+            _exit(3);
+        }
+        close(fd);
+        sleep(legacy ? 2 : 20);
+        _exit(0);
+    }
+    CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+    if (legacy) {
+        CHECK(WIFEXITED(st) && (WEXITSTATUS(st) == 0), "status 0x%x", st);
+    } else {
+        CHECK(WIFSIGNALED(st) && (WTERMSIG(st) == SIGKILL),
+              "closer not killed: status 0x%x", st);
+    }
+    CHECK(reset_count().hard_reset_cnt == !legacy, "hard resets %u",
+          reset_count().hard_reset_cnt);
+}
+
 /* ================= stage 3: op 99 ================= */
 
 static void importer(void *arg)
@@ -2600,9 +2882,11 @@ static void importer(void *arg)
     /* local memset -> peer HBM */
     CHECK_OK(g2_dma(fd, &cb, 0, 0x7777777777777777ULL, va + MB, 4096, 1,
                     &status), "write peer");
-    /* past the import: a page fault, the transfer is dropped (no reset) */
+    /* past the import: a page fault (HLSIM_PAGE_FAULT=drop: dropped) */
     CHECK_OK(g2_dma(fd, &cb, 0, hva, va + 2 * MB - 4096, 8192, 0, &status),
              "past the import");
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_PAGE_FAULTS, 0) == 1,
+          "the page fault counted");
     sync_byte(sv[1], 'w');
     sync_wait(sv[1]);
     CHECK_OK(unmap(fd, va), "unmap import");
@@ -2905,7 +3189,8 @@ static const test_t tests[] = {
     { "excl_other_process", t_excl_other_process, "" },
     { "status_open", t_status_open, "" },
     { "reset_timer", t_reset_timer, "" },
-    { "release_reset", t_release_reset, "HLSIM_RELEASE_RESET_MS=100" },
+    { "release_reset", t_release_reset_default, "HLSIM_RELEASE_RESET_MS=100" },
+    { "close_during_reset", t_close_during_reset, "" },
     { "release_reset_default", t_release_reset_default,
       "HLSIM_RELEASE_RESET_MS=" },
     { "release_reset_gaudi3", t_release_reset_default,
@@ -2953,9 +3238,41 @@ static const test_t tests[] = {
     { "hard_reset_fault", t_hard_reset, "HLSIM_TEST_FAULT=reset" },
     { "hard_reset_api", t_hard_reset, "HLSIM_TEST_FAULT=api" },
     { "hard_reset_gaudi1", t_hard_reset,
-      "HLSIM_TEST_FAULT=dma_error HLSIM_ASIC=gaudi1" },
+      "HLSIM_TEST_FAULT=cs_timeout HLSIM_ASIC=gaudi1" },
+    { "page_fault_reset", t_engine_fault,
+      "HLSIM_TEST_FAULT=page_fault HLSIM_TEST_EXPECT=reset" },
+    { "page_fault_reset_gaudi1", t_engine_fault,
+      "HLSIM_TEST_FAULT=page_fault HLSIM_TEST_EXPECT=reset HLSIM_ASIC=gaudi1" },
+    { "page_fault_upstream", t_engine_fault, "HLSIM_FLAVOUR=upstream "
+      "HLSIM_TEST_FAULT=page_fault HLSIM_TEST_EXPECT=reset" },
+    { "page_fault_linux61", t_engine_fault, "HLSIM_NODES=legacy "
+      "HLSIM_PAGE_FAULT=drop HLSIM_TEST_FAULT=page_fault "
+      "HLSIM_TEST_EXPECT=reset" },
+    { "page_fault_stall", t_engine_fault, "HLSIM_PAGE_FAULT=stall "
+      "HLSIM_TIMEOUT_LOCKED=1 HLSIM_TEST_FAULT=page_fault "
+      "HLSIM_TEST_EXPECT=stall" },
+    { "page_fault_drop", t_page_fault_drop, "HLSIM_PAGE_FAULT=drop" },
+    { "dma_error_gaudi1", t_engine_fault, "HLSIM_ASIC=gaudi1 "
+      "HLSIM_TIMEOUT_LOCKED=1 HLSIM_TEST_FAULT=dma_error "
+      "HLSIM_TEST_EXPECT=stall" },
+    { "dma_error_gaudi1_linux61", t_engine_fault, "HLSIM_ASIC=gaudi1 "
+      "HLSIM_NODES=legacy HLSIM_TIMEOUT_LOCKED=1 HLSIM_TEST_FAULT=dma_error "
+      "HLSIM_TEST_EXPECT=stall" },
+    { "dma_error_gaudi2_linux61", t_engine_fault, "HLSIM_NODES=legacy "
+      "HLSIM_TIMEOUT_LOCKED=1 HLSIM_TEST_FAULT=dma_error "
+      "HLSIM_TEST_EXPECT=stall" },
+    { "dma_error_gaudi2", t_engine_fault,
+      "HLSIM_TEST_FAULT=dma_error HLSIM_TEST_EXPECT=reset" },
+    { "close_inflight", t_close_inflight, "HLSIM_DMA_GBPS=0.002" },
+    { "close_inflight_gaudi1", t_close_inflight,
+      "HLSIM_DMA_GBPS=0.002 HLSIM_ASIC=gaudi1" },
+    { "close_inflight_linux61", t_close_inflight,
+      "HLSIM_DMA_GBPS=0.002 HLSIM_NODES=legacy" },
+    { "close_cb_mapped", t_close_cb_mapped, "HLSIM_ASIC=gaudi1" },
+    { "close_cb_mapped_linux61", t_close_cb_mapped,
+      "HLSIM_ASIC=gaudi1 HLSIM_NODES=legacy" },
     { "dma_bandwidth", t_dma_bandwidth, "HLSIM_DMA_GBPS=0.02" },
-    { "op99_two_processes", t_op99_two_processes, "" },
+    { "op99_two_processes", t_op99_two_processes, "HLSIM_PAGE_FAULT=drop" },
     { "op99_upstream", t_op99_upstream, "HLSIM_FLAVOUR=upstream" },
     { "op99_bad_fd", t_op99_bad_fd, "" },
     { "op99_other_node", t_op99_other_node, "" },
