@@ -199,19 +199,23 @@ static int hlsim_engine_tdr(hlsim_ctx_t *ctx, hlsim_engine_t *eng,
     hlsim_log("dev%d: CS %llu timed out after %u s (timeout_locked)%s", dev,
               (unsigned long long)cs->seq, hlsim_timeout_locked_s(dev),
               hlsim_reset_on_lockup() ? ", hard reset" : "");
-    cs->state   = HLSIM_CS_TIMEDOUT;
+    eng->tdr_done = 1;
+    if (hlsim_reset_on_lockup()) {
+        /* the reset's rollback ends the CS (:783-784): the device is in
+         * reset before anyone can see it TIMEDOUT */
+        cs->fail = HLSIM_CS_TIMEDOUT;
+        pthread_mutex_unlock(&hlsim_lock);
+        hlsim_dev_reset(dev, hlsim_cfg.reset_ms,
+                        GAUDI_HL_DEVICE_STATUS_IN_RESET);
+        pthread_mutex_lock(&hlsim_lock);
+        return 1;
+    }
+    cs->state   = HLSIM_CS_TIMEDOUT;   /* the engine stays stopped */
     cs->done_ns = hlsim_now_ns();
     ctx->in_flight--;
     hlsim_counters[HLSIM_COUNTER_CS_ABORTED]++;
-    eng->tdr_done = 1;
     pthread_cond_broadcast(&hlsim_cond);
-    if (!hlsim_reset_on_lockup()) {
-        return 0;   /* the engine stays stopped */
-    }
-    pthread_mutex_unlock(&hlsim_lock);
-    hlsim_dev_reset(dev, hlsim_cfg.reset_ms, GAUDI_HL_DEVICE_STATUS_IN_RESET);
-    pthread_mutex_lock(&hlsim_lock);
-    return 1;
+    return 0;
 }
 
 /*

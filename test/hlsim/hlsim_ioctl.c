@@ -272,7 +272,7 @@ void hlsim_ctx_release(hlsim_ctx_t *ctx)
     }
     if (cs || cb_mapped) {
         /* accel and Habana: a hard reset; Linux 6.1 only logs a notice
-         * (K61 common/device.c:476-478) */
+         * (K61 common/device.c:478-480) */
         hlsim_log("dev%d: closed with %d CS in flight%s: device still in "
                   "use%s", dev, cs, cb_mapped ? " and a CB mapped" : "",
                   hlsim_cfg.legacy ? "" : ", hard reset");

@@ -2790,7 +2790,7 @@ static void t_page_fault_drop(void)
 /*
  * The last close with a CS in flight (HLSIM_DMA_GBPS keeps it running):
  * a hard reset on accel and Habana's driver (K612 common/device.c:
- * 618-622), only a notice on Linux 6.1 (K61 common/device.c:476-478)
+ * 618-622), only a notice on Linux 6.1 (K61 common/device.c:478-480)
  */
 static void t_close_inflight(void)
 {

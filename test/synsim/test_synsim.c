@@ -176,24 +176,27 @@ static void t_acquire(void)
 }
 
 /*
- * Gaudi2/3 reset after their user closes the device: meanwhile acquiring
- * fails (the open gets EAGAIN), and applications retry, as PyTorch's and
+ * Gaudi2/3 reset after their user closes the device, inside the close: the
+ * releasing process re-acquires at once; another process acquiring
+ * meanwhile fails (the open gets EAGAIN, here set by hand as another
+ * user's release would) and applications retry, as PyTorch's and
  * PaddlePaddle's HPU backends do (waitForIdleDevice)
  */
 static void t_acquire_after_release(void)
 {
     synDeviceId id = acquire(DEV0_BUS), again = 99;
-    int         tries;
 
     OK(synDeviceRelease(id));
+    OK(synDeviceAcquire(&again, DEV0_BUS));
+    CHECK(again == id, "re-acquired as %u", again);
+    OK(synDeviceRelease(again));
+    CHECK(!API(hlsim_set_device_status)(0,
+            GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE), "status");
     CHECK_SYN(synDeviceAcquire(&again, DEV0_BUS), synDeviceReset);
-    for (tries = 0; tries < 100; tries++) {
-        if (synDeviceAcquire(&again, DEV0_BUS) == synSuccess) {
-            break;
-        }
-        usleep(100000);
-    }
-    CHECK(again == id, "not re-acquired after %d tries", tries);
+    CHECK(!API(hlsim_set_device_status)(0,
+            GAUDI_HL_DEVICE_STATUS_OPERATIONAL), "status");
+    OK(synDeviceAcquire(&again, DEV0_BUS));
+    CHECK(again == id, "not re-acquired: %u", again);
 }
 
 static void t_acquire_select(void)
