@@ -69,7 +69,8 @@ static void hlsim_job_done(hlsim_ctx_t *ctx, hlsim_job_t *job, int aborted)
             cs->fail = HLSIM_CS_ABORTED;
         }
         cs->state   = cs->fail ? cs->fail : HLSIM_CS_DONE;
-        cs->done_ns = hlsim_now_ns();
+        /* the engine model's time, as the device's timestamp would be */
+        cs->done_ns = job->end_ns ? job->end_ns : hlsim_now_ns();
         ctx->in_flight--;
         hlsim_counters[(cs->state == HLSIM_CS_DONE) ?
                        HLSIM_COUNTER_CS_COMPLETED :
@@ -101,8 +102,8 @@ static void hlsim_queue_exec(hlsim_ctx_t *ctx, hlsim_job_t *job, int waiter,
 
     __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_JOBS], 1,
                        __ATOMIC_RELAXED);
-    if (!hlsim_cfg.engine_clock) {
-        hlsim_dma_run_job(ctx, job, abort);
+    if (!hlsim_cfg.engine_clock || (hlsim_cfg.dma_gbps > 0)) {
+        hlsim_dma_run_job(ctx, job, abort);   /* the model counts its own */
         return;
     }
     start = hlsim_now_ns();
@@ -145,6 +146,7 @@ static void hlsim_queue_run_head(hlsim_ctx_t *ctx, int qi, int waiter)
     hlsim_engine_t *eng = hlsim_queue_engine(ctx, qi);
     hlsim_job_t    *job = q->head;
     hlsim_cs_t     *cs;
+    uint64_t        t0 = job->arrive_ns, end;
     int             abort, fail;
 
     q->head = job->next;
@@ -174,6 +176,27 @@ static void hlsim_queue_run_head(hlsim_ctx_t *ctx, int qi, int waiter)
             pthread_cond_signal(&eng->cond);   /* the engine is free again */
         }
     }
+    if ((hlsim_cfg.dma_gbps > 0) && (abort != HLSIM_CS_STALL)) {
+        /* engine model: the data has moved, the job completes at the end
+         * of its model time (the worker reports it, or a poll) */
+        end = eng->free_ns;
+        job->end_ns = hlsim_engine_model_end(&eng->free_ns, t0, job->bytes);
+        if (hlsim_cfg.engine_clock) {
+            /* busy for the job's model time */
+            __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_ENGINE_NS],
+                               job->end_ns - HLSIM_MAX(t0, end),
+                               __ATOMIC_RELAXED);
+        }
+        job->abort  = abort;
+        job->next   = NULL;
+        if (eng->done_tail != NULL) {
+            eng->done_tail->next = job;
+        } else {
+            eng->done_head = job;
+        }
+        eng->done_tail = job;
+        return;
+    }
     if (abort == HLSIM_CS_STALL) {
         /* the engine keeps the job and runs nothing more (the worker) */
         eng->held     = job;
@@ -183,6 +206,26 @@ static void hlsim_queue_run_head(hlsim_ctx_t *ctx, int qi, int waiter)
         return;
     }
     hlsim_job_done(ctx, job, abort);
+}
+
+/* Wait on the engine's condition until @a until_ns (0: no limit) */
+static void hlsim_engine_wait(hlsim_engine_t *eng, uint64_t until_ns)
+{
+    struct timespec ts;
+    uint64_t        now = hlsim_now_ns(), d;
+
+    if (until_ns == 0) {
+        pthread_cond_wait(&eng->cond, &hlsim_lock);
+        return;
+    }
+    if (until_ns <= now) {
+        return;
+    }
+    d = until_ns - now;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec  += (ts.tv_nsec + d) / 1000000000ULL;
+    ts.tv_nsec  = (ts.tv_nsec + d) % 1000000000ULL;
+    pthread_cond_timedwait(&eng->cond, &hlsim_lock, &ts);
 }
 
 /*
@@ -228,7 +271,6 @@ static void hlsim_engine_stopped(hlsim_ctx_t *ctx, hlsim_engine_t *eng)
     hlsim_cs_t     *cs  = &ctx->cs_ring[job->seq & (hlsim_cfg.dev[ctx->dev].
                                                     max_pending - 1)];
     uint64_t        now = hlsim_now_ns(), tdr;
-    struct timespec ts;
 
     if (eng->stop || (hlsim_gen(ctx->dev) != eng->held_gen) ||
         (cs->seq != job->seq) ||
@@ -243,12 +285,28 @@ static void hlsim_engine_stopped(hlsim_ctx_t *ctx, hlsim_engine_t *eng)
         return;
     }
     /* look again at the deadline, and every 10 ms for a reset */
-    now = HLSIM_MIN(eng->tdr_done ? UINT64_MAX : tdr, now + 10000000ULL) -
-          now;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec  += (ts.tv_nsec + now) / 1000000000ULL;
-    ts.tv_nsec  = (ts.tv_nsec + now) % 1000000000ULL;
-    pthread_cond_timedwait(&eng->cond, &hlsim_lock, &ts);
+    hlsim_engine_wait(eng, HLSIM_MIN(eng->tdr_done ? UINT64_MAX : tdr,
+                                     now + 10000000ULL));
+}
+
+/*
+ * Engine model: report the jobs whose model time has passed (all of them
+ * with @a all), in order. Returns the end of the next one, or 0. Lock held.
+ */
+static uint64_t hlsim_engine_report(hlsim_ctx_t *ctx, hlsim_engine_t *eng,
+                                    int all)
+{
+    uint64_t     now = hlsim_now_ns();
+    hlsim_job_t *job;
+
+    while (((job = eng->done_head) != NULL) && (all || (job->end_ns <= now))) {
+        eng->done_head = job->next;
+        if (eng->done_head == NULL) {
+            eng->done_tail = NULL;
+        }
+        hlsim_job_done(ctx, job, job->abort);
+    }
+    return (job != NULL) ? job->end_ns : 0;
 }
 
 static void *hlsim_worker(void *arg)
@@ -259,16 +317,20 @@ static void *hlsim_worker(void *arg)
     hlsim_engine_t     *eng = &ctx->engines[e];
     int                 qi;
 
+    uint64_t            next;
+
     free(wa);
     pthread_mutex_lock(&hlsim_lock);
     for (;;) {
+        next = hlsim_engine_report(ctx, eng, eng->stop);
         if (eng->held != NULL) {
             hlsim_engine_stopped(ctx, eng);
             continue;
         }
         qi = hlsim_engine_pick(ctx, e);
         if (((qi < 0) || eng->busy) && !eng->stop) {
-            pthread_cond_wait(&eng->cond, &hlsim_lock);
+            /* sleep until a job comes or the next completion is due */
+            hlsim_engine_wait(eng, next);
             continue;
         }
         if (qi < 0) {
@@ -276,6 +338,7 @@ static void *hlsim_worker(void *arg)
         }
         hlsim_queue_run_head(ctx, qi, 0);
     }
+    hlsim_engine_report(ctx, eng, 1);
     pthread_mutex_unlock(&hlsim_lock);
     return NULL;
 }
@@ -527,8 +590,9 @@ int hlsim_cs(hlsim_file_t *f, union hl_cs_args *a)
             rc = -ENOMEM;
             goto out;
         }
-        job->seq     = seq;
-        job->cb_size = ch[i].cb_size;
+        job->seq       = seq;
+        job->cb_size   = ch[i].cb_size;
+        job->arrive_ns = hlsim_now_ns();
         if (d->asic == HLSIM_GAUDI2) {
             /* PDMA_0_0, PDMA_0_1, PDMA_1_0 only; user CBs only */
             if (((q != 0) && (q != 1) && (q != 4)) ||
@@ -672,6 +736,31 @@ static int hlsim_cs_outcome_pop(hlsim_ctx_t *ctx, uint64_t seq,
     return 0;
 }
 
+/*
+ * Engine model: report what is due on every engine of @a ctx (a WAIT_CS
+ * poll). Returns when CS @a cs completes in model time if all its jobs
+ * have moved their data, else 0 (the worker that moves them reports).
+ * Lock held.
+ */
+static uint64_t hlsim_model_report(hlsim_ctx_t *ctx, const hlsim_cs_t *cs)
+{
+    uint64_t     end = 0;
+    hlsim_job_t *job;
+    int          e, moved = 0;
+
+    for (e = 0; (hlsim_cfg.dma_gbps > 0) && (e < HLSIM_MAX_ENGINES); e++) {
+        (void)hlsim_engine_report(ctx, &ctx->engines[e], 0);
+        for (job = ctx->engines[e].done_head; job != NULL; job = job->next) {
+            if (job->seq == cs->seq) {
+                end = HLSIM_MAX(end, job->end_ns);
+                moved++;
+            }
+        }
+    }
+    return ((cs->state == HLSIM_CS_PENDING) && (moved == cs->jobs_left)) ?
+           end : 0;
+}
+
 int hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a)
 {
     hlsim_ctx_t    *ctx = f->ctx;
@@ -680,7 +769,9 @@ int hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a)
     struct timespec dl;
     hlsim_cs_t     *cs;
     hlsim_cs_outcome_t old;
-    int             err, state, ts;
+    struct timespec nt, *until;
+    uint64_t        next;
+    int             err, state, ts, rc;
 
     if ((err = hlsim_fault_hit("wait_cs"))) {
         return -err;
@@ -723,10 +814,21 @@ int hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a)
         return 0;
     }
     hlsim_wait_cs_run(ctx, cs, seq);
+    next = hlsim_model_report(ctx, cs);
     while ((cs->state == HLSIM_CS_PENDING) && (tmo != 0) &&
            (cs->seq == seq)) {
-        if (pthread_cond_timedwait(&hlsim_cond, &hlsim_lock, &dl) ==
-            ETIMEDOUT) {
+        /* engine model: wake when this CS completes and report it here,
+         * not after the worker's wake-up */
+        until = &dl;
+        if ((next != 0) &&
+            (next < dl.tv_sec * 1000000000ULL + dl.tv_nsec)) {
+            nt.tv_sec  = next / 1000000000ULL;
+            nt.tv_nsec = next % 1000000000ULL;
+            until      = &nt;
+        }
+        rc   = pthread_cond_timedwait(&hlsim_cond, &hlsim_lock, until);
+        next = hlsim_model_report(ctx, cs);
+        if ((rc == ETIMEDOUT) && (until == &dl)) {
             break;
         }
     }
@@ -825,6 +927,13 @@ void hlsim_cs_atfork_child(void)
                 free(job);
             }
             memset(&ctx->queues[q], 0, sizeof(ctx->queues[q]));
+        }
+        for (q = 0; q < HLSIM_MAX_ENGINES; q++) {
+            while ((job = ctx->engines[q].done_head) != NULL) {
+                ctx->engines[q].done_head = job->next;
+                free(job->cb_copy);
+                free(job);
+            }
         }
         memset(ctx->engines, 0, sizeof(ctx->engines));
         for (s = 0; ctx->cs_ring &&

@@ -197,6 +197,25 @@ int hlsim_page_fault(int dev, const char *what, uint64_t addr, uint64_t size,
     return mode;
 }
 
+/*
+ * The engine model (HLSIM_DMA_GBPS): an engine moves one job at a time at
+ * the configured rate, plus HLSIM_DMA_JOB_NS per job. A job submitted at
+ * @a now_ns ends at max(now, the engine's clock) + bytes / rate + cost,
+ * and the engine's clock moves there. Pure arithmetic on virtual time,
+ * whatever the host's copy took: the caller reports the completion once
+ * the data has moved and the wall clock has passed that end.
+ */
+uint64_t hlsim_engine_model_end(uint64_t *free_ns, uint64_t now_ns,
+                                uint64_t bytes)
+{
+    uint64_t start = HLSIM_MAX(now_ns, *free_ns);
+
+    *free_ns = start + (uint64_t)(bytes / hlsim_cfg.dma_gbps) +
+               hlsim_cfg.dma_job_ns;
+    return *free_ns;
+}
+
+/* A synchronous PDMA copy waits for the model's end of its transfer */
 static void hlsim_throttle(uint64_t start_ns, uint64_t bytes)
 {
     uint64_t        want, now;
@@ -214,14 +233,18 @@ static void hlsim_throttle(uint64_t start_ns, uint64_t bytes)
     }
 }
 
-/* One LIN_DMA; 0, or the outcome of a page fault (hlsim_pf_mode_t + 1) */
+/*
+ * One LIN_DMA; 0, or the outcome of a page fault (hlsim_pf_mode_t + 1).
+ * Moves the data at once: the engine model (hlsim_engine_model_end)
+ * decides when the job completes.
+ */
 static int hlsim_lin_dma(hlsim_ctx_t *ctx, const struct hlsim_pkt_lin_dma *p,
-                         uint64_t seq)
+                         uint64_t seq, uint64_t *bytes)
 {
     static __thread hlsim_segs_t src, dst;
     int      gaudi1 = hlsim_cfg.dev[ctx->dev].asic == HLSIM_GAUDI1;
     int      memset_op = !!(p->ctl & HLSIM_PKT_LIN_DMA_MEMSET);
-    uint64_t dst_addr = p->dst_addr, t0 = hlsim_now_ns(), bad = 0;
+    uint64_t dst_addr = p->dst_addr, bad = 0;
     int      ok;
 
     if (gaudi1) {
@@ -248,7 +271,7 @@ static int hlsim_lin_dma(hlsim_ctx_t *ctx, const struct hlsim_pkt_lin_dma *p,
     }
     __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_DMA_BYTES], p->tsize,
                        __ATOMIC_RELAXED);
-    hlsim_throttle(t0, p->tsize);
+    *bytes += p->tsize;
     return 0;
 }
 
@@ -317,7 +340,8 @@ void hlsim_dma_run_job(hlsim_ctx_t *ctx, hlsim_job_t *job, int *abort)
                 goto bad;
             }
             memcpy(&pkt, cb + pos, sizeof(pkt));
-            if (hlsim_fault_outcome(ctx, hlsim_lin_dma(ctx, &pkt, job->seq),
+            if (hlsim_fault_outcome(ctx, hlsim_lin_dma(ctx, &pkt, job->seq,
+                                                       &job->bytes),
                                     abort)) {
                 goto out;
             }

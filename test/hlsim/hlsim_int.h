@@ -95,6 +95,7 @@ typedef struct {
     unsigned       release_reset_ms;
     unsigned       kill_delay_ms;  /* hard reset: SIGKILL of fd holders */
     double         dma_gbps;
+    uint64_t       dma_job_ns; /* engine model: fixed cost of a job */
     int            wait_runs;  /* a waiter runs its CS's queued jobs */
     int            engine_clock; /* count the time jobs run (a measure) */
     int            no_drm;     /* Habana build without DRM accel (HLSIM_DRM=0) */
@@ -267,6 +268,10 @@ typedef struct hlsim_job {
     uint8_t          *cb_copy; /* Gaudi1: CB copied at submit */
     uint32_t          cb_size;
     hlsim_cb_t       *cb;      /* Gaudi1: CB whose cs_cnt we hold */
+    uint64_t          bytes;   /* moved by its LIN_DMAs */
+    uint64_t          arrive_ns; /* submitted */
+    uint64_t          end_ns;  /* engine model: when it completes */
+    int               abort;   /* engine model: its outcome */
 } hlsim_job_t;
 
 /* A queue: one stream of a DMA engine's QMAN, its jobs in order */
@@ -284,6 +289,8 @@ typedef struct hlsim_engine {
     struct hlsim_job *held;   /* stopped on this job (error, page fault) */
     uint64_t       held_gen;  /* reset generation it stopped in */
     int            tdr_done;  /* its CS timed out already */
+    uint64_t       free_ns;   /* engine model: its clock, free from then */
+    struct hlsim_job *done_head, *done_tail; /* moved, not yet reported */
     unsigned       next;      /* stream to look at first (round robin) */
 } hlsim_engine_t;
 
@@ -431,6 +438,8 @@ extern int hlsim_cb_user_maps;
 
 /* hlsim_dma.c */
 void hlsim_dma_run_job(hlsim_ctx_t *ctx, hlsim_job_t *job, int *abort);
+uint64_t hlsim_engine_model_end(uint64_t *free_ns, uint64_t now_ns,
+                                uint64_t bytes);
 int  hlsim_page_fault(int dev, const char *what, uint64_t addr,
                       uint64_t size, uint64_t seq);
 

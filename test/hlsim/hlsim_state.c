@@ -525,6 +525,9 @@ static int hlsim_do_init(void)
     if ((s = getenv("HLSIM_DMA_GBPS")) && *s) {
         hlsim_cfg.dma_gbps = strtod(s, NULL);
     }
+    if (!hlsim_env_int("HLSIM_DMA_JOB_NS", 0, 0, 1000000000, &v)) {
+        hlsim_cfg.dma_job_ns = v;
+    }
     if (!hlsim_env_int("HLSIM_DRM", 1, 0, 1, &v)) {
         hlsim_cfg.no_drm = !v;
     }

@@ -705,7 +705,7 @@ static void uct_gaudi_dma_cs_destroy(uct_gaudi_dma_t *base)
          * them rather than let it read freed memory (facts 5.4); closing
          * the device with the copies in flight makes the accel driver
          * reset it (docs/base.md, "Teardown") */
-        ucs_error("%s: DMA copies still running after %.0f s at close: "
+        ucs_error("%s: DMA copies still running after %.1f s at close: "
                   "their buffers are leaked; the driver may reset the "
                   "device when it is closed", dma->super.name,
                   dma->super.params.sync_timeout);
