@@ -596,11 +596,18 @@ int hlsim_cs(hlsim_file_t *f, union hl_cs_args *a)
         if (d->asic == HLSIM_GAUDI2) {
             /* PDMA_0_0, PDMA_0_1, PDMA_1_0 only; user CBs only */
             if (((q != 0) && (q != 1) && (q != 4)) ||
-                !(ch[i].cs_chunk_flags & HL_CS_CHUNK_FLAGS_USER_ALLOC_CB) ||
-                !hlsim_gaudi2_cb_range_ok(f->dev, ch[i].cb_handle,
-                                          ch[i].cb_size)) {
+                !(ch[i].cs_chunk_flags & HL_CS_CHUNK_FLAGS_USER_ALLOC_CB)) {
                 hlsim_drop(ctx, 1);
                 rc = -EINVAL;
+                goto out;
+            }
+            /* a CB outside the user ranges: EFAULT, counted as a parsing
+             * drop (K612 gaudi2/gaudi2.c:6794-6838,
+             * common/command_submission.c:1623-1630) */
+            if (!hlsim_gaudi2_cb_range_ok(f->dev, ch[i].cb_handle,
+                                          ch[i].cb_size)) {
+                hlsim_drop(ctx, 2);
+                rc = -EFAULT;
                 goto out;
             }
             job->cb_va = ch[i].cb_handle;

@@ -234,6 +234,15 @@ static int hlsim_devcfg_derive(int idx, hlsim_devcfg_t *d)
     /* DRAM VA range starts after the physical range (facts 3.4) */
     d->dram_va_start = d->dram_phys_base + d->page_size * npages;
     d->dram_base     = d->dram_va_start;
+    if (d->page_size & (d->page_size - 1)) {
+        /* a page that is not a power of two: VA blocks of whole pages
+         * packed from the start, and the range ends a page per GiB of
+         * the space after it (K612 gaudi2/gaudi2.c:2373-2377,
+         * common/memory.c:605-640, 2709-2710) */
+        d->dmmu_page   = d->page_size;
+        d->dram_va_end = d->dram_va_start + d->page_size *
+                         ((d->dram_va_end - d->dram_va_start) >> 30);
+    }
     return 0;
 }
 

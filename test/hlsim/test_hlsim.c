@@ -1156,7 +1156,8 @@ static void t_mem_map_host(void)
     hole = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE,
                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     munmap(hole + 4096, 4096);
-    CHECK_ERR(map_host(fd, hole, 3 * 4096, &va2), EFAULT, "hole");
+    /* K612: the pages before the hole pin, then ENOMEM (t_pin_errnos) */
+    CHECK_ERR(map_host(fd, hole, 3 * 4096, &va2), ENOMEM, "hole");
     CHECK_OK(map_host(fd, hole, 4096, &va2), "before the hole");
     ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK_ERR(map_host(fd, ro, 4096, &va2), EFAULT, "read-only");
@@ -2070,7 +2071,7 @@ static void t_cs_errors(void)
               EINVAL, "PDMA_1_1");
     CHECK_ERR(submit(fd, cb.va, 8, 0, 0, NULL), EINVAL, "no USER_ALLOC_CB");
     CHECK_ERR(submit(fd, 0x10000, 8, 0, HL_CS_CHUNK_FLAGS_USER_ALLOC_CB,
-                     NULL), EINVAL, "CB outside device ranges");
+                     NULL), EFAULT, "CB outside device ranges");
     memset(&a, 0, sizeof(a));
     a.in.chunks_execute     = (uintptr_t)ch;
     a.in.num_chunks_execute = 1;
@@ -2593,6 +2594,16 @@ static void t_dram_page_768m(void)
     CHECK_OK(mem_alloc(fd, page + 1, &h2), "alloc a page and a byte");
     CHECK(free0 - dram_free(fd) == 3 * page, "two more pages");
     CHECK_OK(map_dev(fd, h2, 0, 0, &dva), "map");
+    /* VA blocks of whole pages packed from the DMMU start, no 1 GiB
+     * alignment (K612 gaudi2/gaudi2.c:2373-2377, common/memory.c:605-640) */
+    CHECK(dva == hw_ip(fd).u61.dram_base_address, "first block at the "
+          "start: 0x%llx", (unsigned long long)dva);
+    CHECK_OK(map_dev(fd, h1, 0, 0, &tva), "map h1");
+    CHECK(tva == dva + 2 * page, "next block abuts: 0x%llx",
+          (unsigned long long)tva);
+    CHECK_OK(unmap(fd, tva), "unmap h1");
+    CHECK_ERR(map_dev(fd, h1, dva + 3 * page + GB, HL_MEM_FORCE_HINT, &tva),
+              EINVAL, "hint not a page multiple");
     cb = hcb_new(fd, 4096);
     fill(src, 8192, 5);
     CHECK_OK(map_host(fd, src, 8192, &sva), "map src");
@@ -2680,6 +2691,54 @@ static void t_engine_model_clock(void)
           "its arrival");
     close(fd);
     free(buf);
+}
+
+/*
+ * USERPTR pinning errnos per kernel: a range whose first page pins but a
+ * later one does not is ENOMEM on K612 (common/memory.c:2325-2335),
+ * EFAULT on 6.1 (K61 :2196-2207); 6.1 pins with FOLL_FORCE, so a
+ * read-only private mapping pins there. And 6.1 answers DRAM_USAGE only
+ * when operational (K61 common/habanalabs_ioctl.c:850-858).
+ */
+static void t_pin_errnos(void)
+{
+    int       legacy = hl_legacy_nodes();
+    uint8_t  *p = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    struct hl_info_dram_usage u;
+    struct hl_info_args       a = {0};
+    uint64_t  va;
+    int       fd;
+
+    CHECK(p != MAP_FAILED, "mmap");
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(munmap(p + 2 * 4096, 4096), "hole");
+    CHECK_ERR(map_host(fd, p, 3 * 4096, &va), legacy ? EFAULT : ENOMEM,
+              "hole after the first page");
+    CHECK_ERR(map_host(fd, p + 2 * 4096, 4096, &va), EFAULT,
+              "nothing pinned");
+    CHECK_OK(mprotect(p, 4096, PROT_READ), "read-only");
+    if (legacy) {
+        CHECK_OK(map_host(fd, p, 4096, &va), "FOLL_FORCE pins it");
+        CHECK_OK(unmap(fd, va), "unmap");
+    } else {
+        CHECK_ERR(map_host(fd, p, 4096, &va), EFAULT, "read-only");
+    }
+    CHECK_OK(API(hlsim_set_device_status)(0,
+             GAUDI_HL_DEVICE_STATUS_MALFUNCTION), "status");
+    a.return_pointer = (uintptr_t)&u;
+    a.return_size    = sizeof(u);
+    a.op             = HL_INFO_DRAM_USAGE;
+    if (legacy) {
+        CHECK_ERR(ioctl(fd, GAUDI_HL_LEGACY_IOCTL_INFO, &a), EBUSY,
+                  "DRAM_USAGE not operational");
+    } else {
+        CHECK_OK(ioctl(fd, INFO_CODE, &a), "DRAM_USAGE not operational");
+    }
+    CHECK_OK(API(hlsim_set_device_status)(0,
+             GAUDI_HL_DEVICE_STATUS_OPERATIONAL), "status");
+    close(fd);
+    munmap(p, 2 * 4096);
 }
 
 /* ================= engine faults and closes with work ================= */
@@ -3334,6 +3393,8 @@ static const test_t tests[] = {
       "HLSIM_TEST_FAULT=dma_error HLSIM_TEST_EXPECT=reset" },
     { "engine_model_clock", t_engine_model_clock,
       "HLSIM_DMA_GBPS=0.01 HLSIM_DMA_JOB_NS=1000" },
+    { "pin_errnos", t_pin_errnos, "" },
+    { "pin_errnos_linux61", t_pin_errnos, "HLSIM_NODES=legacy" },
     { "close_inflight", t_close_inflight, "HLSIM_DMA_GBPS=0.002" },
     { "close_inflight_gaudi1", t_close_inflight,
       "HLSIM_DMA_GBPS=0.002 HLSIM_ASIC=gaudi1" },
