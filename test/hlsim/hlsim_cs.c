@@ -85,6 +85,17 @@ typedef struct {
     int          e;
 } hlsim_worker_arg_t;
 
+static void hlsim_job_append(hlsim_queue_t *q, hlsim_job_t *job)
+{
+    job->next = NULL;
+    if (q->tail != NULL) {
+        q->tail->next = job;
+    } else {
+        q->head = job;
+    }
+    q->tail = job;
+}
+
 static hlsim_engine_t *hlsim_queue_engine(hlsim_ctx_t *ctx, int qi)
 {
     return &ctx->engines[qi / HLSIM_ENGINE_STREAMS];
@@ -187,14 +198,8 @@ static void hlsim_queue_run_head(hlsim_ctx_t *ctx, int qi, int waiter)
                                job->end_ns - HLSIM_MAX(t0, end),
                                __ATOMIC_RELAXED);
         }
-        job->abort  = abort;
-        job->next   = NULL;
-        if (eng->done_tail != NULL) {
-            eng->done_tail->next = job;
-        } else {
-            eng->done_head = job;
-        }
-        eng->done_tail = job;
+        job->abort = abort;
+        hlsim_job_append(&eng->done, job);
         return;
     }
     if (abort == HLSIM_CS_STALL) {
@@ -299,10 +304,11 @@ static uint64_t hlsim_engine_report(hlsim_ctx_t *ctx, hlsim_engine_t *eng,
     uint64_t     now = hlsim_now_ns();
     hlsim_job_t *job;
 
-    while (((job = eng->done_head) != NULL) && (all || (job->end_ns <= now))) {
-        eng->done_head = job->next;
-        if (eng->done_head == NULL) {
-            eng->done_tail = NULL;
+    while (((job = eng->done.head) != NULL) &&
+           (all || (job->end_ns <= now))) {
+        eng->done.head = job->next;
+        if (eng->done.head == NULL) {
+            eng->done.tail = NULL;
         }
         hlsim_job_done(ctx, job, job->abort);
     }
@@ -394,13 +400,7 @@ static int hlsim_queue_push(hlsim_ctx_t *ctx, int qi, hlsim_job_t *job)
         }
         eng->started = 1;
     }
-    job->next = NULL;
-    if (q->tail != NULL) {
-        q->tail->next = job;
-    } else {
-        q->head = job;
-    }
-    q->tail = job;
+    hlsim_job_append(q, job);
     pthread_cond_signal(&eng->cond);
     return 0;
 }
@@ -757,7 +757,7 @@ static uint64_t hlsim_model_report(hlsim_ctx_t *ctx, const hlsim_cs_t *cs)
 
     for (e = 0; (hlsim_cfg.dma_gbps > 0) && (e < HLSIM_MAX_ENGINES); e++) {
         (void)hlsim_engine_report(ctx, &ctx->engines[e], 0);
-        for (job = ctx->engines[e].done_head; job != NULL; job = job->next) {
+        for (job = ctx->engines[e].done.head; job != NULL; job = job->next) {
             if (job->seq == cs->seq) {
                 end = HLSIM_MAX(end, job->end_ns);
                 moved++;
@@ -936,8 +936,8 @@ void hlsim_cs_atfork_child(void)
             memset(&ctx->queues[q], 0, sizeof(ctx->queues[q]));
         }
         for (q = 0; q < HLSIM_MAX_ENGINES; q++) {
-            while ((job = ctx->engines[q].done_head) != NULL) {
-                ctx->engines[q].done_head = job->next;
+            while ((job = ctx->engines[q].done.head) != NULL) {
+                ctx->engines[q].done.head = job->next;
                 free(job->cb_copy);
                 free(job);
             }

@@ -290,7 +290,7 @@ typedef struct hlsim_engine {
     uint64_t       held_gen;  /* reset generation it stopped in */
     int            tdr_done;  /* its CS timed out already */
     uint64_t       free_ns;   /* engine model: its clock, free from then */
-    struct hlsim_job *done_head, *done_tail; /* moved, not yet reported */
+    hlsim_queue_t  done;      /* engine model: moved, not yet reported */
     unsigned       next;      /* stream to look at first (round robin) */
 } hlsim_engine_t;
 

@@ -1373,6 +1373,40 @@ static void t_exporter_lifetime(void)
 }
 
 /*
+ * A Gaudi1 exporter that exits while another process holds its dma-buf:
+ * the device stays taken, EBUSY on accel and Habana's driver (the dma-buf
+ * holds the exporter's file), EAGAIN on Linux 6.1 (it holds the context
+ * only, whose release is pending: K61 common/habanalabs_drv.c:183-187)
+ */
+static void t_exporter_held_gaudi1(void)
+{
+    int   sv[2], fd, d, st, want = hl_legacy_nodes() ? EAGAIN : EBUSY;
+    pid_t pid;
+
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+    pid = fork();
+    if (pid == 0) {
+        fd = open_dev(0);
+        d  = (fd < 0) ? -1 : export_fd(fd, 0x20000000, 2 * MB, 0,
+                                       O_RDWR | O_CLOEXEC);
+        if (d < 0) {
+            _exit(3);
+        }
+        send_fd(sv[1], d);
+        close(d);
+        close(fd);
+        _exit(0);
+    }
+    CHECK_OK(d = recv_fd(sv[0]), "received dma-buf");
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st),
+          "exporter status 0x%x", st);
+    CHECK_ERR(open_dev(0), want, "exporter's context alive");
+    close(d);
+    CHECK_OK(fd = open_dev(0), "free once the last dma-buf is gone");
+    close(fd);
+}
+
+/*
  * Linux >= 6.5 refuses long-term writable pins of shared file mappings on
  * file systems with dirty tracking (facts 9.10): USERPTR MAP -> EFAULT on
  * the accel flavours; private, memfd (shmem) mappings and Linux 6.1 pass
@@ -3410,6 +3444,9 @@ static const test_t tests[] = {
     { "op99_other_node", t_op99_other_node, "" },
     { "two_nodes_boot_id", t_two_nodes_boot_id, "" },
     { "exporter_lifetime", t_exporter_lifetime, "" },
+    { "exporter_held_gaudi1", t_exporter_held_gaudi1, "HLSIM_ASIC=gaudi1" },
+    { "exporter_held_gaudi1_linux61", t_exporter_held_gaudi1,
+      "HLSIM_ASIC=gaudi1 HLSIM_NODES=legacy" },
     { "control_probe_order", t_control_probe_order, "HLSIM_ACCEL_BASE=1" },
     { "pin_shared_file", t_pin_shared_file, "" },
     { "export_bar", t_export_bar, "HLSIM_DRAM_BAR_SIZE=128M" },
