@@ -3,7 +3,8 @@
  *
  * The emulator's engine model alone (docs/performance.md): one DMA engine
  * of the emulated Gaudi2 (queue 0), kept busy with raw CS ioctls of one
- * LIN_DMA each (host to host), a window of CSs in flight; prints the rate
+ * LIN_DMA each (host to host), a window of CSs in flight (default 64,
+ * Gaudi2's whole window); prints the rate
  * reached as a ratio to HLSIM_DMA_GBPS. No module involved: this is what
  * the instrument can deliver to the module at best.
  * Usage: LD_PRELOAD=libhlsim.so HLSIM_DMA_GBPS=4 hlsim_model_bench
@@ -122,7 +123,7 @@ int main(int argc, char **argv)
 {
     static const uint32_t sizes[] = { 64 << 10, 1 << 20 };
     uint64_t    total = ((argc > 1) ? strtoul(argv[1], NULL, 0) : 256) << 20;
-    unsigned    win   = (argc > 2) ? strtoul(argv[2], NULL, 0) : 32;
+    unsigned    win   = (argc > 2) ? strtoul(argv[2], NULL, 0) : 64;
     const char *g     = getenv("HLSIM_DMA_GBPS");
     double      gbps  = g ? strtod(g, NULL) : 0, rate;
     uint64_t    cbs_va, buf_va;

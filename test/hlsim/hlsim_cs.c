@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/prctl.h>
 
 void hlsim_cb_release_job(hlsim_ctx_t *ctx, hlsim_cb_t *cb);
 
@@ -326,6 +327,8 @@ static void *hlsim_worker(void *arg)
     uint64_t            next;
 
     free(wa);
+    /* the engine model sleeps until completion times: no timer slack */
+    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     pthread_mutex_lock(&hlsim_lock);
     for (;;) {
         next = hlsim_engine_report(ctx, eng, eng->stop);
