@@ -7,6 +7,10 @@
 # instructions per operation (valgrind --tool=callgrind), before (one CS
 # per copy, UCX_GAUDI_COPY_MAX_BATCH=1) and after (batches).
 # Usage: bench/dma/run.sh [--backend kernel|synapse|all] [total_mib [window]]
+#        bench/dma/run.sh --model [total_mib [window]]: the engine model
+#   alone (HLSIM_DMA_GBPS, default 4): one engine kept busy with raw CS
+#   ioctls, no module; the rate as a ratio to the model's
+#   (test/hlsim's hlsim_model_bench)
 #   --backend: the copy backend (UCX_GAUDI_COPY_BACKEND; synapse uses the
 #   emulated libSynapse of the build, test/synsim); all: every backend the
 #   ASIC has, one after the other (Gaudi2: kernel, synapse; Gaudi3:
@@ -17,6 +21,24 @@
 #
 set -eu
 backends=auto
+build=${GAUDI_UCX_BUILD:-$PWD}
+if [ "${1:-}" = --model ]; then
+    shift
+    model=$build/test/hlsim/hlsim_model_bench
+    [ -x "$model" ] || make -C "$build/test/hlsim" hlsim_model_bench >/dev/null
+    root=$(mktemp -d /tmp/hlsim-bench.XXXXXX)
+    trap 'rm -rf "$root"' EXIT
+    echo "# $(nproc) CPUs, load average $(cut -d' ' -f1 /proc/loadavg)"
+    # the model, then the same path at a rate no host reaches: what the
+    # host itself delivers now (its MB/s), the bound of the first
+    for gbps in "${HLSIM_DMA_GBPS:-4}" 1000000; do
+        rm -rf "${root:?}"/*
+        HLSIM_ROOT=$root HLSIM_NUM_DEVICES=1 HLSIM_ASIC=gaudi2 \
+            HLSIM_DMA_GBPS=$gbps \
+            LD_PRELOAD=$build/test/hlsim/.libs/libhlsim.so "$model" "$@"
+    done
+    exit
+fi
 if [ "${1:-}" = --backend ]; then
     backends=$2
     shift 2
@@ -27,7 +49,6 @@ if [ "$backends" = all ]; then
     *)      backends="kernel synapse" ;;
     esac
 fi
-build=${GAUDI_UCX_BUILD:-$PWD}
 bench=$build/test/gtest/dma/gaudi_dma_bench
 [ -x "$bench" ] || make -C "$build/test/gtest/dma" gaudi_dma_bench >/dev/null
 root=$(mktemp -d /tmp/hlsim-bench.XXXXXX)

@@ -59,6 +59,8 @@ typedef enum {
                                     HLSIM_ENGINE_CLOCK=1 only (process) */
     HLSIM_COUNTER_WAITER_NS,     /* the part of it run by WAIT_CS callers */
     HLSIM_COUNTER_JOBS,          /* jobs run: one per queue a CS used */
+    HLSIM_COUNTER_PAGE_FAULTS,   /* MMU page faults of this process's
+                                    DMAs (LIN_DMA, CB fetch, PDMA copy) */
     HLSIM_COUNTER_LAST
 } hlsim_counter_t;
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/prctl.h>
 
 void hlsim_cb_release_job(hlsim_ctx_t *ctx, hlsim_cb_t *cb);
 
@@ -69,7 +70,8 @@ static void hlsim_job_done(hlsim_ctx_t *ctx, hlsim_job_t *job, int aborted)
             cs->fail = HLSIM_CS_ABORTED;
         }
         cs->state   = cs->fail ? cs->fail : HLSIM_CS_DONE;
-        cs->done_ns = hlsim_now_ns();
+        /* the engine model's time, as the device's timestamp would be */
+        cs->done_ns = job->end_ns ? job->end_ns : hlsim_now_ns();
         ctx->in_flight--;
         hlsim_counters[(cs->state == HLSIM_CS_DONE) ?
                        HLSIM_COUNTER_CS_COMPLETED :
@@ -83,6 +85,17 @@ typedef struct {
     hlsim_ctx_t *ctx;
     int          e;
 } hlsim_worker_arg_t;
+
+static void hlsim_job_append(hlsim_queue_t *q, hlsim_job_t *job)
+{
+    job->next = NULL;
+    if (q->tail != NULL) {
+        q->tail->next = job;
+    } else {
+        q->head = job;
+    }
+    q->tail = job;
+}
 
 static hlsim_engine_t *hlsim_queue_engine(hlsim_ctx_t *ctx, int qi)
 {
@@ -101,8 +114,8 @@ static void hlsim_queue_exec(hlsim_ctx_t *ctx, hlsim_job_t *job, int waiter,
 
     __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_JOBS], 1,
                        __ATOMIC_RELAXED);
-    if (!hlsim_cfg.engine_clock) {
-        hlsim_dma_run_job(ctx, job, abort);
+    if (!hlsim_cfg.engine_clock || (hlsim_cfg.dma_gbps > 0)) {
+        hlsim_dma_run_job(ctx, job, abort);   /* the model counts its own */
         return;
     }
     start = hlsim_now_ns();
@@ -145,6 +158,7 @@ static void hlsim_queue_run_head(hlsim_ctx_t *ctx, int qi, int waiter)
     hlsim_engine_t *eng = hlsim_queue_engine(ctx, qi);
     hlsim_job_t    *job = q->head;
     hlsim_cs_t     *cs;
+    uint64_t        t0 = job->arrive_ns, end;
     int             abort, fail;
 
     q->head = job->next;
@@ -159,6 +173,11 @@ static void hlsim_queue_run_head(hlsim_ctx_t *ctx, int qi, int waiter)
     if (eng->stop || fail || (cs->state != HLSIM_CS_PENDING) ||
         (hlsim_gen(ctx->dev) != cs->gen)) {
         abort = fail ? fail : HLSIM_CS_ABORTED;   /* do not execute */
+    } else if (cs->stall) {
+        abort = HLSIM_CS_STALL;   /* injected DMA error */
+        hlsim_log("dev%d: DMA engine %d error on CS %llu: the engine stops",
+                  ctx->dev, qi / HLSIM_ENGINE_STREAMS,
+                  (unsigned long long)job->seq);
     } else {
         eng->busy = 1;
         pthread_mutex_unlock(&hlsim_lock);
@@ -169,7 +188,132 @@ static void hlsim_queue_run_head(hlsim_ctx_t *ctx, int qi, int waiter)
             pthread_cond_signal(&eng->cond);   /* the engine is free again */
         }
     }
+    if ((hlsim_cfg.dma_gbps > 0) && (abort != HLSIM_CS_STALL)) {
+        /* engine model: the data has moved, the job completes at the end
+         * of its model time (the worker reports it, or a poll) */
+        end = eng->free_ns;
+        job->end_ns = hlsim_engine_model_end(&eng->free_ns, t0, job->bytes);
+        if (hlsim_cfg.engine_clock) {
+            /* busy for the job's model time */
+            __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_ENGINE_NS],
+                               job->end_ns - HLSIM_MAX(t0, end),
+                               __ATOMIC_RELAXED);
+        }
+        job->abort = abort;
+        hlsim_job_append(&eng->done, job);
+        return;
+    }
+    if (abort == HLSIM_CS_STALL) {
+        /* the engine keeps the job and runs nothing more (the worker) */
+        eng->held     = job;
+        eng->held_gen = hlsim_gen(ctx->dev);
+        eng->tdr_done = 0;
+        pthread_cond_signal(&eng->cond);
+        return;
+    }
     hlsim_job_done(ctx, job, abort);
+}
+
+/* Wait on the engine's condition until @a until_ns (0: no limit) */
+static void hlsim_engine_wait(hlsim_engine_t *eng, uint64_t until_ns)
+{
+    struct timespec ts;
+    uint64_t        now = hlsim_now_ns(), d;
+
+    if (until_ns == 0) {
+        pthread_cond_wait(&eng->cond, &hlsim_lock);
+        return;
+    }
+    if (until_ns <= now) {
+        return;
+    }
+    d = until_ns - now;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec  += (ts.tv_nsec + d) / 1000000000ULL;
+    ts.tv_nsec  = (ts.tv_nsec + d) % 1000000000ULL;
+    pthread_cond_timedwait(&eng->cond, &hlsim_lock, &ts);
+}
+
+/*
+ * The CS timeout (TDR) of a CS that stopped its engine, lock held: the
+ * CS is TIMEDOUT and, with reset_on_lockup, the device hard-resets (K612
+ * common/command_submission.c:838-846, 890-892). The engine restarts
+ * with the reset. Returns 1 if the lock was dropped.
+ */
+static int hlsim_engine_tdr(hlsim_ctx_t *ctx, hlsim_engine_t *eng,
+                            hlsim_cs_t *cs)
+{
+    int dev = ctx->dev;
+
+    hlsim_log("dev%d: CS %llu timed out after %u s (timeout_locked)%s", dev,
+              (unsigned long long)cs->seq, hlsim_timeout_locked_s(dev),
+              hlsim_reset_on_lockup() ? ", hard reset" : "");
+    eng->tdr_done = 1;
+    if (hlsim_reset_on_lockup()) {
+        /* the reset's rollback ends the CS (:783-784): the device is in
+         * reset before anyone can see it TIMEDOUT */
+        cs->fail = HLSIM_CS_TIMEDOUT;
+        pthread_mutex_unlock(&hlsim_lock);
+        hlsim_dev_reset(dev, hlsim_cfg.reset_ms,
+                        GAUDI_HL_DEVICE_STATUS_IN_RESET);
+        pthread_mutex_lock(&hlsim_lock);
+        return 1;
+    }
+    cs->state   = HLSIM_CS_TIMEDOUT;   /* the engine stays stopped */
+    cs->done_ns = hlsim_now_ns();
+    ctx->in_flight--;
+    hlsim_counters[HLSIM_COUNTER_CS_ABORTED]++;
+    pthread_cond_broadcast(&hlsim_cond);
+    return 0;
+}
+
+/*
+ * A stopped engine (lock held): its CS stays busy until the CS timeout or
+ * a reset, which restarts the engine and ends the held job
+ */
+static void hlsim_engine_stopped(hlsim_ctx_t *ctx, hlsim_engine_t *eng)
+{
+    hlsim_job_t    *job = eng->held;
+    hlsim_cs_t     *cs  = &ctx->cs_ring[job->seq & (hlsim_cfg.dev[ctx->dev].
+                                                    max_pending - 1)];
+    uint64_t        now = hlsim_now_ns(), tdr;
+
+    if (eng->stop || (hlsim_gen(ctx->dev) != eng->held_gen) ||
+        (cs->seq != job->seq) ||
+        ((cs->state != HLSIM_CS_PENDING) && !eng->tdr_done)) {
+        eng->held = NULL;
+        hlsim_job_done(ctx, job, HLSIM_CS_ABORTED);
+        pthread_cond_signal(&eng->cond);
+        return;
+    }
+    tdr = cs->submit_ns + hlsim_timeout_locked_s(ctx->dev) * 1000000000ULL;
+    if (!eng->tdr_done && (now >= tdr) && hlsim_engine_tdr(ctx, eng, cs)) {
+        return;
+    }
+    /* look again at the deadline, and every 10 ms for a reset */
+    hlsim_engine_wait(eng, HLSIM_MIN(eng->tdr_done ? UINT64_MAX : tdr,
+                                     now + 10000000ULL));
+}
+
+/*
+ * Engine model: report the jobs whose model time has passed (all of them
+ * with @a all), in order. Returns the end of the next one, or 0. Lock held.
+ */
+static uint64_t hlsim_engine_report(hlsim_ctx_t *ctx, hlsim_engine_t *eng,
+                                    int all)
+{
+    uint64_t     now = hlsim_now_ns();
+    hlsim_job_t *job;
+
+    while (((job = eng->done.head) != NULL) &&
+           (all || (job->end_ns <= now))) {
+        eng->done.head = job->next;
+        if (eng->done.head == NULL) {
+            eng->done.tail = NULL;
+        }
+        hlsim_job_done(ctx, job, job->abort);
+    }
+    return (job != NULL) ? job->end_ns : 0;
 }
 
 static void *hlsim_worker(void *arg)
@@ -180,18 +324,30 @@ static void *hlsim_worker(void *arg)
     hlsim_engine_t     *eng = &ctx->engines[e];
     int                 qi;
 
+    uint64_t            next;
+
     free(wa);
+    /* the engine model sleeps until completion times: no timer slack */
+    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     pthread_mutex_lock(&hlsim_lock);
     for (;;) {
-        while ((((qi = hlsim_engine_pick(ctx, e)) < 0) || eng->busy) &&
-               !eng->stop) {
-            pthread_cond_wait(&eng->cond, &hlsim_lock);
+        next = hlsim_engine_report(ctx, eng, eng->stop);
+        if (eng->held != NULL) {
+            hlsim_engine_stopped(ctx, eng);
+            continue;
+        }
+        qi = hlsim_engine_pick(ctx, e);
+        if (((qi < 0) || eng->busy) && !eng->stop) {
+            /* sleep until a job comes or the next completion is due */
+            hlsim_engine_wait(eng, next);
+            continue;
         }
         if (qi < 0) {
             break;
         }
         hlsim_queue_run_head(ctx, qi, 0);
     }
+    hlsim_engine_report(ctx, eng, 1);
     pthread_mutex_unlock(&hlsim_lock);
     return NULL;
 }
@@ -219,6 +375,7 @@ static void hlsim_wait_cs_run(hlsim_ctx_t *ctx, hlsim_cs_t *cs, uint64_t seq)
         eng = hlsim_queue_engine(ctx, qi);
         while ((cs->seq == seq) && (cs->state == HLSIM_CS_PENDING) &&
                (q->head != NULL) && !eng->busy && !eng->stop &&
+               (eng->held == NULL) &&
                (q->head->seq <= seq)) {
             hlsim_queue_run_head(ctx, qi, 1);
         }
@@ -246,13 +403,7 @@ static int hlsim_queue_push(hlsim_ctx_t *ctx, int qi, hlsim_job_t *job)
         }
         eng->started = 1;
     }
-    job->next = NULL;
-    if (q->tail != NULL) {
-        q->tail->next = job;
-    } else {
-        q->head = job;
-    }
-    q->tail = job;
+    hlsim_job_append(q, job);
     pthread_cond_signal(&eng->cond);
     return 0;
 }
@@ -343,6 +494,22 @@ static int hlsim_gaudi2_cb_range_ok(int dev, uint64_t a, uint64_t len)
 #undef HLSIM_IN
 }
 
+/*
+ * Whether a DMA engine error resets the device. Gaudi2 on accel: the PDMA
+ * core and QM events ask for a compute reset, which Gaudi2 makes hard
+ * (K612 include/gaudi2/gaudi2_async_ids_map_extended.h:2520-2521,
+ * 2566-2567; gaudi2/gaudi2.c:10246-10277). Linux 6.1 Gaudi2: .reset = 0
+ * for them (K61 :2514-2515, 2560-2563). Gaudi1, both kernels: the
+ * DMA_QM/DMA_CORE events only notify (K612 gaudi/gaudi.c:7768, 7780-7786;
+ * K61 :7850, 7862-7868) and with stop_on_err the QMAN stays stopped
+ * (K612 common/habanalabs_drv.c:395, gaudi/gaudi.c:6995-6996): the CS is
+ * busy until the CS timeout.
+ */
+static int hlsim_dma_error_resets(int dev)
+{
+    return (hlsim_cfg.dev[dev].asic != HLSIM_GAUDI1) && !hlsim_cfg.legacy;
+}
+
 static void hlsim_drop(hlsim_ctx_t *ctx, int which)
 {
     hlsim_shdev_t *sd = &hlsim_shm->dev[ctx->dev];
@@ -364,7 +531,7 @@ int hlsim_cs(hlsim_file_t *f, union hl_cs_args *a)
     hlsim_cs_t         *cs;
     uint32_t            n   = a->in.num_chunks_execute, i;
     uint64_t            seq;
-    int                 rc, err, fail = 0, reset = 0;
+    int                 rc, err, fail = 0, reset = 0, stall = 0;
 
     if ((err = hlsim_fault_hit("cs"))) {
         return -err;
@@ -426,16 +593,24 @@ int hlsim_cs(hlsim_file_t *f, union hl_cs_args *a)
             rc = -ENOMEM;
             goto out;
         }
-        job->seq     = seq;
-        job->cb_size = ch[i].cb_size;
+        job->seq       = seq;
+        job->cb_size   = ch[i].cb_size;
+        job->arrive_ns = hlsim_now_ns();
         if (d->asic == HLSIM_GAUDI2) {
             /* PDMA_0_0, PDMA_0_1, PDMA_1_0 only; user CBs only */
             if (((q != 0) && (q != 1) && (q != 4)) ||
-                !(ch[i].cs_chunk_flags & HL_CS_CHUNK_FLAGS_USER_ALLOC_CB) ||
-                !hlsim_gaudi2_cb_range_ok(f->dev, ch[i].cb_handle,
-                                          ch[i].cb_size)) {
+                !(ch[i].cs_chunk_flags & HL_CS_CHUNK_FLAGS_USER_ALLOC_CB)) {
                 hlsim_drop(ctx, 1);
                 rc = -EINVAL;
+                goto out;
+            }
+            /* a CB outside the user ranges: EFAULT, counted as a parsing
+             * drop (K612 gaudi2/gaudi2.c:6794-6838,
+             * common/command_submission.c:1623-1630) */
+            if (!hlsim_gaudi2_cb_range_ok(f->dev, ch[i].cb_handle,
+                                          ch[i].cb_size)) {
+                hlsim_drop(ctx, 2);
+                rc = -EFAULT;
                 goto out;
             }
             job->cb_va = ch[i].cb_handle;
@@ -465,15 +640,17 @@ int hlsim_cs(hlsim_file_t *f, union hl_cs_args *a)
     }
 
     /*
-     * Accepted. A PDMA core error asks for a compute reset (Gaudi2 event
-     * map, K612 include/gaudi2/gaudi2_async_ids_map_extended.h:2566-2569;
-     * Gaudi1 DMA_CORE events, gaudi/gaudi.c:7778-7784), a CS timeout for a
-     * reset when reset_on_lockup is set (common/command_submission.c:
-     * 838-846, 890-895); on Gaudi1/2 any of them is a hard reset.
+     * Accepted. A CS timeout asks for a reset when reset_on_lockup is set
+     * (common/command_submission.c:838-846, 890-895), a DMA error see
+     * hlsim_dma_error_resets(); on Gaudi1/2 any reset is a hard one.
      */
     if ((err = hlsim_fault_hit("dma_error"))) {
-        fail  = HLSIM_CS_ABORTED;
-        reset = 1;
+        if (hlsim_dma_error_resets(f->dev)) {
+            fail  = HLSIM_CS_ABORTED;
+            reset = 1;
+        } else {
+            stall = 1;
+        }
     }
     if ((err = hlsim_fault_hit("cs_timeout"))) {
         fail  = HLSIM_CS_TIMEDOUT;
@@ -492,6 +669,8 @@ int hlsim_cs(hlsim_file_t *f, union hl_cs_args *a)
     cs->state     = HLSIM_CS_PENDING;
     cs->jobs_left = n;
     cs->fail      = fail;
+    cs->stall     = stall;
+    cs->submit_ns = hlsim_now_ns();
     cs->gen       = hlsim_gen(f->dev);
     ctx->in_flight++;
     hlsim_counters[HLSIM_COUNTER_CS_SUBMITTED]++;
@@ -567,6 +746,31 @@ static int hlsim_cs_outcome_pop(hlsim_ctx_t *ctx, uint64_t seq,
     return 0;
 }
 
+/*
+ * Engine model: report what is due on every engine of @a ctx (a WAIT_CS
+ * poll). Returns when CS @a cs completes in model time if all its jobs
+ * have moved their data, else 0 (the worker that moves them reports).
+ * Lock held.
+ */
+static uint64_t hlsim_model_report(hlsim_ctx_t *ctx, const hlsim_cs_t *cs)
+{
+    uint64_t     end = 0;
+    hlsim_job_t *job;
+    int          e, moved = 0;
+
+    for (e = 0; (hlsim_cfg.dma_gbps > 0) && (e < HLSIM_MAX_ENGINES); e++) {
+        (void)hlsim_engine_report(ctx, &ctx->engines[e], 0);
+        for (job = ctx->engines[e].done.head; job != NULL; job = job->next) {
+            if (job->seq == cs->seq) {
+                end = HLSIM_MAX(end, job->end_ns);
+                moved++;
+            }
+        }
+    }
+    return ((cs->state == HLSIM_CS_PENDING) && (moved == cs->jobs_left)) ?
+           end : 0;
+}
+
 int hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a)
 {
     hlsim_ctx_t    *ctx = f->ctx;
@@ -575,7 +779,9 @@ int hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a)
     struct timespec dl;
     hlsim_cs_t     *cs;
     hlsim_cs_outcome_t old;
-    int             err, state, ts;
+    struct timespec nt, *until;
+    uint64_t        next;
+    int             err, state, ts, rc;
 
     if ((err = hlsim_fault_hit("wait_cs"))) {
         return -err;
@@ -618,10 +824,21 @@ int hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a)
         return 0;
     }
     hlsim_wait_cs_run(ctx, cs, seq);
+    next = hlsim_model_report(ctx, cs);
     while ((cs->state == HLSIM_CS_PENDING) && (tmo != 0) &&
            (cs->seq == seq)) {
-        if (pthread_cond_timedwait(&hlsim_cond, &hlsim_lock, &dl) ==
-            ETIMEDOUT) {
+        /* engine model: wake when this CS completes and report it here,
+         * not after the worker's wake-up */
+        until = &dl;
+        if ((next != 0) &&
+            (next < dl.tv_sec * 1000000000ULL + dl.tv_nsec)) {
+            nt.tv_sec  = next / 1000000000ULL;
+            nt.tv_nsec = next % 1000000000ULL;
+            until      = &nt;
+        }
+        rc   = pthread_cond_timedwait(&hlsim_cond, &hlsim_lock, until);
+        next = hlsim_model_report(ctx, cs);
+        if ((rc == ETIMEDOUT) && (until == &dl)) {
             break;
         }
     }
@@ -720,6 +937,13 @@ void hlsim_cs_atfork_child(void)
                 free(job);
             }
             memset(&ctx->queues[q], 0, sizeof(ctx->queues[q]));
+        }
+        for (q = 0; q < HLSIM_MAX_ENGINES; q++) {
+            while ((job = ctx->engines[q].done.head) != NULL) {
+                ctx->engines[q].done.head = job->next;
+                free(job->cb_copy);
+                free(job);
+            }
         }
         memset(ctx->engines, 0, sizeof(ctx->engines));
         for (s = 0; ctx->cs_ring &&

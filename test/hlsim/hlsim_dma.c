@@ -4,19 +4,18 @@
  * Execution of a job: read the CB, run its LIN_DMA packets (facts 5.5)
  * through this context's address translation, like the QMAN + DMA engine
  * behind an MMU. A LIN_DMA to or from an unmapped address is an MMU page
- * fault: the transfer is dropped but the CS is not failed, as page faults
- * ask for no reset (Gaudi2 PMMU/HMMU_PAGE_FAULT events, K612
- * include/gaudi2/gaudi2_async_ids_map_extended.h:1468-1469, 1568-1569;
- * Gaudi1 GAUDI_EVENT_MMU_PAGE_FAULT, gaudi/gaudi.c:7751-7756).
+ * fault, counted and handled per hlsim_page_fault().
  */
 
 #include "hlsim_int.h"
 #include "hlsim_packets.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define HLSIM_MAX_SEGS 1024
 
@@ -147,6 +146,76 @@ static void hlsim_fill_segs(hlsim_segs_t *dst, uint64_t val)
     }
 }
 
+/*
+ * An MMU page fault of a DMA on device @a dev: counted in this process
+ * (HLSIM_COUNTER_PAGE_FAULTS) and node-wide (a line in
+ * $HLSIM_ROOT/page-faults, which the suites check stays absent). Returns
+ * what happens next, a hlsim_pf_mode_t. Linux 6.1 hard-resets Gaudi2 on
+ * it (PMMU0/HMMU0 page fault events .reset = 1, K61
+ * include/gaudi2/gaudi2_async_ids_map_extended.h:1466-1467, 1562-1563;
+ * gaudi2/gaudi2.c:8972-8973, 8984-8987). Elsewhere the events ask for no
+ * reset (K612 include/gaudi2/gaudi2_async_ids_map_extended.h:1472-1473,
+ * 1568-1569; Gaudi1 GAUDI_EVENT_MMU_PAGE_FAULT, K612 gaudi/gaudi.c:
+ * 7751-7756, K61 :7833-7837) and the sources do not say what becomes of
+ * the CS: HLSIM_PAGE_FAULT chooses, the strictest outcome by default.
+ * @a seq 0: a PDMA copy (hlsim_pdma_copy), whose caller gets EFAULT.
+ */
+int hlsim_page_fault(int dev, const char *what, uint64_t addr, uint64_t size,
+                     uint64_t seq)
+{
+    char path[4200], line[256];
+    int  fd, n, mode = hlsim_cfg.page_fault;
+
+    if (hlsim_cfg.legacy && (hlsim_cfg.dev[dev].asic == HLSIM_GAUDI2)) {
+        mode = HLSIM_PF_RESET;
+    }
+    if (seq == 0) {
+        mode = -1;   /* a PDMA copy: the caller gets EFAULT */
+    }
+    __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_PAGE_FAULTS], 1,
+                       __ATOMIC_RELAXED);
+    __atomic_add_fetch(&hlsim_shm->dev[dev].page_faults, 1,
+                       __ATOMIC_RELAXED);
+    n = snprintf(line, sizeof(line), "pid %d dev%d %s 0x%llx size %llu CS "
+                 "%llu: %s\n", (int)getpid(), dev, what,
+                 (unsigned long long)addr, (unsigned long long)size,
+                 (unsigned long long)seq,
+                 (mode < 0) ? "EFAULT" :
+                 (mode == HLSIM_PF_RESET) ? "hard reset" :
+                 (mode == HLSIM_PF_STALL) ? "engine stopped" :
+                 "transfer dropped");
+    hlsim_log("dev%d: MMU page fault: %.*s", dev, n - 1, line);
+    snprintf(path, sizeof(path), "%s/page-faults", hlsim_cfg.root);
+    fd = hlsim_real.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+                         0666);
+    if ((fd >= 0) && (write(fd, line, n) != n)) {
+        hlsim_log("cannot record the page fault in %s: %m", path);
+    }
+    if (fd >= 0) {
+        hlsim_real.close(fd);
+    }
+    return mode;
+}
+
+/*
+ * The engine model (HLSIM_DMA_GBPS): an engine moves one job at a time at
+ * the configured rate, plus HLSIM_DMA_JOB_NS per job. A job submitted at
+ * @a now_ns ends at max(now, the engine's clock) + bytes / rate + cost,
+ * and the engine's clock moves there. Pure arithmetic on virtual time,
+ * whatever the host's copy took: the caller reports the completion once
+ * the data has moved and the wall clock has passed that end.
+ */
+uint64_t hlsim_engine_model_end(uint64_t *free_ns, uint64_t now_ns,
+                                uint64_t bytes)
+{
+    uint64_t start = HLSIM_MAX(now_ns, *free_ns);
+
+    *free_ns = start + (uint64_t)(bytes / hlsim_cfg.dma_gbps) +
+               hlsim_cfg.dma_job_ns;
+    return *free_ns;
+}
+
+/* A synchronous PDMA copy waits for the model's end of its transfer */
 static void hlsim_throttle(uint64_t start_ns, uint64_t bytes)
 {
     uint64_t        want, now;
@@ -164,13 +233,18 @@ static void hlsim_throttle(uint64_t start_ns, uint64_t bytes)
     }
 }
 
+/*
+ * One LIN_DMA; 0, or the outcome of a page fault (hlsim_pf_mode_t + 1).
+ * Moves the data at once: the engine model (hlsim_engine_model_end)
+ * decides when the job completes.
+ */
 static int hlsim_lin_dma(hlsim_ctx_t *ctx, const struct hlsim_pkt_lin_dma *p,
-                         uint64_t seq)
+                         uint64_t seq, uint64_t *bytes)
 {
     static __thread hlsim_segs_t src, dst;
     int      gaudi1 = hlsim_cfg.dev[ctx->dev].asic == HLSIM_GAUDI1;
     int      memset_op = !!(p->ctl & HLSIM_PKT_LIN_DMA_MEMSET);
-    uint64_t dst_addr = p->dst_addr, t0 = hlsim_now_ns();
+    uint64_t dst_addr = p->dst_addr, bad = 0;
     int      ok;
 
     if (gaudi1) {
@@ -179,20 +253,16 @@ static int hlsim_lin_dma(hlsim_ctx_t *ctx, const struct hlsim_pkt_lin_dma *p,
     pthread_mutex_lock(&hlsim_lock);
     ok = hlsim_translate(ctx, dst_addr, p->tsize, &dst);
     if (!ok) {
-        hlsim_log("dev%d: MMU page fault: LIN_DMA dst 0x%llx size %u not "
-                  "mapped; transfer of CS %llu dropped", ctx->dev,
-                  (unsigned long long)dst_addr, p->tsize,
-                  (unsigned long long)seq);
+        bad = dst_addr;
     } else if (!memset_op && !(ok = hlsim_translate(ctx, p->src_addr,
                                                     p->tsize, &src))) {
-        hlsim_log("dev%d: MMU page fault: LIN_DMA src 0x%llx size %u not "
-                  "mapped; transfer of CS %llu dropped", ctx->dev,
-                  (unsigned long long)p->src_addr, p->tsize,
-                  (unsigned long long)seq);
+        bad = p->src_addr;
     }
     pthread_mutex_unlock(&hlsim_lock);
     if (!ok) {
-        return 0;   /* no reset, the CS completes */
+        return 1 + hlsim_page_fault(ctx->dev, (bad == dst_addr) ?
+                                    "LIN_DMA dst" : "LIN_DMA src", bad,
+                                    p->tsize, seq);
     }
     if (memset_op) {
         hlsim_fill_segs(&dst, p->src_addr);
@@ -201,8 +271,29 @@ static int hlsim_lin_dma(hlsim_ctx_t *ctx, const struct hlsim_pkt_lin_dma *p,
     }
     __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_DMA_BYTES], p->tsize,
                        __ATOMIC_RELAXED);
-    hlsim_throttle(t0, p->tsize);
+    *bytes += p->tsize;
     return 0;
+}
+
+/*
+ * What a page fault does to the job: a hard reset (the CS is aborted by
+ * it), the engine stops on the job (hlsim_cs.c: busy until the CS
+ * timeout), or nothing (the transfer is gone, the job goes on)
+ */
+static int hlsim_fault_outcome(hlsim_ctx_t *ctx, int pf, int *abort)
+{
+    switch (pf - 1) {
+    case HLSIM_PF_RESET:
+        hlsim_dev_reset(ctx->dev, hlsim_cfg.reset_ms,
+                        GAUDI_HL_DEVICE_STATUS_IN_RESET);
+        *abort = HLSIM_CS_ABORTED;
+        return 1;
+    case HLSIM_PF_STALL:
+        *abort = HLSIM_CS_STALL;
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 void hlsim_dma_run_job(hlsim_ctx_t *ctx, hlsim_job_t *job, int *abort)
@@ -225,12 +316,13 @@ void hlsim_dma_run_job(hlsim_ctx_t *ctx, hlsim_job_t *job, int *abort)
         }
         pthread_mutex_unlock(&hlsim_lock);
         if (!ok) {
-            hlsim_log("dev%d: MMU page fault: CB at 0x%llx size %u not "
-                      "mapped; CS %llu aborted", ctx->dev,
-                      (unsigned long long)job->cb_va, size,
-                      (unsigned long long)job->seq);
+            /* the QMAN's fetch faults: nothing of the CB runs */
             free(tmp);
-            *abort = HLSIM_CS_ABORTED;
+            if (!hlsim_fault_outcome(ctx, 1 + hlsim_page_fault(ctx->dev,
+                                     "CB fetch", job->cb_va, size,
+                                     job->seq), abort)) {
+                *abort = HLSIM_CS_ABORTED;   /* drop: the emulator's choice */
+            }
             return;
         }
         cb = tmp;
@@ -248,8 +340,9 @@ void hlsim_dma_run_job(hlsim_ctx_t *ctx, hlsim_job_t *job, int *abort)
                 goto bad;
             }
             memcpy(&pkt, cb + pos, sizeof(pkt));
-            if (hlsim_lin_dma(ctx, &pkt, job->seq)) {
-                *abort = HLSIM_CS_ABORTED;
+            if (hlsim_fault_outcome(ctx, hlsim_lin_dma(ctx, &pkt, job->seq,
+                                                       &job->bytes),
+                                    abort)) {
                 goto out;
             }
             break;
@@ -314,13 +407,10 @@ int hlsim_pdma_copy(int fd, uint64_t dst, uint64_t src, uint64_t size)
     }
     ok = hlsim_translate(f->ctx, dst, size, &dv) &&
          hlsim_translate(f->ctx, src, size, &sv);
-    if (!ok) {
-        hlsim_log("dev%d: MMU page fault: PDMA copy 0x%llx -> 0x%llx size "
-                  "%llu not mapped", f->dev, (unsigned long long)src,
-                  (unsigned long long)dst, (unsigned long long)size);
-    }
     pthread_mutex_unlock(&hlsim_lock);
     if (!ok) {
+        /* reported to the caller, whatever HLSIM_PAGE_FAULT says */
+        (void)hlsim_page_fault(f->dev, "PDMA copy", dst, size, 0);
         return -EFAULT;
     }
     hlsim_copy_segs(&dv, &sv);

@@ -88,6 +88,11 @@ int hlsim_info(hlsim_file_t *f, struct hl_info_args *a)
         size = sizeof(out.hw);
         goto copy;
     case HL_INFO_DRAM_USAGE:
+        /* Linux 6.1 answers it only after the operational check (K61
+         * common/habanalabs_ioctl.c:850-858) */
+        if (hlsim_cfg.legacy && !hlsim_dev_operational(f->dev)) {
+            return -EBUSY;
+        }
         /* free = user size - device-wide used (facts 2.2) */
         out.dram.dram_free_mem = hlsim_cfg.dev[f->dev].dram_size -
             HLSIM_MIN(hlsim_cfg.dev[f->dev].dram_size,

@@ -44,6 +44,13 @@
 #define HLSIM_CB_FILE_END    ((2ULL << 59) + (1ULL << 44) + (4ULL << 20))
 #define HLSIM_HUGE_PAGE      (2ULL << 20)
 
+/* What an MMU page fault of a DMA does (HLSIM_PAGE_FAULT, docs/hlsim.md) */
+typedef enum {
+    HLSIM_PF_RESET = 0,   /* hard reset at once (6.1 Gaudi2, always) */
+    HLSIM_PF_STALL,       /* the engine stops until the CS timeout */
+    HLSIM_PF_DROP         /* the transfer is dropped, the CS completes */
+} hlsim_pf_mode_t;
+
 typedef enum {
     HLSIM_GAUDI1 = 1,
     HLSIM_GAUDI2 = 2,
@@ -88,9 +95,12 @@ typedef struct {
     unsigned       release_reset_ms;
     unsigned       kill_delay_ms;  /* hard reset: SIGKILL of fd holders */
     double         dma_gbps;
+    uint64_t       dma_job_ns; /* engine model: fixed cost of a job */
     int            wait_runs;  /* a waiter runs its CS's queued jobs */
     int            engine_clock; /* count the time jobs run (a measure) */
     int            no_drm;     /* Habana build without DRM accel (HLSIM_DRM=0) */
+    int            page_fault; /* HLSIM_PAGE_FAULT: hlsim_pf_mode_t */
+    unsigned       timeout_locked; /* HLSIM_TIMEOUT_LOCKED s, 0: default */
     int            verbose;
 } hlsim_config_t;
 
@@ -113,6 +123,7 @@ typedef struct {
     uint64_t drop_validation;
     uint64_t drop_parsing;
     uint64_t drop_in_reset;
+    uint64_t page_faults;     /* MMU page faults of DMAs, every process */
 } hlsim_shdev_t;
 
 typedef struct {
@@ -225,7 +236,8 @@ typedef enum {
     HLSIM_CS_PENDING,
     HLSIM_CS_DONE,
     HLSIM_CS_ABORTED,
-    HLSIM_CS_TIMEDOUT
+    HLSIM_CS_TIMEDOUT,
+    HLSIM_CS_STALL        /* job outcome: the engine stopped on it */
 } hlsim_cs_state_t;
 
 typedef struct hlsim_cs {
@@ -236,6 +248,8 @@ typedef struct hlsim_cs {
     uint64_t gen;         /* device reset generation at submit */
     int64_t  done_ns;
     int      timestamp;   /* submitted with HL_CS_FLAGS_TIMESTAMP */
+    int      stall;       /* injected DMA error that stops the engine */
+    uint64_t submit_ns;   /* start of the CS timeout (TDR) */
 } hlsim_cs_t;
 
 /* Outcomes of timestamped CSs that left the window (facts 9.11) */
@@ -254,6 +268,10 @@ typedef struct hlsim_job {
     uint8_t          *cb_copy; /* Gaudi1: CB copied at submit */
     uint32_t          cb_size;
     hlsim_cb_t       *cb;      /* Gaudi1: CB whose cs_cnt we hold */
+    uint64_t          bytes;   /* moved by its LIN_DMAs */
+    uint64_t          arrive_ns; /* submitted */
+    uint64_t          end_ns;  /* engine model: when it completes */
+    int               abort;   /* engine model: its outcome */
 } hlsim_job_t;
 
 /* A queue: one stream of a DMA engine's QMAN, its jobs in order */
@@ -268,6 +286,11 @@ typedef struct hlsim_engine {
     int            started;
     int            stop;
     int            busy;      /* a job of this engine is running */
+    struct hlsim_job *held;   /* stopped on this job (error, page fault) */
+    uint64_t       held_gen;  /* reset generation it stopped in */
+    int            tdr_done;  /* its CS timed out already */
+    uint64_t       free_ns;   /* engine model: its clock, free from then */
+    hlsim_queue_t  done;      /* engine model: moved, not yet reported */
     unsigned       next;      /* stream to look at first (round robin) */
 } hlsim_engine_t;
 
@@ -339,6 +362,9 @@ uint64_t hlsim_now_ns(void);
 unsigned hlsim_dev_status(int dev);    /* with lazy end of reset */
 void hlsim_dev_set_status(int dev, unsigned status, uint64_t until_ns);
 void hlsim_dev_reset(int dev, unsigned ms, unsigned status);
+void hlsim_dev_reset_kill(int dev, unsigned ms, pid_t pid);
+int hlsim_dev_in_reset(int dev);
+unsigned hlsim_timeout_locked_s(int dev);
 int hlsim_reset_on_lockup(void);
 
 /* Accel index (accelN, accel_controlDN, minor) of device @a dev: devices
@@ -412,6 +438,10 @@ extern int hlsim_cb_user_maps;
 
 /* hlsim_dma.c */
 void hlsim_dma_run_job(hlsim_ctx_t *ctx, hlsim_job_t *job, int *abort);
+uint64_t hlsim_engine_model_end(uint64_t *free_ns, uint64_t now_ns,
+                                uint64_t bytes);
+int  hlsim_page_fault(int dev, const char *what, uint64_t addr,
+                      uint64_t size, uint64_t seq);
 
 /* hlsim_fault.c */
 void hlsim_fault_env(const char *spec);

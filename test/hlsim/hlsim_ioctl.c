@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 
 /* DRM_IOCTL_VERSION layout (include/uapi/drm/drm.h), not installed here */
 struct hlsim_drm_version {
@@ -212,14 +213,76 @@ hlsim_ctx_t *hlsim_ctx_create(int dev, int fd)
     return ctx;
 }
 
+/*
+ * What still holds the context at the last close (K612
+ * common/device.c:598-625): CSs in flight (command_submission.c:921) and
+ * CBs the user still has mapped (command_buffer.c:223). Lock held.
+ */
+static void hlsim_ctx_in_use(hlsim_ctx_t *ctx, int *cs, int *cb_mapped)
+{
+    hlsim_cb_t *cb;
+
+    hlsim_cb_sweep(ctx);
+    *cs        = ctx->in_flight;
+    *cb_mapped = 0;
+    for (cb = ctx->cbs; cb != NULL; cb = cb->next) {
+        *cb_mapped |= (cb->user != NULL) || cb->zombie;
+    }
+}
+
+/*
+ * The reset upon device release of every ASIC but Gaudi1 (and Goya)
+ * (K612 common/habanalabs_drv.c:356-378, common/device.c:484, 530-531): a
+ * compute reset, not queued to a work item, so it runs inside the
+ * closer's close() (device.c:1749-1762 queue hard resets only); opens get
+ * EAGAIN meanwhile (facts 7.1); counted nowhere (:1981-1994). Ignored
+ * while another reset runs (:1688-1697).
+ */
+static void hlsim_release_reset(int dev)
+{
+    uint64_t until;
+
+    if (!hlsim_cfg.release_reset_ms ||
+        (hlsim_cfg.dev[dev].asic == HLSIM_GAUDI1) ||
+        hlsim_dmabufs_alive(dev) || hlsim_dev_in_reset(dev)) {
+        return;
+    }
+    until = hlsim_now_ns() + hlsim_cfg.release_reset_ms * 1000000ULL;
+    hlsim_dev_set_status(dev,
+                         GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE,
+                         until);
+    while (hlsim_now_ns() < until) {
+        usleep((until - hlsim_now_ns()) / 1000 + 1);
+    }
+    (void)hlsim_dev_status(dev);   /* ends it, unless a hard reset took over */
+}
+
 /* Last reference to the compute fd gone: free everything (facts 3.2) */
 void hlsim_ctx_release(hlsim_ctx_t *ctx)
 {
     hlsim_shdev_t *sd = &hlsim_shm->dev[ctx->dev];
+    int            dev = ctx->dev, cs = 0, cb_mapped = 0, hard = 0;
     uint64_t       ms;
 
     if (!ctx->inherited) {
         __atomic_store_n(&sd->in_release, 1, __ATOMIC_RELEASE);
+        pthread_mutex_lock(&hlsim_lock);
+        hlsim_ctx_in_use(ctx, &cs, &cb_mapped);
+        pthread_mutex_unlock(&hlsim_lock);
+    }
+    if (cs || cb_mapped) {
+        /* accel and Habana: a hard reset; Linux 6.1 only logs a notice
+         * (K61 common/device.c:478-480) */
+        hlsim_log("dev%d: closed with %d CS in flight%s: device still in "
+                  "use%s", dev, cs, cb_mapped ? " and a CB mapped" : "",
+                  hlsim_cfg.legacy ? "" : ", hard reset");
+        hard = !hlsim_cfg.legacy;
+    }
+    if (hard) {
+        /* a live CB mapping keeps the closer on the driver's list of
+         * users: it is killed with them (device.c:1455-1468) */
+        hlsim_dev_reset_kill(dev, hlsim_cfg.reset_ms,
+                             cb_mapped ? getpid() : 0);
     }
     hlsim_cs_ctx_fini(ctx);
     pthread_mutex_lock(&hlsim_lock);
@@ -230,17 +293,7 @@ void hlsim_ctx_release(hlsim_ctx_t *ctx)
         ms = (hlsim_now_ns() - __atomic_load_n(&sd->last_open_ns,
                                                __ATOMIC_ACQUIRE)) / 1000000;
         __atomic_store_n(&sd->last_session_ms, ms, __ATOMIC_RELEASE);
-        /*
-         * Every ASIC but Gaudi1 (and Goya) resets upon device release
-         * (K612 common/habanalabs_drv.c:356-378, common/device.c:484,
-         * 530-531): opens get EAGAIN meanwhile (facts 7.1)
-         */
-        if (hlsim_cfg.release_reset_ms &&
-            (hlsim_cfg.dev[ctx->dev].asic != HLSIM_GAUDI1) &&
-            !hlsim_dmabufs_alive(ctx->dev)) {
-            hlsim_dev_reset(ctx->dev, hlsim_cfg.release_reset_ms,
-                    GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE);
-        }
+        hlsim_release_reset(dev);
         __atomic_store_n(&sd->compute_active, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&sd->owner_pid, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&sd->in_release, 0, __ATOMIC_RELEASE);

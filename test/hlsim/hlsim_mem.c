@@ -44,6 +44,21 @@ static int hlsim_va_free(hlsim_ctx_t *ctx, uint64_t va, uint64_t size)
     return 1;
 }
 
+/*
+ * @a va rounded up to a multiple of @a align in its low 48 bits: the
+ * driver aligns DRAM VAs of a non-power-of-two page that way, with the
+ * hint mask's bits above (K612 common/memory.c:605-625, DRAM_VA_HINT_MASK
+ * include/gaudi2/gaudi2.h:46); for powers of two it is plain alignment
+ */
+#define HLSIM_VA_LOW_MASK 0xFFFFFFFFFFFFULL
+
+static uint64_t hlsim_va_align(uint64_t va, uint64_t align)
+{
+    uint64_t rem = (va & HLSIM_VA_LOW_MASK) % align;
+
+    return rem ? va + align - rem : va;
+}
+
 /* Lowest free aligned block in [start, end); hint per facts 3.3 */
 uint64_t hlsim_va_alloc(hlsim_ctx_t *ctx, uint64_t start, uint64_t end,
                         uint64_t size, uint64_t align, uint64_t hint,
@@ -53,16 +68,17 @@ uint64_t hlsim_va_alloc(hlsim_ctx_t *ctx, uint64_t start, uint64_t end,
     uint64_t     va;
 
     if (hint != 0) {
-        if ((hint % align) == 0 && (hint >= start) && (hint < end) &&
+        if (((hint & HLSIM_VA_LOW_MASK) % align) == 0 && (hint >= start) &&
+            (hint < end) &&
             (size <= end - hint) && hlsim_va_free(ctx, hint, size)) {
             return hint;
         }
         if (force) {
-            *err = (hint % align) ? EINVAL : ENOMEM;
+            *err = ((hint & HLSIM_VA_LOW_MASK) % align) ? EINVAL : ENOMEM;
             return 0;
         }
     }
-    va = HLSIM_ALIGN_UP(start, align);
+    va = hlsim_va_align(start, align);
     for (m = ctx->maps; m != NULL; m = m->next) {
         if (m->blk_va + m->blk_size <= va) {
             continue;
@@ -75,7 +91,7 @@ uint64_t hlsim_va_alloc(hlsim_ctx_t *ctx, uint64_t start, uint64_t end,
                 break;
             }
         }
-        va = HLSIM_ALIGN_UP(m->blk_va + m->blk_size, align);
+        va = hlsim_va_align(m->blk_va + m->blk_size, align);
     }
     if ((va < start) || (va >= end) || (size > end - va)) {
         *err = ENOMEM;
@@ -247,7 +263,22 @@ static int hlsim_longterm_pin_refused(const char *line, const char *perms)
            (sfs.f_type != 0x958458f6 /* HUGETLBFS_MAGIC */);
 }
 
-static int hlsim_user_range_ok(uint64_t start, uint64_t end)
+/*
+ * Whether pin_user_pages_fast(FOLL_WRITE | FOLL_LONGTERM) pins a page of
+ * this mapping. Linux 6.1 adds FOLL_FORCE (K61 common/memory.c:2196-2197),
+ * which pins any private (copy-on-write) mapping, writable or not.
+ */
+static int hlsim_pinnable(const char *line, const char *perms)
+{
+    if (hlsim_cfg.legacy && (perms[3] == 'p')) {
+        return 1;
+    }
+    return (perms[0] == 'r') && (perms[1] == 'w') &&
+           !hlsim_longterm_pin_refused(line, perms);
+}
+
+/* Bytes the driver pins from @a start on, up to @a end */
+static uint64_t hlsim_user_range_pinned(uint64_t start, uint64_t end)
 {
     FILE              *f;
     char               line[512], perms[8];
@@ -256,7 +287,7 @@ static int hlsim_user_range_ok(uint64_t start, uint64_t end)
 
     f = fopen("/proc/self/maps", "re");
     if (f == NULL) {
-        return 0;   /* cannot tell: accept */
+        return end - start;   /* cannot tell: accept */
     }
     while ((cur < end) && fgets(line, sizeof(line), f)) {
         if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3) {
@@ -268,14 +299,13 @@ static int hlsim_user_range_ok(uint64_t start, uint64_t end)
             }
             continue;
         }
-        if ((perms[0] != 'r') || (perms[1] != 'w') ||
-            hlsim_longterm_pin_refused(line, perms)) {
+        if (!hlsim_pinnable(line, perms)) {
             break;
         }
         cur = hi;
     }
     fclose(f);
-    return cur >= end;
+    return HLSIM_MIN(cur, end) - start;
 }
 
 /* ---- ALLOC / FREE (facts 3.2) ---- */
@@ -412,7 +442,7 @@ static int hlsim_map_host(hlsim_ctx_t *ctx, struct hl_mem_in *in,
     hlsim_devcfg_t *d    = &hlsim_cfg.dev[ctx->dev];
     uint64_t        addr = in->map_host.host_virt_addr;
     uint64_t        size = in->map_host.mem_size;
-    uint64_t        start, end, blk, va, lo, hi;
+    uint64_t        start, end, blk, va, lo, hi, pinned;
     hlsim_map_t    *m;
     int             huge, err = 0;
 
@@ -424,8 +454,14 @@ static int hlsim_map_host(hlsim_ctx_t *ctx, struct hl_mem_in *in,
     }
     start = HLSIM_ALIGN_DOWN(addr, HLSIM_PAGE_SIZE);
     end   = HLSIM_ALIGN_UP(addr + size, HLSIM_PAGE_SIZE);
-    if (!hlsim_user_range_ok(start, end)) {
-        return -EFAULT;   /* pin_user_pages(FOLL_WRITE) would fail */
+    pinned = hlsim_user_range_pinned(start, end);
+    if (pinned == 0) {
+        return -EFAULT;   /* pin_user_pages_fast fails on the first page */
+    }
+    if (pinned < end - start) {
+        /* pinned partly: K612 common/memory.c:2325-2335 ENOMEM; K61
+         * :2196-2207 EFAULT */
+        return hlsim_cfg.legacy ? -EFAULT : -ENOMEM;
     }
     /* 2 MiB-aligned runs use the huge range (facts 3.3) */
     huge = ((addr % HLSIM_HUGE_PAGE) == 0) && ((size % HLSIM_HUGE_PAGE) == 0);

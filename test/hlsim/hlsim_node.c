@@ -576,9 +576,16 @@ int hlsim_open_node(int dev, hlsim_fkind_t kind, const char *rpath,
 
     flags &= ~(O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_DIRECTORY |
                O_TMPFILE);
-    /* a previous context lives on while its dma-bufs do (facts 4.1) */
+    /*
+     * A previous context lives on while its dma-bufs do (facts 4.1, 9.4).
+     * accel/Habana: the dma-buf holds the exporter's file, so the device
+     * is still in use: EBUSY. Linux 6.1: it holds only the context, the
+     * file was released with compute_ctx_in_release set: EAGAIN (K61
+     * common/memory.c:1747-1753, 1787; common/device.c:476;
+     * common/habanalabs_drv.c:183-187)
+     */
     if ((kind == HLSIM_F_COMPUTE) && hlsim_dmabufs_alive(dev)) {
-        return -EBUSY;
+        return hlsim_cfg.legacy ? -EAGAIN : -EBUSY;
     }
     fd = hlsim_real.open(rpath, flags, mode);
     if (fd < 0) {

@@ -234,6 +234,15 @@ static int hlsim_devcfg_derive(int idx, hlsim_devcfg_t *d)
     /* DRAM VA range starts after the physical range (facts 3.4) */
     d->dram_va_start = d->dram_phys_base + d->page_size * npages;
     d->dram_base     = d->dram_va_start;
+    if (d->page_size & (d->page_size - 1)) {
+        /* a page that is not a power of two: VA blocks of whole pages
+         * packed from the start, and the range ends a page per GiB of
+         * the space after it (K612 gaudi2/gaudi2.c:2373-2377,
+         * common/memory.c:605-640, 2709-2710) */
+        d->dmmu_page   = d->page_size;
+        d->dram_va_end = d->dram_va_start + d->page_size *
+                         ((d->dram_va_end - d->dram_va_start) >> 30);
+    }
     return 0;
 }
 
@@ -525,6 +534,9 @@ static int hlsim_do_init(void)
     if ((s = getenv("HLSIM_DMA_GBPS")) && *s) {
         hlsim_cfg.dma_gbps = strtod(s, NULL);
     }
+    if (!hlsim_env_int("HLSIM_DMA_JOB_NS", 0, 0, 1000000000, &v)) {
+        hlsim_cfg.dma_job_ns = v;
+    }
     if (!hlsim_env_int("HLSIM_DRM", 1, 0, 1, &v)) {
         hlsim_cfg.no_drm = !v;
     }
@@ -536,6 +548,20 @@ static int hlsim_do_init(void)
         hlsim_cfg.engine_clock = v;
     }
     hlsim_cfg.verbose = getenv("HLSIM_VERBOSE") && atoi(getenv("HLSIM_VERBOSE"));
+    if ((s = getenv("HLSIM_PAGE_FAULT")) && *s) {
+        if (!strcmp(s, "stall")) {
+            hlsim_cfg.page_fault = HLSIM_PF_STALL;
+        } else if (!strcmp(s, "drop")) {
+            hlsim_cfg.page_fault = HLSIM_PF_DROP;
+        } else if (strcmp(s, "reset")) {
+            hlsim_log("HLSIM_PAGE_FAULT=%s: want reset, stall or drop; "
+                      "using reset", s);
+        }
+    }
+    /* the driver's timeout_locked module parameter, in seconds */
+    if (!hlsim_env_int("HLSIM_TIMEOUT_LOCKED", 0, 0, 3600, &v)) {
+        hlsim_cfg.timeout_locked = v;
+    }
 
     if (mkdir(hlsim_cfg.root, 0777) && (errno != EEXIST)) {
         rc = -errno;
@@ -682,13 +708,20 @@ static void hlsim_sleep_until(uint64_t until_ns)
  * called at :1766-1772), then resets the device, which frees its memory.
  * The opener is killed (hpriv->taskpid), not processes that inherited it.
  */
-static void hlsim_reset_kill(int dev, uint64_t kill_ns)
+static void hlsim_reset_kill(int dev, uint64_t kill_ns, pid_t closer)
 {
     hlsim_shdev_t *sd = &hlsim_shm->dev[dev];
     pid_t          pid;
     int            i;
 
     hlsim_sleep_until(kill_ns);
+    if (closer > 0) {
+        /* closed with a CB still mapped: still on the driver's list */
+        hlsim_log("dev%d: hard reset: killing pid=%d, which closed the "
+                  "device with a CB still mapped", dev, (int)closer);
+        kill(closer, SIGKILL);
+        return;
+    }
     pid = __atomic_load_n(&sd->owner_pid, __ATOMIC_ACQUIRE);
     if ((pid <= 0) || !hlsim_node_compute_held(dev)) {
         return;
@@ -730,9 +763,33 @@ int hlsim_reset_on_lockup(void)
     return (s == NULL) || strcmp(s, "0");
 }
 
+/*
+ * CS timeout (TDR) of device @a dev in seconds: the driver's
+ * timeout_locked parameter, default 30 s, which Gaudi1 replaces by 600 s
+ * when it is left at its default (K612 common/habanalabs_drv.c:38-39,
+ * 359-366; K61 common/habanalabs_drv.c:33-36, 326-327)
+ */
+unsigned hlsim_timeout_locked_s(int dev)
+{
+    if (hlsim_cfg.timeout_locked != 0) {
+        return hlsim_cfg.timeout_locked;
+    }
+    return (hlsim_cfg.dev[dev].asic == HLSIM_GAUDI1) ? 600 : 30;
+}
+
+/* A reset of either kind runs on @a dev */
+int hlsim_dev_in_reset(int dev)
+{
+    unsigned st = hlsim_dev_status(dev);
+
+    return (st == GAUDI_HL_DEVICE_STATUS_IN_RESET) ||
+           (st == GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE);
+}
+
 typedef struct {
     int      dev;
     uint64_t kill_ns;   /* hard reset: when fd holders are killed, or 0 */
+    pid_t    pid;       /* killed even if it closed the fd, or 0 */
 } hlsim_reset_arg_t;
 
 static void *hlsim_reset_timer(void *arg)
@@ -743,7 +800,7 @@ static void *hlsim_reset_timer(void *arg)
 
     free(arg);
     if (ra.kill_ns != 0) {
-        hlsim_reset_kill(dev, ra.kill_ns);
+        hlsim_reset_kill(dev, ra.kill_ns, ra.pid);
     }
 
     while ((until = __atomic_load_n(&hlsim_shm->dev[dev].reset_until_ns,
@@ -765,7 +822,8 @@ static void *hlsim_reset_timer(void *arg)
  * opener after kill_delay_ms, and the reset ends @ms after that. The reset
  * upon device release (status IN_RESET_AFTER_DEVICE_RELEASE) has no user.
  */
-void hlsim_dev_reset(int dev, unsigned ms, unsigned status)
+static void hlsim_dev_reset_run(int dev, unsigned ms, unsigned status,
+                                pid_t closer)
 {
     hlsim_shdev_t     *sd = &hlsim_shm->dev[dev];
     uint64_t           now = hlsim_now_ns(), kill_ns = 0;
@@ -775,12 +833,15 @@ void hlsim_dev_reset(int dev, unsigned ms, unsigned status)
 
     /* the second of grace is given only if someone holds the device */
     if ((status == GAUDI_HL_DEVICE_STATUS_IN_RESET) &&
-        hlsim_node_compute_held(dev)) {
+        ((closer > 0) || hlsim_node_compute_held(dev))) {
         kill_ns = now + hlsim_cfg.kill_delay_ms * 1000000ULL;
         now     = kill_ns;
     }
     __atomic_add_fetch(&sd->reset_gen, 1, __ATOMIC_ACQ_REL);
-    __atomic_add_fetch(&sd->hard_reset_cnt, 1, __ATOMIC_ACQ_REL);
+    /* a reset upon release counts nowhere (K612 common/device.c:1981-1994) */
+    if (status == GAUDI_HL_DEVICE_STATUS_IN_RESET) {
+        __atomic_add_fetch(&sd->hard_reset_cnt, 1, __ATOMIC_ACQ_REL);
+    }
     hlsim_dev_set_status(dev, status, now + ms * 1000000ULL);
     hlsim_cs_abort_dev(dev);
     ra = malloc(sizeof(*ra));
@@ -790,6 +851,7 @@ void hlsim_dev_reset(int dev, unsigned ms, unsigned status)
     }
     ra->dev     = dev;
     ra->kill_ns = kill_ns;
+    ra->pid     = closer;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     if (pthread_create(&th, &attr, hlsim_reset_timer, ra)) {
@@ -798,6 +860,18 @@ void hlsim_dev_reset(int dev, unsigned ms, unsigned status)
         free(ra);
     }
     pthread_attr_destroy(&attr);
+}
+
+void hlsim_dev_reset(int dev, unsigned ms, unsigned status)
+{
+    hlsim_dev_reset_run(dev, ms, status, 0);
+}
+
+/* Hard reset that also kills @a pid, which closed the device but is still
+ * on the driver's list of its users (K612 common/device.c:618-622, 1455) */
+void hlsim_dev_reset_kill(int dev, unsigned ms, pid_t pid)
+{
+    hlsim_dev_reset_run(dev, ms, GAUDI_HL_DEVICE_STATUS_IN_RESET, pid);
 }
 
 /* The device's HBM file, mapped once per process and never unmapped */

@@ -22,8 +22,10 @@ run_asic() {
     what+="${UCX_GAUDI_DEVICE_MEM:+ mem $UCX_GAUDI_DEVICE_MEM}"
     what+="${HLSIM_DMA_GBPS:+ model $HLSIM_DMA_GBPS GB/s}"
     echo "=== $flavour HLSIM_ASIC=$asic $what $(basename "$gtest")"
-    # a short grace before the hard reset's SIGKILL (fault_*_kills)
+    # a short grace before the hard reset's SIGKILL and a short CS
+    # timeout for the engine a DMA error stops (fault_*_kills)
     HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=1 HLSIM_KILL_DELAY_MS=200 \
+        HLSIM_TIMEOUT_LOCKED=1 \
         with_flavour "$flavour" \
         env LD_PRELOAD="$HLSIM_LIB" "$gtest" --gtest_filter="$filter" \
         > "$log" 2>&1

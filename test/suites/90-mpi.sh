@@ -134,6 +134,10 @@ for fault in cs:6:EIO cs:38:EIO mem_reg_dmabuf:3:EINVAL \
     fi
 done
 
+if ! no_page_faults; then
+    echo "FAIL page_faults: DMAs to unmapped addresses"
+    total_fail=$((total_fail + 1))
+fi
 for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

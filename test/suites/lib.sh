@@ -161,9 +161,28 @@ gtest_add() {
     gt_fail=$((gt_fail + f))
 }
 
+# no_page_faults: no node of this suite (the roots in tmpdirs) recorded an
+# MMU page fault (docs/hlsim.md, "MMU page fault"): a DMA to an address
+# the context has not mapped fails the suite on every driver flavour,
+# whatever the emulated driver did about it. Prints the faults.
+no_page_faults() {
+    local d ok=0
+    for d in "${tmpdirs[@]}"; do
+        [ -s "$d/page-faults" ] || continue
+        echo "MMU page faults recorded on node $d:"
+        sed 's/^/      /' "$d/page-faults"
+        ok=1
+    done
+    return $ok
+}
+
 # gtest_summary TITLE: print the summary of every run, clean up, exit
 gtest_summary() {
     local d t
+    if ! no_page_faults; then
+        gt_fail=$((gt_fail + 1))
+        gt_failed+=("MMU page faults: DMAs to unmapped addresses")
+    fi
     for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
     echo "=== $1"
     echo "[  PASSED  ] $gt_pass tests."
@@ -177,6 +196,7 @@ gtest_summary() {
 
 finish() {
     local d
+    no_page_faults || fail page_faults "DMAs to unmapped addresses"
     for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
     echo "$npass passed, $nfail failed"
     [ "$nfail" -eq 0 ]

@@ -285,14 +285,12 @@ static void t_acquire(void)
     CHECK(fd >= 0, "open after synDestroy: errno %d", errno);
     close(fd);
 }
+
 /*
- * Gaudi2/3 reset after their user closes the device: meanwhile acquiring
- * fails (the open gets EAGAIN), and applications retry, as PyTorch's and
- * PaddlePaddle's HPU backends do (waitForIdleDevice)
- */
-/*
- * Gaudi2/3 reset after their user closes the device: acquiring waits
- * inside the call until the reset is over, by bus and "any device"
+ * Gaudi2/3 reset after their user closes the device, inside the close: the
+ * releasing process re-acquires at once; an acquire during another
+ * process's reset waits inside the call until it is over, by bus and "any
+ * device"
  */
 static void t_acquire_after_release(void)
 {
@@ -308,6 +306,7 @@ static void t_acquire_after_release(void)
     OK(synDeviceGetInfoV2(again, &info));
     CHECK(info.deviceIndex == 0, "took device %u", info.deviceIndex);
 }
+
 static void t_acquire_select(void)
 {
     synDeviceId     id = 99;

@@ -678,10 +678,15 @@ TEST_F(cpy_test, bad_input) {
 }
 
 /*
- * Device faults that do not reset complete the operation with an error and
- * the iface goes on. A CS timeout resets the device only with the driver's
- * reset_on_lockup=1 (then the process is killed, as for DMA engine errors:
- * gaudi_dma_test fault_*_kills), so it is injected with reset_on_lockup=0.
+ * The module's handling of a CS that completes with an error: the
+ * operation fails and the iface goes on. No driver path gives that: a CS
+ * timeout with reset_on_lockup=1 resets the device and kills the process
+ * (gaudi_dma_test fault_*_kills), and with reset_on_lockup=0 the driver
+ * leaves the device NEEDS_RESET, every ioctl EBUSY until an administrator
+ * resets it (K612 common/command_submission.c:838-846), which hlsim does
+ * not emulate (docs/hlsim.md, Not emulated). So this exercises the
+ * module's error path on an emulator-only outcome, not a recovery the
+ * hardware offers.
  */
 TEST_F(cpy_test, faults) {
     SKIP_NO_TL();

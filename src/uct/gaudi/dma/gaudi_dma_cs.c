@@ -710,11 +710,18 @@ static void uct_gaudi_dma_cs_destroy(uct_gaudi_dma_t *base)
                   dma->super.name, dma->super.ring_count);
     }
 
+    /* drain, then unmap, then the caller closes the device */
     if (!uct_gaudi_dma_drain(dma, dma->super.num_slots + 1)) {
-        /* the device may still read the CBs and bounce buffer: leak them
-         * rather than let it read freed memory (facts 5.4) */
-        ucs_error("%s: DMA copies still running at close, their command "
-                  "buffers are leaked", dma->super.name);
+        /* the device may still read the host CBs and bounce buffer: leak
+         * them rather than let it read freed memory (facts 5.4); closing
+         * the device with the copies in flight makes the accel driver
+         * reset it (docs/base.md, "Teardown") */
+        ucs_error("%s: DMA copies still running after %.1f s at close: "
+                  "their buffers are leaked; the driver may reset the "
+                  "device when it is closed", dma->super.name,
+                  dma->super.params.sync_timeout);
+        uct_gaudi_dma_mem_abandon(dma);
+        ucs_free(dma->slots);
         ucs_free(dma);
         return;
     }

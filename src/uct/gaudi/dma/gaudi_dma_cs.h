@@ -86,6 +86,7 @@ uct_gaudi_dma_asic_get(uct_gaudi_asic_t asic, const char **reason_p);
 ucs_status_t uct_gaudi_dma_mem_init(uct_gaudi_dma_cs_t *dma);
 
 void uct_gaudi_dma_mem_cleanup(uct_gaudi_dma_cs_t *dma);
+void uct_gaudi_dma_mem_abandon(uct_gaudi_dma_cs_t *dma);
 
 void uct_gaudi_dma_fill_chunk(const uct_gaudi_dma_cs_t *dma,
                               const uct_gaudi_dma_slot_t *slot, unsigned q,

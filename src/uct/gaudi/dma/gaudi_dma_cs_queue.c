@@ -206,6 +206,19 @@ ucs_status_t uct_gaudi_dma_mem_init(uct_gaudi_dma_cs_t *dma)
     return UCS_OK;
 }
 
+/*
+ * Copies still run at teardown: give back what the device no longer reads,
+ * so that no CB stays mapped when the device is closed (a live mapping
+ * keeps the context, and the driver kills the closer with its reset,
+ * docs/base.md). Gaudi1's kernel CBs were parsed into the driver's own
+ * copy at submission (facts 5.3); the host area (Gaudi2 user CBs, bounce
+ * buffer) may still be read and is leaked, mapped.
+ */
+void uct_gaudi_dma_mem_abandon(uct_gaudi_dma_cs_t *dma)
+{
+    uct_gaudi_dma_kcb_cleanup(dma);
+}
+
 void uct_gaudi_dma_mem_cleanup(uct_gaudi_dma_cs_t *dma)
 {
     uct_gaudi_dma_kcb_cleanup(dma);
