@@ -19,6 +19,7 @@ extern "C" {
 #include <uct/gaudi/dma/gaudi_dma_ops.h>
 #include <uct/gaudi/api/uct_gaudi.h>
 #include <uct/api/uct.h>
+#include <uct/api/v2/uct_v2.h>
 #include <ucs/async/async.h>
 #include <ucs/time/time.h>
 #include "../../hlsim/hlsim.h"
@@ -304,9 +305,37 @@ struct uct_side {
 
 /* ---- exporter process ---- */
 
+static unsigned inval_calls;
+static ucs_status_t inval_status = UCS_INPROGRESS;
+
+static void inval_cb(uct_completion_t *comp)
+{
+    ++inval_calls;
+    inval_status = comp->status;
+}
+
+/* Deregister with invalidation; "ok <callbacks> <status>" */
+static void exporter_invalidate(uct_md_h md, uct_mem_h memh)
+{
+    uct_completion_t comp = {inval_cb, 1, UCS_OK};
+    uct_md_mem_dereg_params_t params;
+    ucs_status_t status;
+
+    params.field_mask = UCT_MD_MEM_DEREG_FIELD_MEMH |
+                        UCT_MD_MEM_DEREG_FIELD_FLAGS |
+                        UCT_MD_MEM_DEREG_FIELD_COMPLETION;
+    params.memh       = memh;
+    params.flags      = UCT_MD_MEM_DEREG_FLAG_INVALIDATE;
+    params.comp       = &comp;
+    inval_calls       = 0;
+    status            = uct_md_mem_dereg_v2(md, &params);
+    printf("ok %u %d %d\n", inval_calls, (int)status, (int)inval_status);
+}
+
 static int exporter_main()
 {
     std::map<uint64_t, uct_mem_h> regs;
+    std::map<uint64_t, uct_mem_h> regs2; /* second registrations */
     uct_side s;
     char line[512];
 
@@ -350,6 +379,24 @@ static int exporter_main()
             printf(s.fill((void*)a, b, c) == UCS_OK ? "ok\n" : "err fill\n");
         } else if (op == "check") {
             printf("ok %ld\n", s.check((void*)a, b, c));
+        } else if ((op == "reg2") || (op == "pack2")) {
+            /* another registration of (or a new key for) buffer a */
+            uint8_t rkey[sizeof(uct_gaudi_ipc_rkey_t)];
+            if ((op == "reg2") &&
+                (uct_md_mem_reg(s.ipc_md, (void*)a, b, UCT_MD_MEM_ACCESS_ALL,
+                                &regs2[a]) != UCS_OK)) {
+                regs2.erase(a);
+                printf("err reg2\n");
+                continue;
+            }
+            if (uct_md_mkey_pack(s.ipc_md, regs2[a], rkey) != UCS_OK) {
+                printf("err pack2\n");
+                continue;
+            }
+            printf("ok %s\n", hex(rkey, sizeof(rkey)).c_str());
+        } else if (op == "inval") {
+            exporter_invalidate(s.ipc_md, regs[a]);
+            regs.erase(a);
         } else if (op == "dereg") {
             uct_md_mem_dereg(s.ipc_md, regs[a]);
             regs.erase(a);
@@ -375,6 +422,9 @@ static int exporter_main()
         }
     }
 
+    for (auto &r : regs2) {
+        uct_md_mem_dereg(s.ipc_md, r.second);
+    }
     for (auto &r : regs) {
         uct_md_mem_dereg(s.ipc_md, r.second);
         uct_gaudi_mem_free((void*)r.first);
@@ -1151,6 +1201,99 @@ TEST_F(gaudi_ipc, free_realloc_same_address)
     pattern(host, 33);
     ASSERT_EQ(UCS_OK, xfer(true, host.data(), 16384, rb2.addr, rb2));
     EXPECT_EQ(-1, rcheck(rb2.addr, 16384, 33));
+}
+
+/* No sweep: only the per-transfer check can notice an invalidation */
+class gaudi_ipc_invalidate : public gaudi_ipc {
+protected:
+    std::map<std::string, std::string> ipc_config() override
+    {
+        return {{"PEER_CHECK_INTERVAL", "1000s"}};
+    }
+
+    remote_buf unpack(const std::string &reply)
+    {
+        remote_buf rb;
+        char rkey[512];
+        EXPECT_EQ(1, sscanf(reply.c_str(), "ok %511s", rkey)) << reply;
+        std::vector<uint8_t> packed = unhex(rkey);
+        EXPECT_EQ(UCS_OK, uct_rkey_unpack(m_uct.ipc_comp, packed.data(),
+                                          &rb.rkey));
+        m_rbufs.push_back(rb);
+        return rb;
+    }
+};
+
+/*
+ * Deregistration with UCT_MD_MEM_DEREG_FLAG_INVALIDATE (docs/ipc.md,
+ * "Invalidation"): the completion runs once, before dereg returns; every
+ * key of the buffer packed before it (of every registration sharing the
+ * export) fails its next transfer, through a cached import and through a
+ * new one, before any DMA; the exporter's data is untouched; a key packed
+ * after it names a new export and works.
+ */
+TEST_F(gaudi_ipc_invalidate, stale_keys_fail)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    const size_t len = 65536;
+    connect();
+    remote_buf rb   = ralloc(len);
+    remote_buf rb2  = unpack(m_peer.cmd("reg2 %llx %zx",
+                                        (unsigned long long)rb.addr, 4096));
+    rb2.addr        = rb.addr;
+    unsigned exports0;
+    int fds0;
+    ASSERT_EQ(2, sscanf(m_peer.cmd("stat").c_str(), "ok %x %x", &exports0,
+                        &fds0));
+
+    std::vector<uint8_t> host(len), exp(len);
+    ASSERT_EQ("ok", rfill(rb.addr, len, 41));
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), len, rb.addr, rb));
+    pattern(exp, 41);
+    ASSERT_EQ(exp, host);
+    ASSERT_EQ(1u, cache()->count);
+
+    EXPECT_EQ("ok 1 0 0", /* callbacks, dereg status, completion status */
+              m_peer.cmd("inval %llx", (unsigned long long)rb.addr))
+            << "completion called once, synchronously, with UCS_OK";
+
+    unsigned exports1;
+    int fds1;
+    ASSERT_EQ(2, sscanf(m_peer.cmd("stat").c_str(), "ok %x %x", &exports1,
+                        &fds1));
+    EXPECT_EQ(exports0 - 1, exports1) << "the export is revoked";
+
+    /* the cached import: refused before any DMA, and dropped */
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              xfer(false, host.data(), len, rb.addr, rb));
+    EXPECT_EQ(1u, cache()->stats.released);
+    EXPECT_EQ(0u, cache()->count);
+    int64_t maps = hlsim_counter(HLSIM_COUNTER_MAPPINGS);
+
+    /* a new import of a stale key: refused, nothing mapped */
+    pattern(host, 42);
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR, xfer(true, host.data(), len, rb.addr, rb));
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              xfer(true, host.data(), 4096, rb2.addr, rb2))
+            << "the other registration's old key shares the export";
+    EXPECT_EQ(0u, cache()->count);
+    EXPECT_EQ(maps, hlsim_counter(HLSIM_COUNTER_MAPPINGS));
+    EXPECT_EQ(-1, rcheck(rb.addr, len, 41)) << "exporter's data changed";
+
+    /* the registration left packs a new export: a new file */
+    remote_buf rb3 = unpack(m_peer.cmd("pack2 %llx",
+                                       (unsigned long long)rb.addr));
+    rb3.addr = rb.addr;
+    const uct_gaudi_ipc_rkey_t *k1 = (const uct_gaudi_ipc_rkey_t*)rb.rkey.rkey;
+    const uct_gaudi_ipc_rkey_t *k3 = (const uct_gaudi_ipc_rkey_t*)rb3.rkey.rkey;
+    EXPECT_NE(k1->id.ino, k3->id.ino) << "a new dma-buf";
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), 4096, rb3.addr, rb3));
+    EXPECT_EQ(0, memcmp(exp.data(), host.data(), 4096));
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              xfer(false, host.data(), len, rb.addr, rb))
+            << "the stale key stays stale";
 }
 
 class gaudi_ipc_socket : public gaudi_ipc {
