@@ -1573,6 +1573,191 @@ TEST_F(gaudi_ipc, peer_killed_mid_transfer)
  * exit and drops the import; its open waits for that (UCX_GAUDI_DEVICE
  * names the device) and the transfers go on with the new process.
  */
+/*
+ * Completions under peer death: every zcopy posted on the ep completes,
+ * and every pending request is either dispatched or handed back by the
+ * purge. The exporter dies with the engine's ring full and requests
+ * pending; then either progress alone drains it all, or the ep is
+ * flushed with UCT_FLUSH_FLAG_CANCEL, purged and destroyed.
+ */
+class gaudi_ipc_peer_death : public gaudi_ipc {
+public:
+    struct op {
+        uct_completion_t   comp;
+        uct_pending_req_t  pend;
+        gaudi_ipc_peer_death *test;
+        bool               posted, done, purged;
+        ucs_status_t       status;
+    };
+
+    static const size_t len = 1ul << 20;
+    std::vector<op>     m_ops;
+    remote_buf          m_rb;
+    void                *m_local = NULL;
+    size_t              m_errors = 0;
+
+    static void op_done(uct_completion_t *comp)
+    {
+        op *o = ucs_container_of(comp, op, comp);
+        o->done   = true;
+        o->status = comp->status;
+        o->test->m_errors += (comp->status != UCS_OK);
+    }
+
+    /* post op @a o: UCS_ERR_NO_RESOURCE, or it is posted or failed */
+    ucs_status_t post(op &o)
+    {
+        uct_iov_t iov = {m_local, len, UCT_MEM_HANDLE_NULL, len, 1};
+        ucs_status_t status;
+
+        o.comp   = {op_done, 1, UCS_OK};
+        status   = uct_ep_get_zcopy(m_ep, &iov, 1, m_rb.addr, m_rb.rkey.rkey,
+                                    &o.comp);
+        if (status == UCS_ERR_NO_RESOURCE) {
+            return status;
+        }
+        o.posted = true;
+        if (status != UCS_INPROGRESS) {   /* completed or failed at once */
+            o.done   = true;
+            o.status = status;
+            m_errors += (status != UCS_OK);
+        }
+        return UCS_OK;
+    }
+
+    static ucs_status_t pending_cb(uct_pending_req_t *self)
+    {
+        op *o = ucs_container_of(self, op, pend);
+        return o->test->post(*o);
+    }
+
+    static void purge_cb(uct_pending_req_t *self, void *arg)
+    {
+        ucs_container_of(self, op, pend)->purged = true;
+    }
+
+    /* fill the ring, then queue @a npending requests */
+    void load(size_t npending)
+    {
+        connect();
+        m_rb = ralloc(len);
+        ASSERT_EQ(UCS_OK, uct_gaudi_mem_alloc(len, &m_local));
+        m_ops.resize(4096 + npending);
+        size_t i, queued = 0;
+        for (i = 0; i < m_ops.size(); ++i) {
+            m_ops[i] = {};
+            m_ops[i].test = this;
+            if (post(m_ops[i]) == UCS_ERR_NO_RESOURCE) {
+                break;
+            }
+        }
+        ASSERT_LT(i, 4096u) << "the engine's ring never filled";
+        for (; (i < m_ops.size()) && (queued < npending); ++i) {
+            m_ops[i].test      = this;
+            m_ops[i].pend.func = pending_cb;
+            ucs_status_t status = uct_ep_pending_add(m_ep, &m_ops[i].pend,
+                                                     0);
+            if (status == UCS_ERR_BUSY) {   /* room again: post it */
+                ASSERT_EQ(UCS_OK, post(m_ops[i]));
+            } else {
+                ASSERT_EQ(UCS_OK, status);
+                ++queued;
+            }
+        }
+        m_ops.resize(i);
+        ASSERT_GT(queued, 0u);
+    }
+
+    /* every op is done, or was never posted and came back by the purge */
+    void check_all_accounted()
+    {
+        size_t posted = 0, done = 0, purged = 0;
+        for (auto &o : m_ops) {
+            posted += o.posted;
+            done   += o.done;
+            purged += o.purged;
+            EXPECT_TRUE(o.done || o.purged) << "op " << (&o - &m_ops[0])
+                                            << " lost";
+            EXPECT_FALSE(o.done && o.purged);
+            EXPECT_EQ(o.posted, o.done);
+        }
+        EXPECT_EQ(posted, done) << "completions of posted zcopies";
+        EXPECT_EQ(m_ops.size(), done + purged);
+        EXPECT_GT(m_errors, 0u) << "the peer's death failed no transfer";
+    }
+
+    void TearDown() override
+    {
+        if (m_local != NULL) {
+            uct_gaudi_mem_free(m_local);
+        }
+        gaudi_ipc::TearDown();
+    }
+};
+
+TEST_F(gaudi_ipc_peer_death, progress_completes_every_zcopy)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    load(16);
+    m_peer.kill_now();
+    for (int i = 0; i < 20000000; ++i) {
+        bool idle = true;
+        for (auto &o : m_ops) {
+            idle = idle && o.done;
+        }
+        if (idle) {
+            break;
+        }
+        uct_iface_progress(m_uct.ipc_if);
+    }
+    check_all_accounted();
+}
+
+TEST_F(gaudi_ipc_peer_death, flush_cancel_completes_every_zcopy)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    load(16);
+    m_peer.kill_now();
+
+    /* UCP's order (ucp_worker_discard_uct_ep): purge, then flush(CANCEL) */
+    uct_completion_t flush = {uct_side::comp_cb, 1, UCS_OK};
+    uct_ep_pending_purge(m_ep, purge_cb, NULL);
+    ucs_status_t status = uct_ep_flush(m_ep, UCT_FLUSH_FLAG_CANCEL, &flush);
+    ASSERT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS))
+            << ucs_status_string(status);
+    m_uct.wait(m_uct.ipc_if, status, &flush);
+    EXPECT_EQ(0, flush.count) << "flush(CANCEL) did not complete";
+    uct_ep_destroy(m_ep);
+    m_ep = NULL;
+    check_all_accounted();
+}
+
+TEST_F(gaudi_ipc_peer_death, cancel_leaves_pending_to_the_purge)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    load(16);
+    m_peer.kill_now();
+
+    /* flush(CANCEL) first: it covers the posted copies; the pending
+     * requests stay for the owner's purge, never dropped unseen */
+    uct_completion_t flush = {uct_side::comp_cb, 1, UCS_OK};
+    ucs_status_t status = uct_ep_flush(m_ep, UCT_FLUSH_FLAG_CANCEL, &flush);
+    ASSERT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS))
+            << ucs_status_string(status);
+    uct_ep_pending_purge(m_ep, purge_cb, NULL);
+    m_uct.wait(m_uct.ipc_if, status, &flush);
+    EXPECT_EQ(0, flush.count) << "flush(CANCEL) did not complete";
+    uct_ep_destroy(m_ep);
+    m_ep = NULL;
+    check_all_accounted();
+}
+
 TEST_F(gaudi_ipc, exporter_restart)
 {
     if (upstream_flavour()) {
