@@ -134,6 +134,32 @@ done
 perftest_pair "tag_bw -m host -s 16777216" -t tag_bw -m host -s 16777216 \
     -n 20 -w 2
 
+# PEER error mode (-e): the rendezvous runs on gaudi_ipc too, which
+# declares the memory invalidation this UCX asks for (docs/ipc.md,
+# "Invalidation")
+UCX_LOG_LEVEL=debug perftest_pair "tag_bw -e -m $mem -s 16777216" \
+    -t tag_bw -e -m "$mem" -s 16777216 -n 20 -w 2
+expect_match "PEER mode: rendezvous lane is gaudi_ipc" "$out" \
+    'lane\[[0-9]+\]: +[0-9]+:gaudi_ipc/.* rma_bw'
+
+# RMA on gaudi_ipc in flight when the exporter dies: every request
+# completes, none is left out of UCX's pool (docs/ipc.md, "Completions
+# when a peer dies")
+peer_test=$GAUDI_UCX_BUILD/test/mpi/gaudi_ucp_peer_test
+if [ -x "$peer_test" ]; then
+    new_node
+    HLSIM_NUM_DEVICES=2 HLSIM_DMA_GBPS=0.05 UCX_PROTO_ENABLE=y \
+        UCX_TLS=gaudi_cpy,gaudi_ipc,tcp,self UCX_KEEPALIVE_INTERVAL=200ms \
+        run "$peer_test" kill-exporter-rma peer ipc > "$out" 2>&1
+    expect_match "exporter killed during ucp_put/get_nbx: run passed" \
+        "$out" '^1 passed, 0 failed$'
+    expect_match "exporter killed during ucp_put/get_nbx: all complete" \
+        "$out" 'role 1: ([0-9]+) requests posted, \1 completed \([1-9]'
+    expect_no_match "exporter killed during ucp_put/get_nbx: no request leak" \
+        "$out" 'not returned to mpool'
+    new_node
+fi
+
 # Peer death between two emulated nodes over tcp (test/suites/nodes.sh):
 # with UCP error handling (-e), the survivor of a SIGKILL mid-transfer of
 # Gaudi buffers learns it within GAUDI_UCX_PEER_DEATH_BOUND; from UCX 1.16
