@@ -1592,6 +1592,13 @@ public:
 
     static const size_t len = 1ul << 20;
     std::vector<op>     m_ops;
+
+    /* one CS per copy: the ring fills after max_inflight posts */
+    std::map<std::string, std::string> ipc_config() override
+    {
+        return {{"PEER_CHECK_INTERVAL", "0"}, {"MAX_BATCH", "1"}};
+    }
+
     remote_buf          m_rb;
     void                *m_local = NULL;
     size_t              m_errors = 0;
