@@ -488,6 +488,32 @@ static int run_kill(int kill_sender, int mid)
     return 0;
 }
 
+/* Map @a buf for UCP and send its address and packed key on @a fd; the
+ * caller releases *packed_p (ucp_rkey_buffer_release) */
+static ucp_mem_h export_buffer(node_t *n, void *buf, size_t size, int fd,
+                               void **packed_p, size_t *len_p)
+{
+    ucp_mem_map_params_t mp = { 0 };
+    ucp_mem_h            memh;
+    ucs_status_t         status;
+
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                    UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mp.address    = buf;
+    mp.length     = size;
+    status        = ucp_mem_map(n->ctx, &mp, &memh);
+    if (status != UCS_OK) {
+        die("ucp_mem_map", status);
+    }
+    status = ucp_rkey_pack(n->ctx, memh, packed_p, len_p);
+    if (status != UCS_OK) {
+        die("ucp_rkey_pack", status);
+    }
+    send_u64(fd, (uintptr_t)buf);
+    send_blob(fd, *packed_p, *len_p);
+    return memh;
+}
+
 /* ------------------------------------------------------------------ */
 /* RMA in flight when the exporter dies                                 */
 
@@ -514,11 +540,9 @@ static void rma_done(void *request, ucs_status_t status, void *user_data)
 static int run_kill_rma(void)
 {
     ucp_request_param_t  param = { 0 };
-    ucp_mem_map_params_t mp    = { 0 };
     rma_count_t          count = { 0, 0 };
     ucs_status_ptr_t     req[RMA_OPS];
     int                  posted = 0, i;
-    ucp_mem_h            memh;
     ucp_rkey_h           rkey;
     void                *buf, *packed;
     uint64_t             remote;
@@ -530,20 +554,7 @@ static int run_kill_rma(void)
     node_init(&n, sock[0]);
     buf = gaudi_alloc_fill(RMA_SIZE, role);
     if (role == 0) {
-        mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
-                        UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-        mp.address    = buf;
-        mp.length     = RMA_SIZE;
-        status        = ucp_mem_map(n.ctx, &mp, &memh);
-        if (status != UCS_OK) {
-            die("ucp_mem_map", status);
-        }
-        status = ucp_rkey_pack(n.ctx, memh, &packed, &len);
-        if (status != UCS_OK) {
-            die("ucp_rkey_pack", status);
-        }
-        send_u64(sock[0], (uintptr_t)buf);
-        send_blob(sock[0], packed, len);
+        (void)export_buffer(&n, buf, RMA_SIZE, sock[0], &packed, &len);
         free(must_recv(sock[0], NULL));       /* posted */
         deadline = now() + MID_DELAY;
         while (now() < deadline) {
@@ -644,30 +655,15 @@ static void add_u64(uint8_t *p, int64_t delta)
 static int forge_exporter(void)
 {
     node_t               n;
-    ucp_mem_map_params_t mp = { 0 };
     ucp_mem_h            memh;
     void                *buf, *packed;
     uint8_t             *copy, *ipc;
     size_t               len;
-    ucs_status_t         status;
     int                  fd = sock[role];
 
     node_init(&n, (role == 0) ? fd : -1);
-    buf           = gaudi_alloc_fill(FORGE_SIZE, 100 + role);
-    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
-                    UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    mp.address    = buf;
-    mp.length     = FORGE_SIZE;
-    status        = ucp_mem_map(n.ctx, &mp, &memh);
-    if (status != UCS_OK) {
-        die("ucp_mem_map", status);
-    }
-    status = ucp_rkey_pack(n.ctx, memh, &packed, &len);
-    if (status != UCS_OK) {
-        die("ucp_rkey_pack", status);
-    }
-    send_u64(fd, (uintptr_t)buf);
-    send_blob(fd, packed, len);         /* genuine */
+    buf  = gaudi_alloc_fill(FORGE_SIZE, 100 + role);
+    memh = export_buffer(&n, buf, FORGE_SIZE, fd, &packed, &len); /* genuine */
     if (role == 0) {
         copy = malloc(len);
         memcpy(copy, packed, len);
