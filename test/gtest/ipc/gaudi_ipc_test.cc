@@ -1693,6 +1693,31 @@ public:
         EXPECT_GT(m_errors, 0u) << "the peer's death failed no transfer";
     }
 
+    /* kill the exporter with the ring full, then flush(CANCEL) the ep,
+     * purge its pending requests (before or after) and destroy it */
+    void kill_and_cancel(bool purge_first)
+    {
+        uct_completion_t flush = {uct_side::comp_cb, 1, UCS_OK};
+        ucs_status_t status;
+
+        load(16);
+        m_peer.kill_now();
+        if (purge_first) {
+            uct_ep_pending_purge(m_ep, purge_cb, NULL);
+        }
+        status = uct_ep_flush(m_ep, UCT_FLUSH_FLAG_CANCEL, &flush);
+        ASSERT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS))
+                << ucs_status_string(status);
+        if (!purge_first) {
+            uct_ep_pending_purge(m_ep, purge_cb, NULL);
+        }
+        m_uct.wait(m_uct.ipc_if, status, &flush);
+        EXPECT_EQ(0, flush.count) << "flush(CANCEL) did not complete";
+        uct_ep_destroy(m_ep);
+        m_ep = NULL;
+        check_all_accounted();
+    }
+
     void TearDown() override
     {
         if (m_local != NULL) {
@@ -1727,20 +1752,8 @@ TEST_F(gaudi_ipc_peer_death, flush_cancel_completes_every_zcopy)
     if (upstream_flavour()) {
         GTEST_SKIP() << "no op 99 in the upstream flavour";
     }
-    load(16);
-    m_peer.kill_now();
-
     /* UCP's order (ucp_worker_discard_uct_ep): purge, then flush(CANCEL) */
-    uct_completion_t flush = {uct_side::comp_cb, 1, UCS_OK};
-    uct_ep_pending_purge(m_ep, purge_cb, NULL);
-    ucs_status_t status = uct_ep_flush(m_ep, UCT_FLUSH_FLAG_CANCEL, &flush);
-    ASSERT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS))
-            << ucs_status_string(status);
-    m_uct.wait(m_uct.ipc_if, status, &flush);
-    EXPECT_EQ(0, flush.count) << "flush(CANCEL) did not complete";
-    uct_ep_destroy(m_ep);
-    m_ep = NULL;
-    check_all_accounted();
+    kill_and_cancel(true);
 }
 
 TEST_F(gaudi_ipc_peer_death, cancel_leaves_pending_to_the_purge)
@@ -1748,21 +1761,9 @@ TEST_F(gaudi_ipc_peer_death, cancel_leaves_pending_to_the_purge)
     if (upstream_flavour()) {
         GTEST_SKIP() << "no op 99 in the upstream flavour";
     }
-    load(16);
-    m_peer.kill_now();
-
     /* flush(CANCEL) first: it covers the posted copies; the pending
      * requests stay for the owner's purge, never dropped unseen */
-    uct_completion_t flush = {uct_side::comp_cb, 1, UCS_OK};
-    ucs_status_t status = uct_ep_flush(m_ep, UCT_FLUSH_FLAG_CANCEL, &flush);
-    ASSERT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS))
-            << ucs_status_string(status);
-    uct_ep_pending_purge(m_ep, purge_cb, NULL);
-    m_uct.wait(m_uct.ipc_if, status, &flush);
-    EXPECT_EQ(0, flush.count) << "flush(CANCEL) did not complete";
-    uct_ep_destroy(m_ep);
-    m_ep = NULL;
-    check_all_accounted();
+    kill_and_cancel(false);
 }
 
 TEST_F(gaudi_ipc, exporter_restart)
