@@ -62,9 +62,8 @@ UCX_PROTO_ENABLE=y peer_case "forged and foreign rkeys, ucp_get/put_nbx" \
 # 2. Peer killed during a 16 MiB Gaudi -> Gaudi tag message. With error
 # handling (PEER), UCX 1.13 needs transports with peer-failure support
 # for every lane: its shared-memory ones have none, so the AM lanes run
-# on tcp. "ipc": gaudi_ipc available (used for the rendezvous without
-# error handling; with PEER, UCX 1.13 keeps the rendezvous host-staged);
-# "staged": no gaudi_ipc.
+# on tcp. "ipc": gaudi_ipc available (the rendezvous runs on it in both
+# modes: it invalidates memory, docs/ipc.md); "staged": no gaudi_ipc.
 for victim in sender receiver; do
     for tls in "gaudi_cpy,gaudi_ipc,tcp,self ipc" "gaudi_cpy,tcp,self staged"
     do
