@@ -1,9 +1,12 @@
 #!/bin/bash
 #
 # UCP tag_bw between two processes on the emulated node (stock
-# ucx_perftest), Gaudi->Gaudi with gaudi_ipc, Gaudi->Gaudi host-staged
+# ucx_perftest), Gaudi->Gaudi with gaudi_ipc, Gaudi->Gaudi with gaudi_ipc
+# in PEER error mode (-e: UCP_ERR_HANDLING_MODE_PEER, whose rendezvous
+# needs memory invalidation, docs/ipc.md), Gaudi->Gaudi host-staged
 # (gaudi_ipc excluded), and host->host, all in one run; reported as ratios
-# to host->host of the same run. Median of ROUNDS runs, interleaved.
+# to host->host of the same run (PEER: to gaudi_ipc without -e). Median of
+# ROUNDS runs, interleaved.
 #
 # Two send windows, the same for every configuration:
 #  - one message in flight (-O 1): the transfer path itself;
@@ -34,10 +37,12 @@ run() {
         "$build/contrib/ucx-gaudi-run" "$@"
 }
 
-# one measurement: MB/s of tag_bw, or 0
+# one measurement: MB/s of tag_bw, or 0 (extra ucx_perftest flags after
+# the window)
 one() {
     local mem=$1 size=$2 tls=$3 window=$4 port=$((20000 + RANDOM % 20000))
     local iters warmup args out
+    shift 4
     if [ "$window" = default ]; then
         iters=$(( size >= 16777216 ? 10 : 200 ))
         warmup=5
@@ -47,6 +52,7 @@ one() {
         warmup=$(( size >= 16777216 ? 20 : 50 ))
         args=(-O "$window")
     fi
+    args+=("$@")
     out=$(mktemp)
     UCX_TLS=$tls run ucx_perftest -p $port -t tag_bw -m $mem -s $size \
         -n $iters -w $warmup "${args[@]}" >/dev/null 2>&1 &
@@ -66,19 +72,23 @@ gmem=$(run ucx_perftest -h 2>&1 |
 for window in $windows; do
     echo "window: $window ($( [ "$window" = default ] && echo \
         "ucx_perftest default, short run" || echo "-O $window"))"
-    printf "%-9s %11s %13s %13s %9s %9s\n" size "host MB/s" "gaudi ipc" \
-        "gaudi staged" "ipc/host" "stg/host"
+    printf "%-9s %11s %13s %13s %13s %9s %9s %9s\n" size "host MB/s" \
+        "gaudi ipc" "gaudi ipc -e" "gaudi staged" "ipc/host" "-e/ipc" \
+        "stg/host"
     for size in $sizes; do
-        h=""; g=""; s=""
+        h=""; g=""; e=""; s=""
         for r in $(seq "$rounds"); do
             h="$h $(one host $size all $window)"
             g="$g $(one $gmem $size all $window)"
+            e="$e $(one $gmem $size all $window -e)"
             s="$s $(one $gmem $size ^gaudi_ipc $window)"
         done
-        h=$(echo $h | median); g=$(echo $g | median); s=$(echo $s | median)
-        awk -v z=$size -v h=$h -v g=$g -v s=$s 'BEGIN {
-            printf "%-9s %11.1f %13.1f %13.1f %9.2f %9.2f\n", z, h, g, s,
-                   (h > 0) ? g / h : 0, (h > 0) ? s / h : 0 }'
+        h=$(echo $h | median); g=$(echo $g | median)
+        e=$(echo $e | median); s=$(echo $s | median)
+        awk -v z=$size -v h=$h -v g=$g -v e=$e -v s=$s 'BEGIN {
+            printf "%-9s %11.1f %13.1f %13.1f %13.1f %9.2f %9.2f %9.2f\n",
+                   z, h, g, e, s, (h > 0) ? g / h : 0, (g > 0) ? e / g : 0,
+                   (h > 0) ? s / h : 0 }'
     done
     echo
 done

@@ -128,6 +128,10 @@ AC_DEFUN([UCX_GAUDI_PROBE_UCX], [
         UCX_GAUDI_MD_INC,
         [ucs_status_t (*f)(uct_md_h, uct_md_attr_v2_t*) = 0;
          uct_md_ops_t o; o.query = f; return o.query != 0;])
+    UCX_GAUDI_PROBE([MD_FLAG_INVALIDATE_RMA],
+        [UCT_MD_FLAG_INVALIDATE_RMA exists (what rendezvous needs)],
+        UCX_GAUDI_MD_INC,
+        [return (int)UCT_MD_FLAG_INVALIDATE_RMA;])
     UCX_GAUDI_PROBE([MD_ATTR_GVA_MEM_TYPES],
         [uct_md_attr_v2_t has gva_mem_types],
         UCX_GAUDI_MD_INC,

@@ -20,6 +20,11 @@
  *       worker and context destroyed) within the timeout. "peer" / "none": the
  *       endpoints' error handling mode. "ipc" / "staged": the suite's
  *       UCX_TLS decides; the argument only names the case.
+ *   kill-exporter-rma: role 0 exports a Gaudi buffer, role 1 posts puts
+ *       and gets to it, role 0 dies with them in flight; every posted
+ *       request of role 1 must complete (with an error or not) and its
+ *       endpoint, worker and context close (a request UCX never gave
+ *       back is reported at cleanup; the suite greps for that).
  *   forged: role 0 (attacker) exports a Gaudi buffer and sends role 1
  *       (victim) its packed key, the key with a grown buffer, and a key
  *       that does not hold together; role 2 (a bystander) sends its own
@@ -483,6 +488,129 @@ static int run_kill(int kill_sender, int mid)
     return 0;
 }
 
+/* Map @a buf for UCP and send its address and packed key on @a fd; the
+ * caller releases *packed_p (ucp_rkey_buffer_release) */
+static ucp_mem_h export_buffer(node_t *n, void *buf, size_t size, int fd,
+                               void **packed_p, size_t *len_p)
+{
+    ucp_mem_map_params_t mp = { 0 };
+    ucp_mem_h            memh;
+    ucs_status_t         status;
+
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                    UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mp.address    = buf;
+    mp.length     = size;
+    status        = ucp_mem_map(n->ctx, &mp, &memh);
+    if (status != UCS_OK) {
+        die("ucp_mem_map", status);
+    }
+    status = ucp_rkey_pack(n->ctx, memh, packed_p, len_p);
+    if (status != UCS_OK) {
+        die("ucp_rkey_pack", status);
+    }
+    send_u64(fd, (uintptr_t)buf);
+    send_blob(fd, *packed_p, *len_p);
+    return memh;
+}
+
+/* ------------------------------------------------------------------ */
+/* RMA in flight when the exporter dies                                 */
+
+#define RMA_OPS  8
+#define RMA_SIZE (4ul << 20)
+
+typedef struct {
+    int done;
+    int errors;
+} rma_count_t;
+
+static void rma_done(void *request, ucs_status_t status, void *user_data)
+{
+    rma_count_t *c = user_data;
+
+    ++c->done;
+    c->errors += (status != UCS_OK);
+}
+
+/* Role 0 exports a Gaudi buffer and dies 0.2 s after role 1 posted its
+ * puts and gets to it (slowed DMA: they are still copying). Role 1 counts
+ * the completions of its posted requests: every one must complete, and
+ * its worker must close without a leaked request */
+static int run_kill_rma(void)
+{
+    ucp_request_param_t  param = { 0 };
+    rma_count_t          count = { 0, 0 };
+    ucs_status_ptr_t     req[RMA_OPS];
+    int                  posted = 0, i;
+    ucp_rkey_h           rkey;
+    void                *buf, *packed;
+    uint64_t             remote;
+    double               deadline, t0;
+    ucs_status_t         status;
+    size_t               len;
+    node_t               n;
+
+    node_init(&n, sock[0]);
+    buf = gaudi_alloc_fill(RMA_SIZE, role);
+    if (role == 0) {
+        (void)export_buffer(&n, buf, RMA_SIZE, sock[0], &packed, &len);
+        free(must_recv(sock[0], NULL));       /* posted */
+        deadline = now() + MID_DELAY;
+        while (now() < deadline) {
+            ucp_worker_progress(n.worker);
+        }
+        raise(SIGKILL);
+    }
+
+    remote = recv_u64(sock[0]);
+    packed = must_recv(sock[0], NULL);
+    status = ucp_ep_rkey_unpack(n.ep, packed, &rkey);
+    if (status != UCS_OK) {
+        die("ucp_ep_rkey_unpack", status);
+    }
+    free(packed);
+
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send      = rma_done;
+    param.user_data    = &count;
+    for (i = 0; i < RMA_OPS; i++) {
+        req[i] = (i & 1) ?
+                 ucp_get_nbx(n.ep, buf, RMA_SIZE, remote, rkey, &param) :
+                 ucp_put_nbx(n.ep, buf, RMA_SIZE, remote, rkey, &param);
+        if (UCS_PTR_IS_PTR(req[i])) {
+            ++posted;
+        } else if (UCS_PTR_IS_ERR(req[i])) {
+            ++count.errors;
+        }
+    }
+    send_u64(sock[0], 1);
+    wait_peer_gone(sock[0]);
+
+    t0       = now();
+    deadline = t0 + 20;
+    while ((count.done < posted) && (now() < deadline)) {
+        ucp_worker_progress(n.worker);
+    }
+    fprintf(stderr, "role 1: %d requests posted, %d completed (%d failed "
+            "in all) %.2f s after the exporter's death\n", posted,
+            count.done, count.errors, now() - t0);
+    if (count.done < posted) {
+        fprintf(stderr, "role 1: %d request(s) never completed\n",
+                posted - count.done);
+        return 1;
+    }
+    for (i = 0; i < RMA_OPS; i++) {
+        if (UCS_PTR_IS_PTR(req[i])) {
+            ucp_request_free(req[i]);
+        }
+    }
+    ucp_rkey_destroy(rkey);
+    uct_gaudi_mem_free(buf);
+    return node_fini(&n, 1) ? 0 : 1;
+}
+
 /* ------------------------------------------------------------------ */
 /* forged keys                                                          */
 
@@ -527,30 +655,15 @@ static void add_u64(uint8_t *p, int64_t delta)
 static int forge_exporter(void)
 {
     node_t               n;
-    ucp_mem_map_params_t mp = { 0 };
     ucp_mem_h            memh;
     void                *buf, *packed;
     uint8_t             *copy, *ipc;
     size_t               len;
-    ucs_status_t         status;
     int                  fd = sock[role];
 
     node_init(&n, (role == 0) ? fd : -1);
-    buf           = gaudi_alloc_fill(FORGE_SIZE, 100 + role);
-    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
-                    UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    mp.address    = buf;
-    mp.length     = FORGE_SIZE;
-    status        = ucp_mem_map(n.ctx, &mp, &memh);
-    if (status != UCS_OK) {
-        die("ucp_mem_map", status);
-    }
-    status = ucp_rkey_pack(n.ctx, memh, &packed, &len);
-    if (status != UCS_OK) {
-        die("ucp_rkey_pack", status);
-    }
-    send_u64(fd, (uintptr_t)buf);
-    send_blob(fd, packed, len);         /* genuine */
+    buf  = gaudi_alloc_fill(FORGE_SIZE, 100 + role);
+    memh = export_buffer(&n, buf, FORGE_SIZE, fd, &packed, &len); /* genuine */
     if (role == 0) {
         copy = malloc(len);
         memcpy(copy, packed, len);
@@ -951,7 +1064,8 @@ static int launch(int argc, char **argv)
         snprintf(name + strlen(name), sizeof(name) - strlen(name), " %s",
                  argv[i]);
     }
-    if (!strcmp(argv[1], "kill-sender")) {
+    if (!strcmp(argv[1], "kill-sender") ||
+        !strcmp(argv[1], "kill-exporter-rma")) {
         killed = 0;
     } else if (!strcmp(argv[1], "kill-receiver")) {
         killed = 1;
@@ -1071,8 +1185,9 @@ int main(int argc, char **argv)
     int i;
 
     if ((argc < 2) || !strcmp(argv[1], "-h")) {
-        fprintf(stderr, "usage: %s kill-sender|kill-receiver|forged|"
-                "faults-tag|faults-stream [peer|none] [ipc|staged]\n",
+        fprintf(stderr, "usage: %s kill-sender|kill-receiver|"
+                "kill-exporter-rma|forged|faults-tag|faults-stream "
+                "[peer|none] [ipc|staged]\n",
                 argv[0]);
         return 2;
     }
@@ -1095,6 +1210,8 @@ int main(int argc, char **argv)
         return run_kill(1, (argc > 9) && !strcmp(argv[9], "mid"));
     } else if (!strcmp(test_case, "kill-receiver")) {
         return run_kill(0, (argc > 9) && !strcmp(argv[9], "mid"));
+    } else if (!strcmp(test_case, "kill-exporter-rma")) {
+        return run_kill_rma();
     } else if (!strcmp(test_case, "forged")) {
         return (role == 1) ? forge_victim() : forge_exporter();
     } else if (!strcmp(test_case, "faults-tag")) {

@@ -70,6 +70,16 @@ else
         'lane\[[0-9]+\]: +[0-9]+:gaudi_ipc/.* rma_bw'
 fi
 
+# ... and in PEER error mode (-e: UCP_ERR_HANDLING_MODE_PEER), where UCP
+# takes a rendezvous lane only from an MD that invalidates memory
+# (docs/ipc.md, "Invalidation")
+UCX_LOG_LEVEL=debug ucp_pair "tag_bw -e -m rocm -s 16777216 (debug log)" \
+    -t tag_bw -e -m rocm -s 16777216 -n 3 -w 1
+if ! in_device_mode; then
+    expect_match "PEER mode: rendezvous lane is gaudi_ipc" "$out" \
+        'lane\[[0-9]+\]: +[0-9]+:gaudi_ipc/.* rma_bw'
+fi
+
 # Host-staged rendezvous (gaudi_ipc excluded): UCX's pipeline stages
 # 512 KiB fragments through host memory with gaudi_cpy copies on each side
 # (once hung: a parked copy was refused while others were queued behind it)

@@ -134,6 +134,36 @@ done
 perftest_pair "tag_bw -m host -s 16777216" -t tag_bw -m host -s 16777216 \
     -n 20 -w 2
 
+# PEER error mode (-e): the rendezvous runs on gaudi_ipc too, which
+# declares the memory invalidation this UCX asks for (docs/ipc.md,
+# "Invalidation")
+# (UCX_PREFIX aside: at debug level UCX warns of unused UCX_ variables)
+ucx_prefix=$UCX_PREFIX
+unset UCX_PREFIX
+UCX_LOG_LEVEL=debug perftest_pair "tag_bw -e -m $mem -s 16777216" \
+    -t tag_bw -e -m "$mem" -s 16777216 -n 20 -w 2
+export UCX_PREFIX=$ucx_prefix
+expect_match "PEER mode: rendezvous lane is gaudi_ipc" "$out" \
+    'lane\[[0-9]+\]: +[0-9]+:gaudi_ipc/.* rma_bw'
+
+# RMA on gaudi_ipc in flight when the exporter dies: every request
+# completes, none is left out of UCX's pool (docs/ipc.md, "Completions
+# when a peer dies")
+peer_test=$GAUDI_UCX_BUILD/test/mpi/gaudi_ucp_peer_test
+if [ -x "$peer_test" ]; then
+    new_node
+    HLSIM_NUM_DEVICES=2 HLSIM_DMA_GBPS=0.05 UCX_PROTO_ENABLE=y \
+        UCX_TLS=gaudi_cpy,gaudi_ipc,tcp,self UCX_KEEPALIVE_INTERVAL=200ms \
+        run "$peer_test" kill-exporter-rma peer ipc > "$out" 2>&1
+    expect_match "exporter killed during ucp_put/get_nbx: run passed" \
+        "$out" '^1 passed, 0 failed$'
+    expect_match "exporter killed during ucp_put/get_nbx: all complete" \
+        "$out" 'role 1: ([0-9]+) requests posted, \1 completed \([1-9]'
+    expect_no_match "exporter killed during ucp_put/get_nbx: no request leak" \
+        "$out" 'not returned to mpool'
+    new_node
+fi
+
 # Peer death between two emulated nodes over tcp (test/suites/nodes.sh):
 # with UCP error handling (-e), the survivor of a SIGKILL mid-transfer of
 # Gaudi buffers learns it within GAUDI_UCX_PEER_DEATH_BOUND; from UCX 1.16
@@ -201,7 +231,11 @@ exclude='*mem_type_detect_mds*'
 #   has 40 bytes;
 # - test_md.rkey_compare registers host memory on any MD that registers,
 #   without checking reg_mem_types (1.16; later releases skip such MDs):
-#   gaudi_ipc registers Gaudi memory only.
+#   gaudi_ipc registers Gaudi memory only;
+# - test_md.invalidate does the same on every MD with
+#   UCT_MD_FLAG_INVALIDATE (before 1.18; later releases skip MDs without
+#   host registration): tested on Gaudi memory by
+#   gaudi_ipc_invalidate.stale_keys_fail (70-ipc.sh).
 src_tree=$(sed -n "s|^UCX_SRC_DIR = ||p" "$GAUDI_UCX_BUILD/Makefile")
 test_md_cc=$src_tree/test/gtest/uct/test_md.cc
 if grep -q '&pack_params, &key)' "$test_md_cc" 2>/dev/null; then
@@ -214,6 +248,11 @@ if grep -A1 'UCS_TEST_SKIP_COND_P(test_md, rkey_compare' "$test_md_cc" \
        grep -q 'check_reg_mem_type'; then
     exclude="$exclude:gaudi_ipc/test_md.rkey_compare/*"
     echo "excluded gaudi_ipc/test_md.rkey_compare: registers host memory"
+fi
+if ! grep -A2 'UCS_TEST_SKIP_COND_P(test_md, invalidate' "$test_md_cc" \
+       2>/dev/null | grep -q 'check_reg_mem_type'; then
+    exclude="$exclude:gaudi_ipc/test_md.invalidate/*"
+    echo "excluded gaudi_ipc/test_md.invalidate: registers host memory"
 fi
 run "$gtest" --gtest_filter="$filter-$exclude" > "$out" 2>&1
 rc=$?

@@ -544,9 +544,10 @@ TEST_F(cpy_test, pending_queue_drains) {
     EXPECT_EQ(src, back);
 }
 
-/* An ep flush with UCT_FLUSH_FLAG_CANCEL drops the ep's parked requests
- * (never dispatched) and flushes what was posted */
-TEST_F(cpy_test, flush_cancel_drops_pending) {
+/* An ep flush with UCT_FLUSH_FLAG_CANCEL flushes what was posted and
+ * leaves the ep's parked requests to the owner's purge, which hands them
+ * back (never dispatched, never lost) */
+TEST_F(cpy_test, flush_cancel_leaves_pending_to_purge) {
     SKIP_NO_TL();
     const unsigned len = 65536, max_fill = 20000;
     uct_rkey_t rkey;
@@ -587,6 +588,11 @@ TEST_F(cpy_test, flush_cancel_drops_pending) {
     comp_t fc;
     comp_init(fc);
     ucs_status_t status = uct_ep_flush(m_ep, UCT_FLUSH_FLAG_CANCEL, &fc.uct);
+    unsigned purged     = 0;
+    uct_ep_pending_purge(m_ep, [](uct_pending_req_t *self, void *arg) {
+        ++*(unsigned*)arg;
+    }, &purged);
+    EXPECT_EQ(1u, purged) << "the parked request was not handed back";
     if (status == UCS_INPROGRESS) {
         wait(fc);
     } else {

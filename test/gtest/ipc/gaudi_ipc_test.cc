@@ -20,6 +20,7 @@ extern "C" {
 #include <uct/gaudi/dma/gaudi_dma_ops.h>
 #include <uct/gaudi/api/uct_gaudi.h>
 #include <uct/api/uct.h>
+#include <uct/api/v2/uct_v2.h>
 #include <ucs/async/async.h>
 #include <ucs/time/time.h>
 #include "../../hlsim/hlsim.h"
@@ -313,6 +314,33 @@ struct uct_side {
 
 /* ---- exporter process ---- */
 
+static unsigned inval_calls;
+static ucs_status_t inval_status = UCS_INPROGRESS;
+
+static void inval_cb(uct_completion_t *comp)
+{
+    ++inval_calls;
+    inval_status = comp->status;
+}
+
+/* Deregister with invalidation; "ok <callbacks> <status>" */
+static void exporter_invalidate(uct_md_h md, uct_mem_h memh)
+{
+    uct_completion_t comp = {inval_cb, 1, UCS_OK};
+    uct_md_mem_dereg_params_t params;
+    ucs_status_t status;
+
+    params.field_mask = UCT_MD_MEM_DEREG_FIELD_MEMH |
+                        UCT_MD_MEM_DEREG_FIELD_FLAGS |
+                        UCT_MD_MEM_DEREG_FIELD_COMPLETION;
+    params.memh       = memh;
+    params.flags      = UCT_MD_MEM_DEREG_FLAG_INVALIDATE;
+    params.comp       = &comp;
+    inval_calls       = 0;
+    status            = uct_md_mem_dereg_v2(md, &params);
+    printf("ok %u %d %d\n", inval_calls, (int)status, (int)inval_status);
+}
+
 /*
  * The exporter as a framework application: its own SynapseAI calls (the
  * library the module loaded, UCX_GAUDI_SYNAPSE_LIB), tensors from
@@ -384,6 +412,7 @@ static int exporter_main()
     std::map<uint64_t, uct_mem_h> regs, syn_regs;
     std::map<uint64_t, uint64_t> syn_pads;
     app_syn app;
+    std::map<uint64_t, uct_mem_h> regs2; /* second registrations */
     uct_side s;
     char line[512];
 
@@ -477,6 +506,24 @@ static int exporter_main()
             printf(s.fill((void*)a, b, c) == UCS_OK ? "ok\n" : "err fill\n");
         } else if (op == "check") {
             printf("ok %ld\n", s.check((void*)a, b, c));
+        } else if ((op == "reg2") || (op == "pack2")) {
+            /* another registration of (or a new key for) buffer a */
+            uint8_t rkey[sizeof(uct_gaudi_ipc_rkey_t)];
+            if ((op == "reg2") &&
+                (uct_md_mem_reg(s.ipc_md, (void*)a, b, UCT_MD_MEM_ACCESS_ALL,
+                                &regs2[a]) != UCS_OK)) {
+                regs2.erase(a);
+                printf("err reg2\n");
+                continue;
+            }
+            if (uct_md_mkey_pack(s.ipc_md, regs2[a], rkey) != UCS_OK) {
+                printf("err pack2\n");
+                continue;
+            }
+            printf("ok %s\n", hex(rkey, sizeof(rkey)).c_str());
+        } else if (op == "inval") {
+            exporter_invalidate(s.ipc_md, regs[a]);
+            regs.erase(a);
         } else if (op == "dereg") {
             uct_md_mem_dereg(s.ipc_md, regs[a]);
             regs.erase(a);
@@ -502,6 +549,9 @@ static int exporter_main()
         }
     }
 
+    for (auto &r : regs2) {
+        uct_md_mem_dereg(s.ipc_md, r.second);
+    }
     for (auto &r : syn_regs) {
         uct_md_mem_dereg(s.ipc_md, regs[r.first]);
         uct_md_mem_dereg(s.copy_md, r.second);
@@ -1372,6 +1422,99 @@ TEST_F(gaudi_ipc, free_realloc_same_address)
     EXPECT_EQ(-1, rcheck(rb2.addr, 16384, 33));
 }
 
+/* No sweep: only the per-transfer check can notice an invalidation */
+class gaudi_ipc_invalidate : public gaudi_ipc {
+protected:
+    std::map<std::string, std::string> ipc_config() override
+    {
+        return {{"PEER_CHECK_INTERVAL", "1000s"}};
+    }
+
+    remote_buf unpack(const std::string &reply)
+    {
+        remote_buf rb;
+        char rkey[512];
+        EXPECT_EQ(1, sscanf(reply.c_str(), "ok %511s", rkey)) << reply;
+        std::vector<uint8_t> packed = unhex(rkey);
+        EXPECT_EQ(UCS_OK, uct_rkey_unpack(m_uct.ipc_comp, packed.data(),
+                                          &rb.rkey));
+        m_rbufs.push_back(rb);
+        return rb;
+    }
+};
+
+/*
+ * Deregistration with UCT_MD_MEM_DEREG_FLAG_INVALIDATE (docs/ipc.md,
+ * "Invalidation"): the completion runs once, before dereg returns; every
+ * key of the buffer packed before it (of every registration sharing the
+ * export) fails its next transfer, through a cached import and through a
+ * new one, before any DMA; the exporter's data is untouched; a key packed
+ * after it names a new export and works.
+ */
+TEST_F(gaudi_ipc_invalidate, stale_keys_fail)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    const size_t len = 65536;
+    connect();
+    remote_buf rb   = ralloc(len);
+    remote_buf rb2  = unpack(m_peer.cmd("reg2 %llx %zx",
+                                        (unsigned long long)rb.addr, 4096));
+    rb2.addr        = rb.addr;
+    unsigned exports0;
+    int fds0;
+    ASSERT_EQ(2, sscanf(m_peer.cmd("stat").c_str(), "ok %x %x", &exports0,
+                        &fds0));
+
+    std::vector<uint8_t> host(len), exp(len);
+    ASSERT_EQ("ok", rfill(rb.addr, len, 41));
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), len, rb.addr, rb));
+    pattern(exp, 41);
+    ASSERT_EQ(exp, host);
+    ASSERT_EQ(1u, cache()->count);
+
+    EXPECT_EQ("ok 1 0 0", /* callbacks, dereg status, completion status */
+              m_peer.cmd("inval %llx", (unsigned long long)rb.addr))
+            << "completion called once, synchronously, with UCS_OK";
+
+    unsigned exports1;
+    int fds1;
+    ASSERT_EQ(2, sscanf(m_peer.cmd("stat").c_str(), "ok %x %x", &exports1,
+                        &fds1));
+    EXPECT_EQ(exports0 - 1, exports1) << "the export is revoked";
+
+    /* the cached import: refused before any DMA, and dropped */
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              xfer(false, host.data(), len, rb.addr, rb));
+    EXPECT_EQ(1u, cache()->stats.released);
+    EXPECT_EQ(0u, cache()->count);
+    int64_t maps = hlsim_counter(HLSIM_COUNTER_MAPPINGS);
+
+    /* a new import of a stale key: refused, nothing mapped */
+    pattern(host, 42);
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR, xfer(true, host.data(), len, rb.addr, rb));
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              xfer(true, host.data(), 4096, rb2.addr, rb2))
+            << "the other registration's old key shares the export";
+    EXPECT_EQ(0u, cache()->count);
+    EXPECT_EQ(maps, hlsim_counter(HLSIM_COUNTER_MAPPINGS));
+    EXPECT_EQ(-1, rcheck(rb.addr, len, 41)) << "exporter's data changed";
+
+    /* the registration left packs a new export: a new file */
+    remote_buf rb3 = unpack(m_peer.cmd("pack2 %llx",
+                                       (unsigned long long)rb.addr));
+    rb3.addr = rb.addr;
+    const uct_gaudi_ipc_rkey_t *k1 = (const uct_gaudi_ipc_rkey_t*)rb.rkey.rkey;
+    const uct_gaudi_ipc_rkey_t *k3 = (const uct_gaudi_ipc_rkey_t*)rb3.rkey.rkey;
+    EXPECT_NE(k1->id.ino, k3->id.ino) << "a new dma-buf";
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), 4096, rb3.addr, rb3));
+    EXPECT_EQ(0, memcmp(exp.data(), host.data(), 4096));
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              xfer(false, host.data(), len, rb.addr, rb))
+            << "the stale key stays stale";
+}
+
 class gaudi_ipc_socket : public gaudi_ipc {
 protected:
     std::map<std::string, std::string> ipc_config() override
@@ -1649,6 +1792,199 @@ TEST_F(gaudi_ipc, peer_killed_mid_transfer)
  * exit and drops the import; its open waits for that (UCX_GAUDI_DEVICE
  * names the device) and the transfers go on with the new process.
  */
+/*
+ * Completions under peer death: every zcopy posted on the ep completes,
+ * and every pending request is either dispatched or handed back by the
+ * purge. The exporter dies with the engine's ring full and requests
+ * pending; then either progress alone drains it all, or the ep is
+ * flushed with UCT_FLUSH_FLAG_CANCEL, purged and destroyed.
+ */
+class gaudi_ipc_peer_death : public gaudi_ipc {
+public:
+    struct op {
+        uct_completion_t   comp;
+        uct_pending_req_t  pend;
+        gaudi_ipc_peer_death *test;
+        bool               posted, done, purged;
+        ucs_status_t       status;
+    };
+
+    static const size_t len = 1ul << 20;
+    std::vector<op>     m_ops;
+
+    /* one CS per copy: the ring fills after max_inflight posts */
+    std::map<std::string, std::string> ipc_config() override
+    {
+        return {{"PEER_CHECK_INTERVAL", "0"}, {"MAX_BATCH", "1"}};
+    }
+
+    remote_buf          m_rb;
+    void                *m_local = NULL;
+    size_t              m_errors = 0;
+
+    static void op_done(uct_completion_t *comp)
+    {
+        op *o = ucs_container_of(comp, op, comp);
+        o->done   = true;
+        o->status = comp->status;
+        o->test->m_errors += (comp->status != UCS_OK);
+    }
+
+    /* post op @a o: UCS_ERR_NO_RESOURCE, or it is posted or failed */
+    ucs_status_t post(op &o)
+    {
+        uct_iov_t iov = {m_local, len, UCT_MEM_HANDLE_NULL, len, 1};
+        ucs_status_t status;
+
+        o.comp   = {op_done, 1, UCS_OK};
+        status   = uct_ep_get_zcopy(m_ep, &iov, 1, m_rb.addr, m_rb.rkey.rkey,
+                                    &o.comp);
+        if (status == UCS_ERR_NO_RESOURCE) {
+            return status;
+        }
+        o.posted = true;
+        if (status != UCS_INPROGRESS) {   /* completed or failed at once */
+            o.done   = true;
+            o.status = status;
+            m_errors += (status != UCS_OK);
+        }
+        return UCS_OK;
+    }
+
+    static ucs_status_t pending_cb(uct_pending_req_t *self)
+    {
+        op *o = ucs_container_of(self, op, pend);
+        return o->test->post(*o);
+    }
+
+    static void purge_cb(uct_pending_req_t *self, void *arg)
+    {
+        ucs_container_of(self, op, pend)->purged = true;
+    }
+
+    /* fill the ring, then queue @a npending requests */
+    void load(size_t npending)
+    {
+        connect();
+        m_rb = ralloc(len);
+        ASSERT_EQ(UCS_OK, uct_gaudi_mem_alloc(len, &m_local));
+        m_ops.resize(4096 + npending);
+        size_t i, queued = 0;
+        for (i = 0; i < m_ops.size(); ++i) {
+            m_ops[i] = {};
+            m_ops[i].test = this;
+            if (post(m_ops[i]) == UCS_ERR_NO_RESOURCE) {
+                break;
+            }
+        }
+        ASSERT_LT(i, 4096u) << "the engine's ring never filled";
+        for (; (i < m_ops.size()) && (queued < npending); ++i) {
+            m_ops[i].test      = this;
+            m_ops[i].pend.func = pending_cb;
+            ucs_status_t status = uct_ep_pending_add(m_ep, &m_ops[i].pend,
+                                                     0);
+            if (status == UCS_ERR_BUSY) {   /* room again: post it */
+                ASSERT_EQ(UCS_OK, post(m_ops[i]));
+            } else {
+                ASSERT_EQ(UCS_OK, status);
+                ++queued;
+            }
+        }
+        m_ops.resize(i);
+        ASSERT_GT(queued, 0u);
+    }
+
+    /* every op is done, or was never posted and came back by the purge */
+    void check_all_accounted()
+    {
+        size_t posted = 0, done = 0, purged = 0;
+        for (auto &o : m_ops) {
+            posted += o.posted;
+            done   += o.done;
+            purged += o.purged;
+            EXPECT_TRUE(o.done || o.purged) << "op " << (&o - &m_ops[0])
+                                            << " lost";
+            EXPECT_FALSE(o.done && o.purged);
+            EXPECT_EQ(o.posted, o.done);
+        }
+        EXPECT_EQ(posted, done) << "completions of posted zcopies";
+        EXPECT_EQ(m_ops.size(), done + purged);
+        EXPECT_GT(m_errors, 0u) << "the peer's death failed no transfer";
+    }
+
+    /* kill the exporter with the ring full, then flush(CANCEL) the ep,
+     * purge its pending requests (before or after) and destroy it */
+    void kill_and_cancel(bool purge_first)
+    {
+        uct_completion_t flush = {uct_side::comp_cb, 1, UCS_OK};
+        ucs_status_t status;
+
+        load(16);
+        m_peer.kill_now();
+        if (purge_first) {
+            uct_ep_pending_purge(m_ep, purge_cb, NULL);
+        }
+        status = uct_ep_flush(m_ep, UCT_FLUSH_FLAG_CANCEL, &flush);
+        ASSERT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS))
+                << ucs_status_string(status);
+        if (!purge_first) {
+            uct_ep_pending_purge(m_ep, purge_cb, NULL);
+        }
+        m_uct.wait(m_uct.ipc_if, status, &flush);
+        EXPECT_EQ(0, flush.count) << "flush(CANCEL) did not complete";
+        uct_ep_destroy(m_ep);
+        m_ep = NULL;
+        check_all_accounted();
+    }
+
+    void TearDown() override
+    {
+        if (m_local != NULL) {
+            uct_gaudi_mem_free(m_local);
+        }
+        gaudi_ipc::TearDown();
+    }
+};
+
+TEST_F(gaudi_ipc_peer_death, progress_completes_every_zcopy)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    load(16);
+    m_peer.kill_now();
+    for (int i = 0; i < 20000000; ++i) {
+        bool idle = true;
+        for (auto &o : m_ops) {
+            idle = idle && o.done;
+        }
+        if (idle) {
+            break;
+        }
+        uct_iface_progress(m_uct.ipc_if);
+    }
+    check_all_accounted();
+}
+
+TEST_F(gaudi_ipc_peer_death, flush_cancel_completes_every_zcopy)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    /* UCP's order (ucp_worker_discard_uct_ep): purge, then flush(CANCEL) */
+    kill_and_cancel(true);
+}
+
+TEST_F(gaudi_ipc_peer_death, cancel_leaves_pending_to_the_purge)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    /* flush(CANCEL) first: it covers the posted copies; the pending
+     * requests stay for the owner's purge, never dropped unseen */
+    kill_and_cancel(false);
+}
+
 TEST_F(gaudi_ipc, exporter_restart)
 {
     if (upstream_flavour()) {

@@ -202,6 +202,18 @@ typedef struct uct_md_mkey_pack_params {
 } uct_md_mkey_pack_params_t;
 #endif
 
+/*
+ * Memory invalidation as each UCX asks for it: UCT_MD_FLAG_INVALIDATE
+ * (UCX <= 1.13, PEER-mode rendezvous lanes), UCT_MD_FLAG_INVALIDATE_RMA
+ * (UCX >= 1.16, the same lanes). Not AMO: no transport here does atomics.
+ */
+#if UCT_GAUDI_HAVE_MD_FLAG_INVALIDATE_RMA
+#  define UCT_GAUDI_MD_FLAGS_INVALIDATE \
+    (UCT_MD_FLAG_INVALIDATE | UCT_MD_FLAG_INVALIDATE_RMA)
+#else
+#  define UCT_GAUDI_MD_FLAGS_INVALIDATE UCT_MD_FLAG_INVALIDATE
+#endif
+
 #if UCT_GAUDI_HAVE_MD_QUERY_V2
 ucs_status_t uct_gaudi_md_query_v2(uct_md_h md, uct_md_attr_v2_t *md_attr,
                                    uct_gaudi_md_query_v1_func_t query,

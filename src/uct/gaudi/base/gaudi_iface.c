@@ -318,8 +318,13 @@ ucs_status_t uct_gaudi_iface_fence(uct_iface_h tl_iface, unsigned flags)
 
 /* Endpoints */
 
-/* An ep's flush: after its pending requests are posted, or dropped with
- * UCT_FLUSH_FLAG_CANCEL */
+/*
+ * An ep's flush: after its pending requests are posted. With
+ * UCT_FLUSH_FLAG_CANCEL, of what is posted only: the pending requests stay
+ * for their owner's uct_ep_pending_purge (dropped here, nothing would
+ * ever complete them), and copies already posted complete by themselves,
+ * with an error if their peer died.
+ */
 ucs_status_t uct_gaudi_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                 uct_completion_t *comp)
 {
@@ -327,13 +332,8 @@ ucs_status_t uct_gaudi_ep_flush(uct_ep_h tl_ep, unsigned flags,
     uct_gaudi_iface_t *iface = uct_gaudi_ep_iface(tl_ep);
     ucs_status_t status;
 
-    if (flags & UCT_FLUSH_FLAG_CANCEL) {
-        /* drop the pending requests, then flush what is posted */
-        uct_gaudi_ep_pending_purge(tl_ep, NULL, NULL);
-    }
-
     /* pending requests are not posted yet: flush after they are */
-    if (ep->num_pending > 0) {
+    if ((ep->num_pending > 0) && !(flags & UCT_FLUSH_FLAG_CANCEL)) {
         return UCS_ERR_NO_RESOURCE;
     }
 

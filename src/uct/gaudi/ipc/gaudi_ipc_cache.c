@@ -181,6 +181,26 @@ static int uct_gaudi_ipc_region_exported(const uct_gaudi_ipc_region_t *region)
     return (ret < 0) && (errno != EBADF);
 }
 
+/*
+ * A cached import whose exporter no longer holds the export: it was
+ * deregistered or invalidated (docs/ipc.md, "Invalidation"). Its keys are
+ * stale: the transfer fails before any DMA, and the import goes (now, or
+ * when the copies already in flight on it are done).
+ */
+static ucs_status_t
+uct_gaudi_ipc_region_revoked(uct_gaudi_ipc_cache_t *cache,
+                             uct_gaudi_ipc_region_t *region)
+{
+    ucs_error("gaudi_ipc: pid %d no longer exports buffer 0x%" PRIx64
+              "+%" PRIu64 " (id 0x%" PRIx64 ", fd %d): it was deregistered "
+              "or invalidated; stale rkey refused", region->peer->pid,
+              region->base, region->length, region->id.uid,
+              region->remote_fd);
+    ++cache->stats.released;
+    uct_gaudi_ipc_region_drop(cache, region);
+    return UCS_ERR_INVALID_ADDR;
+}
+
 void uct_gaudi_ipc_cache_sweep(uct_gaudi_ipc_cache_t *cache)
 {
     uct_gaudi_ipc_region_t *region, *rtmp;
@@ -248,8 +268,8 @@ static ucs_status_t uct_gaudi_ipc_region_map(uct_gaudi_ipc_cache_t *cache,
      * was packed: use it only if it is the same dma-buf */
     if (!uct_gaudi_ipc_fd_check(fd, &key->id)) {
         ucs_error("gaudi_ipc: fd %d of pid %d is no longer the dma-buf of "
-                  "buffer 0x%" PRIx64 " (freed; stale rkey)", key->fd,
-                  key->pid, key->base);
+                  "buffer 0x%" PRIx64 " (deregistered or freed; stale rkey)",
+                  key->fd, key->pid, key->base);
         close(fd);
         return UCS_ERR_INVALID_ADDR;
     }
@@ -342,6 +362,9 @@ ucs_status_t uct_gaudi_ipc_cache_get(uct_gaudi_ipc_cache_t *cache,
                           region->import_len, region->remote_fd);
                 ++cache->stats.refused;
                 return UCS_ERR_INVALID_PARAM;
+            }
+            if (!uct_gaudi_ipc_region_exported(region)) {
+                return uct_gaudi_ipc_region_revoked(cache, region);
             }
             ++cache->stats.hits;
             ucs_list_del(&region->list);

@@ -89,7 +89,8 @@ uct_gaudi_ipc_md_query(uct_md_h tl_md, uct_md_attr_t *md_attr)
      * need not register here */
     md_attr->cap.flags            = md->export_ok ?
                                     (UCT_MD_FLAG_REG |
-                                     UCT_MD_FLAG_NEED_RKEY) : 0;
+                                     UCT_MD_FLAG_NEED_RKEY |
+                                     UCT_GAUDI_MD_FLAGS_INVALIDATE) : 0;
     md_attr->cap.reg_mem_types    = md->export_ok ?
                                     UCS_BIT(UCT_GAUDI_MEMORY_TYPE) : 0;
     md_attr->cap.alloc_mem_types  = 0;
@@ -179,14 +180,49 @@ static void uct_gaudi_ipc_export_put(uct_gaudi_ipc_export_t *exp)
         pthread_mutex_unlock(&uct_gaudi_ipc_exports.lock);
         return;
     }
+    if (!exp->revoked) {
+        ucs_list_del(&exp->list);
+        --uct_gaudi_ipc_exports.count;
+    }
+    pthread_mutex_unlock(&uct_gaudi_ipc_exports.lock);
+
+    if (!exp->revoked) {
+        ucs_debug("gaudi_ipc: closed export 0x%" PRIx64 " fd %d", exp->base,
+                  exp->fd);
+        close(exp->fd);
+    }
+    ucs_free(exp);
+}
+
+/*
+ * Invalidation: what an exporter can take back of a dma-buf it handed out
+ * (docs/ipc.md, "Invalidation"). The export leaves the list (the fd server
+ * refuses it, no registration shares it again), its fd number is closed
+ * (pidfd_getfd finds nothing or another file: a new import fails, an
+ * importer's per-transfer check fails every later transfer of its keys),
+ * and the heap's kept export is retired, so that the buffer's next export
+ * is another file that no old key can name. Every registration still on
+ * this export packs a new one (mkey_pack).
+ */
+static void uct_gaudi_ipc_export_revoke(uct_gaudi_ipc_md_t *md,
+                                        uct_gaudi_ipc_export_t *exp)
+{
+    pthread_mutex_lock(&uct_gaudi_ipc_exports.lock);
+    if (exp->revoked) {
+        pthread_mutex_unlock(&uct_gaudi_ipc_exports.lock);
+        return;
+    }
+    exp->revoked = 1;
     ucs_list_del(&exp->list);
     --uct_gaudi_ipc_exports.count;
     pthread_mutex_unlock(&uct_gaudi_ipc_exports.lock);
 
-    ucs_debug("gaudi_ipc: closed export 0x%" PRIx64 " fd %d", exp->base,
-              exp->fd);
+    uct_gaudi_heap_dmabuf_retire(md->heap, exp->base, exp->fd);
+    ucs_debug("gaudi_ipc: invalidated export 0x%" PRIx64 "+%" PRIu64
+              " (fd %d, id 0x%" PRIx64 ")", exp->base, exp->length,
+              exp->fd, exp->id.uid);
     close(exp->fd);
-    ucs_free(exp);
+    exp->fd = -1;
 }
 
 static void uct_gaudi_ipc_memh_release(uct_gaudi_ipc_memh_t *memh)
@@ -272,13 +308,45 @@ uct_gaudi_ipc_mem_dereg(uct_md_h tl_md,
 {
     uct_gaudi_ipc_md_t *md     = ucs_derived_of(tl_md, uct_gaudi_ipc_md_t);
     uct_gaudi_ipc_memh_t *memh = params->memh;
+    unsigned flags;
 
-    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 1);
+    flags = UCT_MD_MEM_DEREG_FIELD_VALUE(params, flags, FIELD_FLAGS, 0);
 
     pthread_mutex_lock(&md->lock);
     ucs_list_del(&memh->list);
     pthread_mutex_unlock(&md->lock);
+    if ((flags & UCT_MD_MEM_DEREG_FLAG_INVALIDATE) && (memh->exp != NULL)) {
+        uct_gaudi_ipc_export_revoke(md, memh->exp);
+    }
     uct_gaudi_ipc_memh_release(memh);
+
+    /* done before returning: UCX >= 1.16 passes a completion on its stack
+     * and checks it was called (ucp_memh_dereg, ucp_mm.c) */
+    if (flags & UCT_MD_MEM_DEREG_FLAG_INVALIDATE) {
+        uct_invoke_completion(params->comp, UCS_OK);
+    }
+    return UCS_OK;
+}
+
+/* A registration whose export was invalidated exports its buffer again */
+static ucs_status_t uct_gaudi_ipc_memh_renew(uct_gaudi_ipc_md_t *md,
+                                             uct_gaudi_ipc_memh_t *memh)
+{
+    uct_gaudi_dev_range_t range;
+    uct_gaudi_ipc_export_t *exp;
+    ucs_status_t status;
+
+    memset(&range, 0, sizeof(range));
+    range.base   = memh->exp->base;
+    range.length = memh->exp->length;
+    status       = uct_gaudi_ipc_export_get(md, &range, &exp);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    uct_gaudi_ipc_export_put(memh->exp);
+    memh->exp = exp;
     return UCS_OK;
 }
 
@@ -287,12 +355,20 @@ uct_gaudi_ipc_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
                         const uct_md_mkey_pack_params_t *params,
                         void *rkey_buffer)
 {
-    uct_gaudi_ipc_md_t *md             = ucs_derived_of(tl_md,
-                                                        uct_gaudi_ipc_md_t);
-    const uct_gaudi_ipc_memh_t *ipc_memh = memh;
-    const uct_gaudi_ipc_export_t *exp  = ipc_memh->exp;
+    uct_gaudi_ipc_md_t *md = ucs_derived_of(tl_md, uct_gaudi_ipc_md_t);
+    uct_gaudi_ipc_memh_t *ipc_memh = memh;
+    const uct_gaudi_ipc_export_t *exp;
     uct_gaudi_ipc_rkey_t key;
+    ucs_status_t status;
 
+    if ((ipc_memh->exp != NULL) && ipc_memh->exp->revoked) {
+        status = uct_gaudi_ipc_memh_renew(md, ipc_memh);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+
+    exp = ipc_memh->exp;
     memset(&key, 0, sizeof(key));
     key.version    = UCT_GAUDI_IPC_RKEY_VERSION;
     key.module_id  = md->heap->info->module_id;

@@ -67,6 +67,8 @@ typedef struct uct_gaudi_ipc_export {
     uint64_t               offset;     /* of base in the dma-buf */
     uint64_t               import_len; /* bytes an importer maps */
     unsigned               refcount;   /* registrations */
+    int                    revoked;    /* invalidated: fd closed, out of
+                                          the list, keys of it dead */
 } uct_gaudi_ipc_export_t;
 
 
