@@ -317,19 +317,30 @@ err_put:
     return status;
 }
 
+/* A zcopy, traced whatever its outcome */
+static ucs_status_t
+uct_gaudi_ipc_ep_zcopy_traced(uct_ep_h tl_ep, const uct_iov_t *iov,
+                              size_t iovcnt, uint64_t remote_addr,
+                              uct_rkey_t rkey, uct_completion_t *comp,
+                              int is_put)
+{
+    ucs_status_t status;
+
+    status = uct_gaudi_ipc_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey,
+                                    comp, is_put);
+    uct_gaudi_ipc_ep_trace(is_put ? "put_zcopy" : "get_zcopy",
+                           (iovcnt > 0) ? iov->buffer : NULL, remote_addr,
+                           uct_iov_total_length(iov, iovcnt), status);
+    return status;
+}
+
 ucs_status_t uct_gaudi_ipc_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                         size_t iovcnt, uint64_t remote_addr,
                                         uct_rkey_t rkey,
                                         uct_completion_t *comp)
 {
-    ucs_status_t status;
-
-    status = uct_gaudi_ipc_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey,
-                                    comp, 1);
-    uct_gaudi_ipc_ep_trace("put_zcopy", (iovcnt > 0) ? iov->buffer : NULL,
-                           remote_addr, uct_iov_total_length(iov, iovcnt),
-                           status);
-    return status;
+    return uct_gaudi_ipc_ep_zcopy_traced(tl_ep, iov, iovcnt, remote_addr,
+                                         rkey, comp, 1);
 }
 
 ucs_status_t uct_gaudi_ipc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
@@ -339,11 +350,8 @@ ucs_status_t uct_gaudi_ipc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 {
     ucs_status_t status;
 
-    status = uct_gaudi_ipc_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey,
-                                    comp, 0);
-    uct_gaudi_ipc_ep_trace("get_zcopy", (iovcnt > 0) ? iov->buffer : NULL,
-                           remote_addr, uct_iov_total_length(iov, iovcnt),
-                           status);
+    status = uct_gaudi_ipc_ep_zcopy_traced(tl_ep, iov, iovcnt, remote_addr,
+                                           rkey, comp, 0);
     if (ucs_unlikely(UCS_STATUS_IS_ERR(status))) {
         /* UCX 1.13's get protocols cannot take a synchronous failure
          * (ucp/rma/get_offload.c: their abort asserts) */
