@@ -104,6 +104,14 @@ for suite in "$top"/test/suites/[0-9]*.sh; do
     run_suite "$(basename "$suite" .sh)" bash "$suite"
 done
 per_version=("UCX $stock (installed, all suites): $total_pass passed, $total_fail failed")
+# UCX's own uct suites on Gaudi buffers, as each run reported them
+# (test/suites/ucx-gtest.sh)
+gtest_reports() {
+    grep -s '^UCX .* uct suites on Gaudi buffers.*: [0-9]* run, ' "$1"
+}
+while read -r line; do
+    per_version+=("  $line")
+done < <(gtest_reports "$logdir/60-ucx-gtest.log")
 
 # The other UCX releases Gaudi hosts run (on the emulated node: not in
 # device mode)
@@ -130,6 +138,9 @@ for ver in $versions; do
             bash "$top/test/suites/ucx-version.sh"
     fi
     per_version+=("UCX $ver: $((total_pass - before_pass)) passed, $((total_fail - before_fail)) failed")
+    while read -r line; do
+        per_version+=("  $line")
+    done < <(gtest_reports "$logdir/ucx-$ver.log")
 done
 
 echo

@@ -80,10 +80,11 @@ AC_DEFUN([UCX_GAUDI_CHECK_UCX], [
     UCX_GAUDI_PROBE_UCX([-DHAVE_CONFIG_H -I`pwd`/ucx_config -I$UCX_SRC_DIR/src $UCX_CFLAGS])
     # The UCX gtest subset allocates Gaudi memory through a HIP shim
     # (test/gtest/ucx) where Gaudi memory is the ROCM slot (no
-    # UCS_MEMORY_TYPE_GAUDI), unless UCX's test allocator writes small ROCm
-    # buffers with the CPU (mem_buffer::memset, UCX 1.16+), which Gaudi
-    # memory does not allow: then the suites run on host buffers.
-    AC_MSG_CHECKING([whether UCX's gtest subset can run on Gaudi buffers])
+    # UCS_MEMORY_TYPE_GAUDI) and UCX's test allocator never writes ROCm
+    # memory with the CPU; elsewhere (UCX 1.16+: mem_buffer::memset writes
+    # small ROCm buffers directly) through a Gaudi path generated into the
+    # release's own allocator.
+    AC_MSG_CHECKING([whether UCX's gtest allocator takes the HIP shim])
     AS_IF([grep -q 'UCT_GAUDI_HAVE_MEMORY_TYPE_GAUDI 0' ucx_config/uct_gaudi_ucx_features.h &&
            ! grep -q 'length <= 8' "$UCX_SRC_DIR/test/gtest/common/mem_buffer.cc" 2>/dev/null],
           [ucx_gaudi_gtest_hip=yes], [ucx_gaudi_gtest_hip=no])

@@ -7,7 +7,8 @@
 #   nodes over tcp, with UCP error handling;
 # - Open MPI (Debian's 4.1, run on this UCX with LD_LIBRARY_PATH) moves
 #   Gaudi buffers with UCP tag messages, data checked (test/mpi);
-# - this release's own uct gtest suites for the Gaudi components.
+# - this release's own uct gtest suites on Gaudi buffers, for the Gaudi
+#   components (test/suites/ucx-gtest.sh).
 # Where UCX loads modules by itself (it has UCX_PLUGIN_PATH, 1.22), nothing
 # is preloaded: the module is installed ("make install") and found through
 # UCX_PLUGIN_PATH. Elsewhere the ucx-gaudi-run wrapper preloads it.
@@ -219,50 +220,16 @@ case $ver in
     ;;
 esac
 
-# this release's own uct gtest suites, instantiated for the Gaudi
-# components (the exclusion as in 60-ucx-gtest.sh)
-gtest=$GAUDI_UCX_BUILD/test/gtest/ucx/ucx_gtest
-filter='gaudi_copy/test_md.*:gaudi_ipc/test_md.*:gaudi_cpy/*'
-exclude='*mem_type_detect_mds*'
-# Tests whose assumptions do not hold for these MDs in some releases,
-# found in the release's own test source:
-# - test_md.alloc packs the key of each allocation into a uint64_t (1.16;
-#   later releases size the buffer by rkey_packed_size): gaudi_copy's key
-#   has 40 bytes;
-# - test_md.rkey_compare registers host memory on any MD that registers,
-#   without checking reg_mem_types (1.16; later releases skip such MDs):
-#   gaudi_ipc registers Gaudi memory only;
-# - test_md.invalidate does the same on every MD with
-#   UCT_MD_FLAG_INVALIDATE (before 1.18; later releases skip MDs without
-#   host registration): tested on Gaudi memory by
-#   gaudi_ipc_invalidate.stale_keys_fail (70-ipc.sh).
-src_tree=$(sed -n "s|^UCX_SRC_DIR = ||p" "$GAUDI_UCX_BUILD/Makefile")
-test_md_cc=$src_tree/test/gtest/uct/test_md.cc
-if grep -q '&pack_params, &key)' "$test_md_cc" 2>/dev/null; then
-    exclude="$exclude:*test_md.alloc/*"
-    echo "excluded test_md.alloc: packs a key into 8 bytes"
-fi
-if grep -A1 'UCS_TEST_SKIP_COND_P(test_md, rkey_compare' "$test_md_cc" \
-       2>/dev/null | grep -q 'is_gpu_ipc' &&
-   ! grep -A1 'UCS_TEST_SKIP_COND_P(test_md, rkey_compare' "$test_md_cc" |
-       grep -q 'check_reg_mem_type'; then
-    exclude="$exclude:gaudi_ipc/test_md.rkey_compare/*"
-    echo "excluded gaudi_ipc/test_md.rkey_compare: registers host memory"
-fi
-if ! grep -A2 'UCS_TEST_SKIP_COND_P(test_md, invalidate' "$test_md_cc" \
-       2>/dev/null | grep -q 'check_reg_mem_type'; then
-    exclude="$exclude:gaudi_ipc/test_md.invalidate/*"
-    echo "excluded gaudi_ipc/test_md.invalidate: registers host memory"
-fi
-run "$gtest" --gtest_filter="$filter-$exclude" > "$out" 2>&1
+# this release's own uct gtest suites on Gaudi buffers: every suite UCX
+# instantiates for its GPU transports or every MD, for the Gaudi
+# components too (test/suites/ucx-gtest.sh: exclusions and report)
+. "$(dirname "$0")/ucx-gtest.sh"
+ucx_gtest_run "UCX $ver uct suites on Gaudi buffers" "$out" run
 rc=$?
-gp=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\.$/\1/p' "$out" | tail -1)
-gf=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\?, listed below:$/\1/p' "$out" |
-     tail -1)
-if [ $rc -eq 0 ] && [ "${gp:-0}" -gt 0 ]; then
-    pass "UCX $ver uct gtest: $gp tests passed"
+if [ $rc -eq 0 ] && grep -q '^\[  PASSED  \] [1-9]' "$out"; then
+    pass "$ucx_gtest_report"
 else
-    fail "UCX $ver uct gtest" "exit $rc, ${gp:-0} passed, ${gf:-?} failed"
+    fail "$ucx_gtest_report" "exit $rc"
     grep -E '^\[  FAILED  \]' "$out" | head -10 | sed 's/^/      /'
     tail -5 "$out" | sed 's/^/      /'
 fi

@@ -273,8 +273,13 @@ ucs_status_t uct_gaudi_memset(void *ptr, int value, size_t length)
 }
 
 UCS_STATIC_CLEANUP {
-    if (uct_gaudi_api_dma != NULL) {
+    uct_gaudi_heap_t *heap = uct_gaudi_heap_peek();
+
+    /* a fork child's engine is its parent's (CS ring, SynapseAI streams
+     * and their threads): the child's exit leaves it alone */
+    if ((uct_gaudi_api_dma != NULL) && (heap != NULL) &&
+        uct_gaudi_ctx_owned(heap->ctx)) {
         uct_gaudi_dma_destroy(uct_gaudi_api_dma);
-        uct_gaudi_api_dma = NULL;
     }
+    uct_gaudi_api_dma = NULL;
 }

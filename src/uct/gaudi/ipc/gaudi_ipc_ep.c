@@ -8,6 +8,7 @@
 
 #include "gaudi_ipc_ep.h"
 
+#include <uct/base/uct_iov.inl>
 #include <ucs/debug/log.h>
 #include <inttypes.h>
 #include <ucs/type/class.h>
@@ -17,6 +18,18 @@ static UCS_F_ALWAYS_INLINE uct_gaudi_ipc_iface_t *
 uct_gaudi_ipc_ep_iface(uct_ep_h tl_ep)
 {
     return ucs_derived_of(tl_ep->iface, uct_gaudi_ipc_iface_t);
+}
+
+
+/* UCX's per-operation data log, as its transports write it: every call,
+ * empty and refused ones included */
+static UCS_F_ALWAYS_INLINE void
+uct_gaudi_ipc_ep_trace(const char *name, const void *local,
+                       uint64_t remote_addr, size_t length,
+                       ucs_status_t status)
+{
+    ucs_trace_data("gaudi_ipc: %s %p <-> 0x%" PRIx64 " %zu bytes: %s", name,
+                   local, remote_addr, length, ucs_status_string(status));
 }
 
 
@@ -114,13 +127,24 @@ ucs_status_t uct_gaudi_ipc_ep_zcopy_done(uct_gaudi_iface_desc_t *super,
 }
 
 /* The key was packed by the peer of @a ep, and [remote_addr, +length) lies
- * inside its registration */
+ * inside its registration. Unlike gaudi_cpy, gaudi_ipc cannot work without
+ * one: the peer's memory is reached only through the key's export. */
 static ucs_status_t
-uct_gaudi_ipc_ep_check_key(uct_ep_h tl_ep, const uct_gaudi_ipc_rkey_t *key,
+uct_gaudi_ipc_ep_check_key(uct_ep_h tl_ep, uct_rkey_t rkey,
                            uint64_t remote_addr, size_t length,
                            const char *name)
 {
-    uct_gaudi_ipc_ep_t *ep = ucs_derived_of(tl_ep, uct_gaudi_ipc_ep_t);
+    uct_gaudi_ipc_ep_t *ep          = ucs_derived_of(tl_ep,
+                                                     uct_gaudi_ipc_ep_t);
+    const uct_gaudi_ipc_rkey_t *key = (const uct_gaudi_ipc_rkey_t*)rkey;
+
+    if (ucs_unlikely(rkey == UCT_INVALID_RKEY)) {
+        ucs_error("gaudi_ipc: %s of %zu bytes to 0x%" PRIx64 " on the "
+                  "endpoint to pid %d without a remote key: refused (only "
+                  "memory the peer registered on gaudi_ipc is reachable)",
+                  name, length, remote_addr, ep->pid);
+        return UCS_ERR_INVALID_PARAM;
+    }
 
     if (ucs_unlikely((key->pid != ep->pid) || (key->pidns != ep->pidns) ||
                      (key->system_id != ep->system_id))) {
@@ -184,7 +208,7 @@ uct_gaudi_ipc_ep_import(uct_gaudi_ipc_iface_t *iface,
 /* Checks of every operation, in the one order: the transport can copy,
  * the range is the key's, then the base class's queue and fence */
 static ucs_status_t
-uct_gaudi_ipc_ep_op_start(uct_ep_h tl_ep, const uct_gaudi_ipc_rkey_t *key,
+uct_gaudi_ipc_ep_op_start(uct_ep_h tl_ep, uct_rkey_t rkey,
                           uint64_t remote_addr, size_t length, int async,
                           const char *name)
 {
@@ -196,7 +220,7 @@ uct_gaudi_ipc_ep_op_start(uct_ep_h tl_ep, const uct_gaudi_ipc_rkey_t *key,
         return status;
     }
 
-    status = uct_gaudi_ipc_ep_check_key(tl_ep, key, remote_addr, length,
+    status = uct_gaudi_ipc_ep_check_key(tl_ep, rkey, remote_addr, length,
                                         name);
     if (status != UCS_OK) {
         return status;
@@ -235,7 +259,7 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
         return UCS_ERR_UNSUPPORTED; /* strided: not offered (max_iov 1) */
     }
 
-    status = uct_gaudi_ipc_ep_op_start(tl_ep, key, remote_addr, length, 1,
+    status = uct_gaudi_ipc_ep_op_start(tl_ep, rkey, remote_addr, length, 1,
                                        name);
     if (status != UCS_OK) {
         return status;
@@ -284,8 +308,6 @@ uct_gaudi_ipc_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
         UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), GET, ZCOPY,
                           length);
     }
-    ucs_trace_data("gaudi_ipc: %s %p <-> pid %d 0x%" PRIx64 " %zu bytes",
-                   name, iov->buffer, key->pid, remote_addr, length);
     return UCS_INPROGRESS;
 
 err_desc:
@@ -295,13 +317,30 @@ err_put:
     return status;
 }
 
+/* A zcopy, traced whatever its outcome */
+static ucs_status_t
+uct_gaudi_ipc_ep_zcopy_traced(uct_ep_h tl_ep, const uct_iov_t *iov,
+                              size_t iovcnt, uint64_t remote_addr,
+                              uct_rkey_t rkey, uct_completion_t *comp,
+                              int is_put)
+{
+    ucs_status_t status;
+
+    status = uct_gaudi_ipc_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey,
+                                    comp, is_put);
+    uct_gaudi_ipc_ep_trace(is_put ? "put_zcopy" : "get_zcopy",
+                           (iovcnt > 0) ? iov->buffer : NULL, remote_addr,
+                           uct_iov_total_length(iov, iovcnt), status);
+    return status;
+}
+
 ucs_status_t uct_gaudi_ipc_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                         size_t iovcnt, uint64_t remote_addr,
                                         uct_rkey_t rkey,
                                         uct_completion_t *comp)
 {
-    return uct_gaudi_ipc_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey,
-                                  comp, 1);
+    return uct_gaudi_ipc_ep_zcopy_traced(tl_ep, iov, iovcnt, remote_addr,
+                                         rkey, comp, 1);
 }
 
 ucs_status_t uct_gaudi_ipc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
@@ -311,8 +350,8 @@ ucs_status_t uct_gaudi_ipc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 {
     ucs_status_t status;
 
-    status = uct_gaudi_ipc_ep_zcopy(tl_ep, iov, iovcnt, remote_addr, rkey,
-                                    comp, 0);
+    status = uct_gaudi_ipc_ep_zcopy_traced(tl_ep, iov, iovcnt, remote_addr,
+                                           rkey, comp, 0);
     if (ucs_unlikely(UCS_STATUS_IS_ERR(status))) {
         /* UCX 1.13's get protocols cannot take a synchronous failure
          * (ucp/rma/get_offload.c: their abort asserts) */
@@ -385,9 +424,8 @@ uct_gaudi_ipc_ep_short(uct_ep_h tl_ep, void *buffer, unsigned length,
         return UCS_OK;
     }
 
-    status = uct_gaudi_ipc_ep_op_start(tl_ep,
-                                       (const uct_gaudi_ipc_rkey_t*)rkey,
-                                       remote_addr, length, 0, name);
+    status = uct_gaudi_ipc_ep_op_start(tl_ep, rkey, remote_addr, length, 0,
+                                       name);
     if (status != UCS_OK) {
         return status;
     }
@@ -404,6 +442,7 @@ ucs_status_t uct_gaudi_ipc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
 
     status = uct_gaudi_ipc_ep_short(tl_ep, (void*)buffer, length, remote_addr,
                                     rkey, 1, "put_short");
+    uct_gaudi_ipc_ep_trace("put_short", buffer, remote_addr, length, status);
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, ucs_derived_of(tl_ep, uct_base_ep_t),
                                  PUT, SHORT, length);
     return status;
@@ -417,6 +456,7 @@ ucs_status_t uct_gaudi_ipc_ep_get_short(uct_ep_h tl_ep, void *buffer,
 
     status = uct_gaudi_ipc_ep_short(tl_ep, buffer, length, remote_addr, rkey,
                                     0, "get_short");
+    uct_gaudi_ipc_ep_trace("get_short", buffer, remote_addr, length, status);
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, ucs_derived_of(tl_ep, uct_base_ep_t),
                                  GET, SHORT, length);
     return status;
@@ -447,18 +487,17 @@ ssize_t uct_gaudi_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     if (ucs_unlikely(length > size)) {
         ucs_error("gaudi_ipc: put_bcopy packed %zu bytes, max_bcopy is %zu",
                   length, size);
-        return UCS_ERR_EXCEEDS_LIMIT;
-    } else if (length == 0) {
-        return 0;
+        status = UCS_ERR_EXCEEDS_LIMIT;
+    } else if (length > 0) {
+        status = uct_gaudi_ipc_ep_check_key(tl_ep, rkey, remote_addr, length,
+                                            "put_bcopy");
+        if (status == UCS_OK) {
+            status = uct_gaudi_ipc_ep_sync_xfer(tl_ep, NULL, remote_addr,
+                                                rkey, length, 1, "put_bcopy");
+        }
     }
 
-    status = uct_gaudi_ipc_ep_check_key(tl_ep,
-                                        (const uct_gaudi_ipc_rkey_t*)rkey,
-                                        remote_addr, length, "put_bcopy");
-    if (status == UCS_OK) {
-        status = uct_gaudi_ipc_ep_sync_xfer(tl_ep, NULL, remote_addr, rkey,
-                                            length, 1, "put_bcopy");
-    }
+    uct_gaudi_ipc_ep_trace("put_bcopy", bounce, remote_addr, length, status);
     if (status != UCS_OK) {
         return status;
     }
@@ -468,26 +507,21 @@ ssize_t uct_gaudi_ipc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     return length;
 }
 
-ucs_status_t uct_gaudi_ipc_ep_get_bcopy(uct_ep_h tl_ep,
-                                        uct_unpack_callback_t unpack_cb,
-                                        void *arg, size_t length,
-                                        uint64_t remote_addr, uct_rkey_t rkey,
-                                        uct_completion_t *comp)
+/* get_bcopy's copy into the bounce buffer, unpacked from there */
+static ucs_status_t
+uct_gaudi_ipc_ep_get_bcopy_sync(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
+                                void *arg, size_t length, uint64_t remote_addr,
+                                uct_rkey_t rkey)
 {
     uct_gaudi_ipc_iface_t *iface = uct_gaudi_ipc_ep_iface(tl_ep);
     ucs_status_t status;
     size_t size;
     void *bounce;
 
-    if (length == 0) {
-        return UCS_OK;
-    }
-
-    status = uct_gaudi_ipc_ep_op_start(tl_ep,
-                                       (const uct_gaudi_ipc_rkey_t*)rkey,
-                                       remote_addr, length, 0, "get_bcopy");
+    status = uct_gaudi_ipc_ep_op_start(tl_ep, rkey, remote_addr, length, 0,
+                                       "get_bcopy");
     if (status != UCS_OK) {
-        return uct_gaudi_iface_fail_later(&iface->super, comp, status);
+        return status;
     }
 
     bounce = uct_gaudi_dma_bounce(iface->super.dma, &size);
@@ -500,12 +534,33 @@ ucs_status_t uct_gaudi_ipc_ep_get_bcopy(uct_ep_h tl_ep,
     status = uct_gaudi_ipc_ep_sync_xfer(tl_ep, NULL, remote_addr, rkey,
                                         length, 0, "get_bcopy");
     if (status != UCS_OK) {
-        /* UCX 1.13's get protocols cannot take a synchronous failure */
-        return uct_gaudi_iface_fail_later(&iface->super, comp, status);
+        return status;
     }
 
     unpack_cb(arg, bounce, length);
     UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), GET, BCOPY,
                       length);
     return UCS_OK;
+}
+
+ucs_status_t uct_gaudi_ipc_ep_get_bcopy(uct_ep_h tl_ep,
+                                        uct_unpack_callback_t unpack_cb,
+                                        void *arg, size_t length,
+                                        uint64_t remote_addr, uct_rkey_t rkey,
+                                        uct_completion_t *comp)
+{
+    ucs_status_t status = UCS_OK;
+
+    if (length > 0) {
+        status = uct_gaudi_ipc_ep_get_bcopy_sync(tl_ep, unpack_cb, arg,
+                                                 length, remote_addr, rkey);
+    }
+
+    uct_gaudi_ipc_ep_trace("get_bcopy", NULL, remote_addr, length, status);
+    if ((status != UCS_OK) && (status != UCS_ERR_EXCEEDS_LIMIT)) {
+        /* UCX 1.13's get protocols cannot take a synchronous failure */
+        return uct_gaudi_iface_fail_later(
+                &uct_gaudi_ipc_ep_iface(tl_ep)->super, comp, status);
+    }
+    return status;
 }

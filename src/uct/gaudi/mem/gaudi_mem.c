@@ -827,6 +827,13 @@ void uct_gaudi_heap_put(uct_gaudi_heap_t *heap)
     if ((--heap->refcount == 0) && (heap->bufs.num_regions == 0)) {
         uct_gaudi_heap_destroy(heap);
         uct_gaudi_heap_global = NULL;
+    } else {
+        /* the MD's ifaces are closed: their imports of our exports too, so
+         * a freed chunk waiting for them goes now, not at the next heap
+         * operation (the public API's heap lives on) */
+        pthread_mutex_lock(&heap->lock);
+        uct_gaudi_heap_retry_deferred_fast(heap);
+        pthread_mutex_unlock(&heap->lock);
     }
     pthread_mutex_unlock(&uct_gaudi_heap_global_lock);
 }
