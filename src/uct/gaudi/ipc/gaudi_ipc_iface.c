@@ -212,7 +212,10 @@ ucs_status_t uct_gaudi_ipc_iface_ready(uct_gaudi_ipc_iface_t *iface,
 
     uct_gaudi_ipc_iface_refresh(iface);
     if (!iface->import_ok) {
-        ucs_error("gaudi_ipc: %s: %s", op, iface->reason);
+        /* a peer reached us on what the device was expected to do */
+        ucs_log(iface->refused ? UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR,
+                "gaudi_ipc: %s: %s", op, iface->reason);
+        iface->refused = 1;
         return UCS_ERR_UNSUPPORTED;
     }
 
@@ -371,6 +374,7 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
     self->pidns      = uct_gaudi_ipc_pidns();
     self->next_check = 0;
     self->export_ok  = uct_gaudi_ipc_md_export_ok(ipc_md);
+    self->refused    = 0;
 
     self->config.bw         = config->bw;
     self->config.latency    = config->latency;

@@ -72,6 +72,8 @@ typedef struct uct_gaudi_ipc_iface {
     int                   probed;    /* import_ok is the probe's */
     int                   export_ok; /* our MD registers (exports) */
     const char            *reason;   /* why not, for the log */
+    int                   refused;   /* an op was refused for it (logged
+                                        once, then at debug level) */
     uint64_t              pidns;
     uct_gaudi_ipc_cache_t cache;
     ucs_time_t            next_check; /* next sweep of exited peers */
