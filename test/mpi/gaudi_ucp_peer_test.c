@@ -614,8 +614,9 @@ static int run_kill_rma(void)
 /* ------------------------------------------------------------------ */
 /* forged keys                                                          */
 
-/* The gaudi_ipc key inside a UCP packed key: 96 bytes, version 2, our
+/* The gaudi_ipc key inside a UCP packed key: 96 bytes, version 3, our
  * pid at 24, the buffer's base at 56 (docs/ipc.md, "rkey") */
+#define IPC_RKEY_VER    3
 #define IPC_RKEY_SIZE   96
 #define IPC_OFF_PID     24
 #define IPC_OFF_BASE    56
@@ -630,7 +631,7 @@ static uint8_t *find_ipc_rkey(uint8_t *packed, size_t len, uint64_t base)
     size_t   i;
 
     for (i = 0; i + IPC_RKEY_SIZE <= len; i++) {
-        if (packed[i] != 2) {
+        if (packed[i] != IPC_RKEY_VER) {
             continue;
         }
         memcpy(&kpid, packed + i + IPC_OFF_PID, sizeof(kpid));
