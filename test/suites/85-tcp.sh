@@ -156,7 +156,8 @@ perftest_death_noerr() {
     if ! kill -0 "$spid" 2>/dev/null; then
         wait "$spid"
         fail "$name" "the survivor exited (status $?) without error handling"
-        tail -n 6 "$slog" | sed 's/^/      /'
+        { grep -E 'Fatal|ERROR|Assertion|signal' "$slog" | head -5
+          tail -n 6 "$slog"; } | sed 's/^/      /'
     elif grep -q '^Final:' "$slog"; then
         fail "$name" "the survivor reported a result"
     elif [ -z "$pid" ]; then
