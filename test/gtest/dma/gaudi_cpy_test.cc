@@ -899,6 +899,7 @@ protected:
     typedef int (*stream_create_fn_t)(void**, uint32_t, uint32_t);
     typedef int (*stream_fn_t)(void*);
     typedef int (*memcpy_fn_t)(void*, uint64_t, uint64_t, uint64_t, int);
+    typedef int (*acquire_fn_t)(uint32_t*, const char*);
 
     enum { H2D = 0, D2H = 1 };
 
@@ -917,6 +918,12 @@ protected:
         m_host_unmap  = (host_unmap_fn_t)sym("synHostUnmap");
         m_memcpy      = (memcpy_fn_t)sym("synMemCopyAsync");
         m_sync        = (stream_fn_t)sym("synStreamSynchronize");
+        /* as a framework does after UCX is up: the application acquires
+         * its device; the module borrows it at its first use */
+        ASSERT_EQ(0, ((int (*)())sym("synInitialize"))());
+        ASSERT_EQ(0, ((acquire_fn_t)sym("synDeviceAcquire"))(&m_app_id,
+                                                             NULL));
+        m_acquired = true;
         ASSERT_EQ(0, ((dev_malloc_fn_t)sym("synDeviceMalloc"))(
                          0, 1 << 20, 0, 0, &m_app_dev));
         ASSERT_EQ(0, ((stream_create_fn_t)sym("synStreamCreateGeneric"))(
@@ -932,6 +939,10 @@ protected:
                     0, m_app_dev, 0);
         }
         cpy_test::TearDown();
+        if (m_acquired) {
+            EXPECT_EQ(0, ((int (*)(uint32_t))sym("synDeviceRelease"))(
+                             m_app_id));
+        }
         if (m_lib != NULL) {
             dlclose(m_lib);
         }
@@ -993,6 +1004,8 @@ protected:
     void             *m_lib       = NULL;
     void             *m_stream    = NULL;
     uint64_t         m_app_dev    = 0;
+    uint32_t         m_app_id     = 0;
+    bool             m_acquired   = false;
     host_malloc_fn_t m_host_malloc;
     host_free_fn_t   m_host_free;
     host_map_fn_t    m_host_map;
