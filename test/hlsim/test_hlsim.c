@@ -2388,6 +2388,21 @@ static void t_cs_inflight(void)
     free(dst);
 }
 
+/* The device's status, as the control node tells it */
+static unsigned dev_status(int dev)
+{
+    struct hl_info_device_status ds = {0};
+    int cfd = open_ctl(dev);
+
+    if ((cfd < 0) || info(cfd, HL_INFO_DEVICE_STATUS, &ds, sizeof(ds))) {
+        ds.status = ~0u;
+    }
+    if (cfd >= 0) {
+        close(cfd);
+    }
+    return ds.status;
+}
+
 static void t_wait_errors(void)
 {
     int (*add)(const char *, unsigned, int) = API(hlsim_fault_add);
@@ -2409,11 +2424,6 @@ static void t_wait_errors(void)
           nwait + 1, "WAIT_CS ioctls counted");
     CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_CS_IOCTLS, 0) == ncs,
           "no CS ioctl");
-    /* reset_on_lockup=0 (HLSIM_RESET_ON_LOCKUP=0): a timeout, no reset */
-    CHECK_OK(add("cs_timeout", 1, ETIMEDOUT), "fault");
-    CHECK_ERR(g2_dma(fd, &cb, 0, va, va + 4096, 4096, 0, &status),
-              ETIMEDOUT, "timeout");
-    CHECK(status == HL_WAIT_CS_STATUS_TIMEDOUT, "status 2");
     CHECK_OK(add("wait_cs", 1, EINTR), "fault");
     CHECK_ERR(wait_cs(fd, 1, 0, NULL, NULL), EINTR, "injected EINTR");
     /* old sequence numbers are gone but completed */
@@ -2423,10 +2433,27 @@ static void t_wait_errors(void)
     CHECK_OK(wait_cs(fd, 2, 0, &status, &flags), "old seq");
     CHECK(status == HL_WAIT_CS_STATUS_COMPLETED &&
           (flags & HL_WAIT_CS_STATUS_FLAG_GONE), "gone");
-    CHECK_OK(wait_cs(fd, 71, 0, &status, &flags), "recent seq");
+    CHECK_OK(wait_cs(fd, 70, 0, &status, &flags), "recent seq");
     CHECK(!(flags & HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD),
           "no timestamp unless asked for");
+    /* reset_on_lockup=0 (HLSIM_RESET_ON_LOCKUP=0): a timeout, no reset,
+     * the device needs one: not operational until the reset on release */
+    CHECK_OK(add("cs_timeout", 1, ETIMEDOUT), "fault");
+    CHECK_ERR(g2_dma(fd, &cb, 0, va, va + 4096, 4096, 0, &status),
+              ETIMEDOUT, "timeout");
+    CHECK(status == HL_WAIT_CS_STATUS_TIMEDOUT, "status 2");
+    CHECK(dev_status(0) == GAUDI_HL_DEVICE_STATUS_NEEDS_RESET, "needs reset");
+    CHECK_ERR(submit(fd, cb.va, cb.cb.len, 0,
+                     HL_CS_CHUNK_FLAGS_USER_ALLOC_CB, &seq), EBUSY,
+              "CS while the device needs a reset");
+    CHECK_ERR(wait_cs(fd, 70, 0, NULL, NULL), EBUSY, "WAIT_CS");
+    CHECK_ERR(open_dev(0), EPERM, "open while the device needs a reset");
     (void)seq;
+    close(fd);
+    /* Gaudi2 resets on release, which ends NEEDS_RESET */
+    CHECK(dev_status(0) == GAUDI_HL_DEVICE_STATUS_OPERATIONAL,
+          "operational after the reset on release");
+    CHECK_OK(fd = open_dev(0), "open after the reset on release");
     close(fd);
     free(buf);
 }
@@ -2588,6 +2615,12 @@ static void t_wait_old_outcome(void)
     CHECK_OK(submit_ts(fd, &cb, va, va + 4096, 64, &s_bad), "CS ts, fails");
     CHECK_ERR(wait_cs(fd, s_bad, 5000000, &status, NULL), ETIMEDOUT,
               "timed out");
+    CHECK_ERR(submit_ts(fd, &cb, va, va + 4096, 64, &s_plain), EBUSY,
+              "needs a reset");
+    /* the administrator's reset (which would end this process) by hand,
+     * to look at the stored outcomes */
+    CHECK_OK(API(hlsim_set_device_status)(0,
+             GAUDI_HL_DEVICE_STATUS_OPERATIONAL), "operational");
     CHECK_OK(g2_dma(fd, &cb, 0, va, va + 4096, 64, 0, &status), "plain");
     s_plain = s_bad + 1;
     for (i = 0; i < 70; i++) {   /* the window (64) moves past them */
