@@ -485,6 +485,8 @@ static void t_sysfs_values(void)
     check_file("/sys/class/accel/accel1/device/module_id", "3\n");
     check_file("/sys/class/accel/accel1/device/device_type", "GAUDI2\n");
     check_file("/sys/class/accel/accel0/device/status", "operational\n");
+    /* Habana's driver is an out-of-tree module */
+    check_file("/sys/module/habanalabs/taint", "O\n");
     /* Habana flavour: flat copies on the accel device too (facts 1.1) */
     check_file("/sys/class/accel/accel1/pci_addr", "0000:17:00.0\n");
     n = readlink("/sys/class/accel/accel0/device", buf, sizeof(buf) - 1);
@@ -524,6 +526,8 @@ static void t_sysfs_upstream(void)
           "device attr");
     CHECK_ERR(access("/sys/class/accel/accel0/pci_addr", F_OK), ENOENT,
               "flat attr on upstream");
+    /* the in-kernel driver: a module without taint */
+    check_file("/sys/module/habanalabs/taint", "\n");
 }
 
 /* HLSIM_NUMA_NODE: per device, the last value repeating */
