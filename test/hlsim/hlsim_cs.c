@@ -260,6 +260,8 @@ static int hlsim_engine_tdr(hlsim_ctx_t *ctx, hlsim_engine_t *eng,
         return 1;
     }
     cs->state   = HLSIM_CS_TIMEDOUT;   /* the engine stays stopped */
+    cs->tdr_seen = 1;
+    hlsim_dev_needs_reset(dev);
     cs->done_ns = hlsim_now_ns();
     ctx->in_flight--;
     hlsim_counters[HLSIM_COUNTER_CS_ABORTED]++;
@@ -847,6 +849,15 @@ int hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a)
     ts    = (cs->seq == seq) && cs->timestamp;
     if ((state == HLSIM_CS_DONE) && ts) {
         a->out.timestamp_nsec = cs->done_ns;
+    }
+    /* An injected timeout ends the CS at once, a real one after
+     * timeout_locked, when its submitter is waiting already: the device
+     * needs a reset from the report of the timeout on, so the waiter gets
+     * ETIMEDOUT and later ioctls EBUSY, as on the device */
+    if ((state == HLSIM_CS_TIMEDOUT) && (cs->seq == seq) && !cs->tdr_seen &&
+        !hlsim_reset_on_lockup()) {
+        cs->tdr_seen = 1;
+        hlsim_dev_needs_reset(f->dev);
     }
     pthread_mutex_unlock(&hlsim_lock);
 

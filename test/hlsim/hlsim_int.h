@@ -250,6 +250,7 @@ typedef struct hlsim_cs {
     int      timestamp;   /* submitted with HL_CS_FLAGS_TIMESTAMP */
     int      stall;       /* injected DMA error that stops the engine */
     uint64_t submit_ns;   /* start of the CS timeout (TDR) */
+    int      tdr_seen;    /* its timeout was reported (NEEDS_RESET) */
 } hlsim_cs_t;
 
 /* Outcomes of timestamped CSs that left the window (facts 9.11) */
@@ -366,6 +367,7 @@ void hlsim_dev_reset_kill(int dev, unsigned ms, pid_t pid);
 int hlsim_dev_in_reset(int dev);
 unsigned hlsim_timeout_locked_s(int dev);
 int hlsim_reset_on_lockup(void);
+void hlsim_dev_needs_reset(int dev);
 
 /* Accel index (accelN, accel_controlDN, minor) of device @a dev: devices
  * are numbered by probe order, accel indices may start later (facts 9.9) */

@@ -242,9 +242,15 @@ static void hlsim_release_reset(int dev)
 {
     uint64_t until;
 
-    if (!hlsim_cfg.release_reset_ms ||
-        (hlsim_cfg.dev[dev].asic == HLSIM_GAUDI1) ||
+    if ((hlsim_cfg.dev[dev].asic == HLSIM_GAUDI1) ||
         hlsim_dmabufs_alive(dev) || hlsim_dev_in_reset(dev)) {
+        return;
+    }
+    if (!hlsim_cfg.release_reset_ms) {
+        /* a reset of no duration, which still ends NEEDS_RESET */
+        if (hlsim_dev_status(dev) == GAUDI_HL_DEVICE_STATUS_NEEDS_RESET) {
+            hlsim_dev_set_status(dev, GAUDI_HL_DEVICE_STATUS_OPERATIONAL, 0);
+        }
         return;
     }
     until = hlsim_now_ns() + hlsim_cfg.release_reset_ms * 1000000ULL;

@@ -354,6 +354,16 @@ int hlsim_node_create(void)
     rc |= hlsim_mkdirs(d);
     snprintf(d, sizeof(d), "%s/dmabuf", r);
     rc |= hlsim_mkdirs(d);
+    /*
+     * The loaded module's taint flags: 'O' for a module built out of the
+     * kernel tree (Linux 6.12 kernel/module/main.c:2241-2245, shown by
+     * /sys/module/<name>/taint, :1002-1013, letters kernel/panic.c:560),
+     * i.e. Habana's driver; nothing for the in-kernel one, a module on
+     * Debian (CONFIG_DRM_ACCEL_HABANALABS=m)
+     */
+    snprintf(d, sizeof(d), "%s/sys/module/habanalabs", r);
+    rc |= hlsim_mkdirs(d);
+    rc |= hlsim_put(d, "taint", "%s\n", hlsim_cfg.habana ? "O" : "");
     for (i = 0; (rc == 0) && (i < hlsim_cfg.num_dev); i++) {
         rc = hlsim_node_create_dev(i);
     }
@@ -415,7 +425,8 @@ static int hlsim_redirected(const char *path)
         return hlsim_emulated_bdf(path + 21);
     }
     if (hlsim_prefix(path, "/sys/class/accel") ||
-        hlsim_prefix(path, "/sys/class/habanalabs")) {
+        hlsim_prefix(path, "/sys/class/habanalabs") ||
+        hlsim_prefix(path, "/sys/module/habanalabs")) {
         return 1;
     }
     /* only our majors: other char devices must stay real */

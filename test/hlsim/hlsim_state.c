@@ -693,6 +693,29 @@ void hlsim_dev_set_status(int dev, unsigned status, uint64_t until_ns)
     hlsim_node_write_status(dev, status);
 }
 
+/*
+ * A CS timeout under reset_on_lockup=0 only marks the device as needing a
+ * reset (K612 common/command_submission.c:838-842, K61 :818-822): NEEDS_RESET
+ * is not operational (K612 common/device.c:384-385, 407-411), so ioctls
+ * give EBUSY and opens EPERM, until a reset ends (needs_reset cleared at the
+ * end of every successful reset, K612 device.c:1970, K61 :1671), e.g. the
+ * reset upon release of Gaudi2/3. On Gaudi1, whose idle device is not reset
+ * on release, it stays until the administrator resets the device.
+ */
+void hlsim_dev_needs_reset(int dev)
+{
+    hlsim_shdev_t *sd = &hlsim_shm->dev[dev];
+    unsigned       st = GAUDI_HL_DEVICE_STATUS_OPERATIONAL;
+
+    if (__atomic_compare_exchange_n(&sd->status, &st,
+                                    GAUDI_HL_DEVICE_STATUS_NEEDS_RESET, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        hlsim_node_write_status(dev, GAUDI_HL_DEVICE_STATUS_NEEDS_RESET);
+        hlsim_log("dev%d: CS timeout without reset_on_lockup: device needs "
+                  "a reset", dev);
+    }
+}
+
 static void hlsim_sleep_until(uint64_t until_ns)
 {
     uint64_t now;

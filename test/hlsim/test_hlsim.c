@@ -485,6 +485,8 @@ static void t_sysfs_values(void)
     check_file("/sys/class/accel/accel1/device/module_id", "3\n");
     check_file("/sys/class/accel/accel1/device/device_type", "GAUDI2\n");
     check_file("/sys/class/accel/accel0/device/status", "operational\n");
+    /* Habana's driver is an out-of-tree module */
+    check_file("/sys/module/habanalabs/taint", "O\n");
     /* Habana flavour: flat copies on the accel device too (facts 1.1) */
     check_file("/sys/class/accel/accel1/pci_addr", "0000:17:00.0\n");
     n = readlink("/sys/class/accel/accel0/device", buf, sizeof(buf) - 1);
@@ -524,6 +526,8 @@ static void t_sysfs_upstream(void)
           "device attr");
     CHECK_ERR(access("/sys/class/accel/accel0/pci_addr", F_OK), ENOENT,
               "flat attr on upstream");
+    /* the in-kernel driver: a module without taint */
+    check_file("/sys/module/habanalabs/taint", "\n");
 }
 
 /* HLSIM_NUMA_NODE: per device, the last value repeating */
@@ -2388,6 +2392,21 @@ static void t_cs_inflight(void)
     free(dst);
 }
 
+/* The device's status, as the control node tells it */
+static unsigned dev_status(int dev)
+{
+    struct hl_info_device_status ds = {0};
+    int cfd = open_ctl(dev);
+
+    if ((cfd < 0) || info(cfd, HL_INFO_DEVICE_STATUS, &ds, sizeof(ds))) {
+        ds.status = ~0u;
+    }
+    if (cfd >= 0) {
+        close(cfd);
+    }
+    return ds.status;
+}
+
 static void t_wait_errors(void)
 {
     int (*add)(const char *, unsigned, int) = API(hlsim_fault_add);
@@ -2409,11 +2428,6 @@ static void t_wait_errors(void)
           nwait + 1, "WAIT_CS ioctls counted");
     CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_CS_IOCTLS, 0) == ncs,
           "no CS ioctl");
-    /* reset_on_lockup=0 (HLSIM_RESET_ON_LOCKUP=0): a timeout, no reset */
-    CHECK_OK(add("cs_timeout", 1, ETIMEDOUT), "fault");
-    CHECK_ERR(g2_dma(fd, &cb, 0, va, va + 4096, 4096, 0, &status),
-              ETIMEDOUT, "timeout");
-    CHECK(status == HL_WAIT_CS_STATUS_TIMEDOUT, "status 2");
     CHECK_OK(add("wait_cs", 1, EINTR), "fault");
     CHECK_ERR(wait_cs(fd, 1, 0, NULL, NULL), EINTR, "injected EINTR");
     /* old sequence numbers are gone but completed */
@@ -2423,10 +2437,27 @@ static void t_wait_errors(void)
     CHECK_OK(wait_cs(fd, 2, 0, &status, &flags), "old seq");
     CHECK(status == HL_WAIT_CS_STATUS_COMPLETED &&
           (flags & HL_WAIT_CS_STATUS_FLAG_GONE), "gone");
-    CHECK_OK(wait_cs(fd, 71, 0, &status, &flags), "recent seq");
+    CHECK_OK(wait_cs(fd, 70, 0, &status, &flags), "recent seq");
     CHECK(!(flags & HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD),
           "no timestamp unless asked for");
+    /* reset_on_lockup=0 (HLSIM_RESET_ON_LOCKUP=0): a timeout, no reset,
+     * the device needs one: not operational until the reset on release */
+    CHECK_OK(add("cs_timeout", 1, ETIMEDOUT), "fault");
+    CHECK_ERR(g2_dma(fd, &cb, 0, va, va + 4096, 4096, 0, &status),
+              ETIMEDOUT, "timeout");
+    CHECK(status == HL_WAIT_CS_STATUS_TIMEDOUT, "status 2");
+    CHECK(dev_status(0) == GAUDI_HL_DEVICE_STATUS_NEEDS_RESET, "needs reset");
+    CHECK_ERR(submit(fd, cb.va, cb.cb.len, 0,
+                     HL_CS_CHUNK_FLAGS_USER_ALLOC_CB, &seq), EBUSY,
+              "CS while the device needs a reset");
+    CHECK_ERR(wait_cs(fd, 70, 0, NULL, NULL), EBUSY, "WAIT_CS");
+    CHECK_ERR(open_dev(0), EPERM, "open while the device needs a reset");
     (void)seq;
+    close(fd);
+    /* Gaudi2 resets on release, which ends NEEDS_RESET */
+    CHECK(dev_status(0) == GAUDI_HL_DEVICE_STATUS_OPERATIONAL,
+          "operational after the reset on release");
+    CHECK_OK(fd = open_dev(0), "open after the reset on release");
     close(fd);
     free(buf);
 }
@@ -2588,6 +2619,12 @@ static void t_wait_old_outcome(void)
     CHECK_OK(submit_ts(fd, &cb, va, va + 4096, 64, &s_bad), "CS ts, fails");
     CHECK_ERR(wait_cs(fd, s_bad, 5000000, &status, NULL), ETIMEDOUT,
               "timed out");
+    CHECK_ERR(submit_ts(fd, &cb, va, va + 4096, 64, &s_plain), EBUSY,
+              "needs a reset");
+    /* the administrator's reset (which would end this process) by hand,
+     * to look at the stored outcomes */
+    CHECK_OK(API(hlsim_set_device_status)(0,
+             GAUDI_HL_DEVICE_STATUS_OPERATIONAL), "operational");
     CHECK_OK(g2_dma(fd, &cb, 0, va, va + 4096, 64, 0, &status), "plain");
     s_plain = s_bad + 1;
     for (i = 0; i < 70; i++) {   /* the window (64) moves past them */

@@ -16,6 +16,7 @@
 extern "C" {
 #include <uct/api/uct.h>
 #include <uct/api/v2/uct_v2.h>
+#include <uct/gaudi/hl/gaudi_hl_abi.h>
 #include <ucs/async/async.h>
 #include <ucs/time/time.h>
 #include <ucs/arch/bitops.h>
@@ -684,15 +685,15 @@ TEST_F(cpy_test, bad_input) {
 }
 
 /*
- * The module's handling of a CS that completes with an error: the
- * operation fails and the iface goes on. No driver path gives that: a CS
- * timeout with reset_on_lockup=1 resets the device and kills the process
- * (gaudi_dma_test fault_*_kills), and with reset_on_lockup=0 the driver
- * leaves the device NEEDS_RESET, every ioctl EBUSY until an administrator
- * resets it (K612 common/command_submission.c:838-846), which hlsim does
- * not emulate (docs/hlsim.md, Not emulated). So this exercises the
- * module's error path on an emulator-only outcome, not a recovery the
- * hardware offers.
+ * The module's handling of a CS that fails. A CS timeout with
+ * reset_on_lockup=1 resets the device and kills the process (gaudi_dma_test
+ * fault_*_kills); with reset_on_lockup=0 the copy fails with TIMED_OUT and
+ * the driver leaves the device NEEDS_RESET, every ioctl EBUSY until an
+ * administrator resets it (K612 common/command_submission.c:838-842): the
+ * following copies fail at once with IO_ERROR, said once, instead of
+ * waiting for a reset that does not come. The test then plays the
+ * administrator (hlsim's status API). A failed CS submission (EIO) fails
+ * its operation and the iface goes on.
  */
 TEST_F(cpy_test, faults) {
     SKIP_NO_TL();
@@ -707,13 +708,25 @@ TEST_F(cpy_test, faults) {
     setenv("HLSIM_RESET_ON_LOCKUP", "0", 1);
     ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs_timeout", 1, ETIMEDOUT));
     EXPECT_EQ(UCS_ERR_TIMED_OUT, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
+    {
+        gaudi_gtest::log_capture log(UCS_LOG_LEVEL_ERROR);
+
+        EXPECT_EQ(UCS_ERR_IO_ERROR, uct_ep_put_short(m_ep, buf.data(), 64,
+                                                     (uintptr_t)dev, rkey));
+        EXPECT_EQ(UCS_ERR_IO_ERROR, zcopy(true, &iov, 1, (uintptr_t)dev,
+                                          rkey));
+        EXPECT_NE("", log.find({"needs a reset"})) << log.dump();
+    }
+    unsetenv("HLSIM_RESET_ON_LOCKUP");
+    ASSERT_EQ(0, gaudi_gtest::hlsim_set_device_status(0,
+                 GAUDI_HL_DEVICE_STATUS_OPERATIONAL));
     /* a short copy is run again once (UCX 1.13's memory-type copies drop
      * its status): a fault of both runs is an error, of one is not */
-    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs_timeout", 1, ETIMEDOUT));
-    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs_timeout", 2, ETIMEDOUT));
-    EXPECT_EQ(UCS_ERR_TIMED_OUT, uct_ep_put_short(m_ep, buf.data(), 64,
-                                                  (uintptr_t)dev, rkey));
-    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs_timeout", 1, ETIMEDOUT));
+    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs", 1, EIO));
+    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs", 2, EIO));
+    EXPECT_EQ(UCS_ERR_IO_ERROR, uct_ep_put_short(m_ep, buf.data(), 64,
+                                                 (uintptr_t)dev, rkey));
+    ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs", 1, EIO));
     ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, buf.data(), 64, (uintptr_t)dev,
                                        rkey));
     ASSERT_EQ(UCS_OK, uct_ep_get_short(m_ep, back.data(), 64,
@@ -723,7 +736,6 @@ TEST_F(cpy_test, faults) {
     ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs", 2, EIO));
     EXPECT_EQ(UCS_ERR_IO_ERROR, uct_ep_get_short(m_ep, back.data(), 64,
                                                  (uintptr_t)dev, rkey));
-    unsetenv("HLSIM_RESET_ON_LOCKUP");
     /* CS EAGAIN is flow control: NO_RESOURCE, then it goes through */
     ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs", 1, EAGAIN));
     comp_t c;
@@ -1282,6 +1294,12 @@ TEST_F(cpy_batch_test, batch_fault_fails_its_copies) {
                           UCS_ERR_NO_MEMORY, comps[i].status)
                     << "round " << round << " copy " << i;
             }
+        }
+        if (round == 0) {
+            /* the timeout left the device NEEDS_RESET (cpy_test.faults):
+             * the administrator's reset, by hand */
+            ASSERT_EQ(0, gaudi_gtest::hlsim_set_device_status(0,
+                         GAUDI_HL_DEVICE_STATUS_OPERATIONAL));
         }
     }
     unsetenv("HLSIM_RESET_ON_LOCKUP");

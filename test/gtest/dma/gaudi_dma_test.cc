@@ -739,17 +739,24 @@ TEST_F(dma_test, fault_reset_kills) {
     roundtrip(70000, 3, 1, false);
 }
 
-/* With reset_on_lockup=0 hlsim makes a CS timeout only a timeout: the copy
- * fails with TIMED_OUT and the engine goes on. The driver instead leaves
- * the device NEEDS_RESET (docs/hlsim.md, Not emulated): this is the
- * module's error path, not a recovery the hardware offers */
+/* With reset_on_lockup=0 a CS timeout fails its copy with TIMED_OUT and
+ * leaves the device NEEDS_RESET (K612 common/command_submission.c:838-842):
+ * the next copy fails at once with IO_ERROR instead of waiting for a reset
+ * that only an administrator gives; the test then plays the administrator
+ * (hlsim's status API) and the engine goes on */
 TEST_F(dma_test, fault_cs_timeout_no_reset) {
     SKIP_GAUDI3();
     setenv("HLSIM_RESET_ON_LOCKUP", "0", 1);
     hlsim_fault("cs_timeout", 1, ETIMEDOUT);
     EXPECT_EQ(UCS_ERR_TIMED_OUT, copy1(m_dev, m_dev + 4096, 100, true));
+    EXPECT_EQ(UCS_ERR_IO_ERROR, copy1(m_dev, m_dev + 4096, 100, false));
+    EXPECT_EQ(UCS_ERR_IO_ERROR, copy1(m_dev, m_dev + 4096, 100, true));
+    ASSERT_EQ(0, gaudi_gtest::hlsim_set_device_status(0,
+                 GAUDI_HL_DEVICE_STATUS_OPERATIONAL));
     hlsim_fault("cs_timeout", 1, ETIMEDOUT);
     EXPECT_EQ(UCS_ERR_TIMED_OUT, copy1(m_dev, m_dev + 4096, 100, false));
+    ASSERT_EQ(0, gaudi_gtest::hlsim_set_device_status(0,
+                 GAUDI_HL_DEVICE_STATUS_OPERATIONAL));
     unsetenv("HLSIM_RESET_ON_LOCKUP");
     roundtrip(5000, 0, 0, false);
 }

@@ -53,6 +53,8 @@ typedef struct uct_gaudi_dev_info {
     char                       sysfs_status[UCT_GAUDI_SYSFS_VALUE_MAX];
     struct gaudi_hl_hw_ip_info hw_ip;     /* dram base/size/page sizes... */
     uint64_t                   dram_bar_size; /* DRAM PCI BAR, 0: unknown */
+    int                        out_of_tree; /* Habana's driver: 1, in-kernel:
+                                               0, unknown: -1 (sysfs) */
 } uct_gaudi_dev_info_t;
 
 

@@ -12,6 +12,7 @@
 
 #include <uct/gaudi/dev/gaudi_base.h>
 #include <uct/gaudi/dev/gaudi_mapping.h>
+#include <uct/gaudi/hl/gaudi_driver.h>
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -354,7 +355,7 @@ static void uct_gaudi_discover(uct_gaudi_devices_t *devs)
 {
     uct_gaudi_dev_info_t *dev;
     unsigned i;
-    int minor, found;
+    int minor, found, out_of_tree;
 
     devs->count = 0;
     for (minor = 0; minor < GAUDI_HL_MAX_MINOR; ++minor) {
@@ -369,8 +370,10 @@ static void uct_gaudi_discover(uct_gaudi_devices_t *devs)
     qsort(devs->dev, devs->count, sizeof(devs->dev[0]),
           uct_gaudi_dev_cmp_index);
 
+    out_of_tree = uct_gaudi_driver_out_of_tree();
     for (i = 0; i < devs->count; ++i) {
         dev = &devs->dev[i];
+        dev->out_of_tree = out_of_tree;
         uct_gaudi_register_topo(dev);
         ucs_debug("gaudi %s: %s (%s) %s module_id %u bus %s status %u "
                   "dram 0x%" PRIx64 "+0x%" PRIx64 " page 0x%" PRIx64,

@@ -342,6 +342,34 @@ static int uct_gaudi_dma_build(uct_gaudi_dma_cs_t *dma,
 }
 
 /*
+ * EBUSY from the driver: a reset runs, which ends by itself, or the device
+ * needs one, which only an administrator gives (a CS timed out while the
+ * driver's reset_on_lockup is 0, or the device is disabled; facts 5.2):
+ * then every copy fails at once, said once per engine.
+ */
+static int uct_gaudi_dma_cs_needs_reset(uct_gaudi_dma_cs_t *dma)
+{
+    uint32_t status;
+
+    if ((uct_gaudi_hl_device_status(&dma->super.ctx->hl, &status) !=
+         UCS_OK) ||
+        ((status != GAUDI_HL_DEVICE_STATUS_NEEDS_RESET) &&
+         (status != GAUDI_HL_DEVICE_STATUS_MALFUNCTION))) {
+        return 0;
+    }
+
+    if (!dma->dead_logged) {
+        ucs_error("%s: the device %s: its copies fail until an "
+                  "administrator resets it", dma->super.name,
+                  (status == GAUDI_HL_DEVICE_STATUS_NEEDS_RESET) ?
+                  "needs a reset (a CS timed out and the driver does not "
+                  "reset on lockup)" : "is disabled");
+        dma->dead_logged = 1;
+    }
+    return 1;
+}
+
+/*
  * Build and submit @a slot. UCS_INPROGRESS: submitted; UCS_OK: nothing to
  * copy; UCS_ERR_NO_RESOURCE: driver window full (EAGAIN) or device in
  * reset (EBUSY); other: failure, logged.
@@ -373,6 +401,9 @@ static ucs_status_t uct_gaudi_dma_slot_submit(uct_gaudi_dma_cs_t *dma,
         slot->state      = UCT_GAUDI_DMA_SLOT_INFLIGHT;
         return UCS_INPROGRESS;
     } else if (status == UCS_ERR_BUSY) {
+        if (uct_gaudi_dma_cs_needs_reset(dma)) {
+            return UCS_ERR_IO_ERROR;
+        }
         /* device not operational (reset): retry later (facts 5.2, 7.3) */
         if (!dma->reset_logged) {
             ucs_diag("%s: device not operational (reset?), DMA copies are "
@@ -427,6 +458,9 @@ static int uct_gaudi_dma_slot_poll(uct_gaudi_dma_cs_t *dma,
                                   NULL);
     if (status == UCS_INPROGRESS) {
         return 0;
+    } else if ((status == UCS_ERR_BUSY) &&
+               uct_gaudi_dma_cs_needs_reset(dma)) {
+        status = UCS_ERR_IO_ERROR;
     } else if (status == UCS_ERR_BUSY) {
         now = ucs_get_time();
         if (slot->busy_since == 0) {

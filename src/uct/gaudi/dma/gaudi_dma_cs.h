@@ -75,6 +75,7 @@ typedef struct uct_gaudi_dma_cs {
     size_t                        kcb_map_size;
 
     int                           reset_logged;
+    int                           dead_logged; /* needs a reset: said */
     ucs_time_t                    last_busy_poll; /* device in reset */
 } uct_gaudi_dma_cs_t;
 

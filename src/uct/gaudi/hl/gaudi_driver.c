@@ -11,6 +11,7 @@
 #include <uct/gaudi/hl/gaudi_driver.h>
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/sys.h>
 
 #include <sys/utsname.h>
 #include <stdio.h>
@@ -108,6 +109,20 @@ int uct_gaudi_driver_expects_reg_dmabuf(const uct_gaudi_driver_t *driver)
     default:
         return -1;
     }
+}
+
+int uct_gaudi_driver_out_of_tree(void)
+{
+    char taint[32];
+    ssize_t len;
+
+    len = ucs_read_file_str(taint, sizeof(taint), 1, "%s",
+                            GAUDI_HL_SYSFS_MODULE_TAINT);
+    if (len < 0) {
+        return -1;   /* built in, or not loaded under that name */
+    }
+
+    return strchr(taint, 'O') != NULL;
 }
 
 void uct_gaudi_driver_log_probe(const uct_gaudi_driver_t *driver,

@@ -50,6 +50,11 @@ const char *uct_gaudi_driver_str(const uct_gaudi_driver_t *driver, char *buf,
  * 0 in-kernel (facts 4.3), -1 unknown */
 int uct_gaudi_driver_expects_reg_dmabuf(const uct_gaudi_driver_t *driver);
 
+/* Whether the loaded habanalabs module was built outside the kernel tree
+ * (Habana's driver: 1) or in it (0), from sysfs alone, so known before any
+ * compute node is opened; -1 when sysfs does not say (no such module) */
+int uct_gaudi_driver_out_of_tree(void);
+
 /* Log a probed flavour @a feature against what the identity @a expected
  * (-1: no opinion); the probe decides, a disagreement is a diag line */
 void uct_gaudi_driver_log_probe(const uct_gaudi_driver_t *driver,

@@ -37,6 +37,10 @@
 #define GAUDI_HL_SYSFS_ACCEL_FMT        "/sys/class/accel/accel%d"
 #define GAUDI_HL_SYSFS_LEGACY_FMT       "/sys/class/habanalabs/hl%d"
 
+/* The loaded module's taint letters, 'O' for one built outside the kernel
+ * tree (Linux 6.12 kernel/module/main.c:1002-1013, 2241-2245) */
+#define GAUDI_HL_SYSFS_MODULE_TAINT     "/sys/module/habanalabs/taint"
+
 /* PCI device ids (facts 1.3: K612 common/habanalabs_drv.c:62-75, HAB) */
 #define GAUDI_HL_PCI_ID_GAUDI1          0x1000
 #define GAUDI_HL_PCI_ID_GAUDI1_SEC      0x1010

@@ -117,9 +117,10 @@ static void uct_gaudi_ipc_iface_set_import(uct_gaudi_ipc_iface_t *iface,
 }
 
 /* Import before the device is taken: op 99 exists only in Habana's
- * driver (facts 4.3), which the control node does not tell apart from
- * the upstream accel one; the misc-era 6.1/6.2 driver has none. The probe
- * decides once the device is taken. */
+ * driver (facts 4.3), which the control node does not tell apart from the
+ * upstream accel one, but sysfs does (an out-of-tree module); without it,
+ * the misc-era 6.1/6.2 driver is known to have none. The probe decides
+ * once the device is taken. */
 static void uct_gaudi_ipc_iface_expect(uct_gaudi_ipc_iface_t *iface)
 {
     const uct_gaudi_dev_info_t *info = iface->super.heap->info;
@@ -131,6 +132,9 @@ static void uct_gaudi_ipc_iface_expect(uct_gaudi_ipc_iface_t *iface)
                 info->asic, uct_gaudi_ctx_expected_backend(info->asic),
                 &reason) != UCS_OK) {
         iface->reason = reason;
+    } else if (info->out_of_tree >= 0) {
+        /* only Habana's driver has op 99 (facts 4.3) */
+        uct_gaudi_ipc_iface_set_import(iface, info->out_of_tree);
     } else {
         uct_gaudi_ipc_iface_set_import(iface,
                                        info->abi != GAUDI_HL_ABI_LEGACY);
