@@ -5,7 +5,8 @@
  * memory layer (mem/gaudi_reg.h); device addresses are never dereferenced.
  * - short, bcopy: synchronous; host buffers go through the engine's
  *   pre-mapped bounce buffer (no registration, no lookup on the hot path);
- * - zcopy: asynchronous, one CS per operation, completed from progress.
+ * - zcopy: asynchronous, one CS per operation, completed from progress;
+ * - host to host before the iface has a device: the CPU copies.
  */
 
 #ifdef HAVE_CONFIG_H
@@ -36,6 +37,21 @@ uct_gaudi_copy_is_dev(uct_gaudi_copy_iface_t *iface, const void *ptr)
     return uct_gaudi_heap_in_window(iface->md->heap, (uintptr_t)ptr, 1);
 }
 
+/*
+ * Before this iface has a device, the process may have no Gaudi memory at
+ * all (the device is taken when the first Gaudi buffer appears, allocated
+ * by UCX or borrowed from SynapseAI): ranges outside the Gaudi window are
+ * then host memory on both ends, which the CPU copies without taking a
+ * device (UCX's own suites move host buffers on every transport).
+ */
+static UCS_F_ALWAYS_INLINE int
+uct_gaudi_copy_host_only(uct_gaudi_copy_iface_t *iface, const void *dst,
+                         const void *src)
+{
+    return (iface->super.dma == NULL) && !uct_gaudi_copy_is_dev(iface, dst) &&
+           ((src == NULL) || !uct_gaudi_copy_is_dev(iface, src));
+}
+
 /* The remote range must be covered by @a rkey of this device */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_gaudi_copy_check_rkey(uct_gaudi_copy_iface_t *iface, uct_rkey_t rkey,
@@ -61,6 +77,9 @@ static ucs_status_t uct_gaudi_copy_sync(uct_gaudi_copy_iface_t *iface,
     ucs_status_t status;
 
     if (ucs_unlikely(length == 0)) {
+        return UCS_OK;
+    } else if (uct_gaudi_copy_host_only(iface, dst, src)) {
+        memcpy(dst, src, length);
         return UCS_OK;
     }
 
@@ -150,6 +169,34 @@ UCS_PROFILE_FUNC(ucs_status_t, uct_gaudi_copy_ep_get_short,
     return status;
 }
 
+/* put_bcopy to host memory without a device: packed, checked, copied */
+static ssize_t
+uct_gaudi_copy_put_bcopy_host(uct_gaudi_copy_iface_t *iface,
+                              uct_pack_callback_t pack_cb, void *arg,
+                              uint64_t remote_addr, uct_rkey_t rkey)
+{
+    uct_iface_attr_t attr;
+    ucs_status_t status;
+    size_t length;
+    void *buf;
+
+    uct_gaudi_iface_query(&iface->super, 0, &attr);
+    buf = ucs_malloc(attr.cap.put.max_bcopy, "gaudi_cpy put_bcopy");
+    if (buf == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    length = pack_cb(buf, arg);
+    status = uct_gaudi_copy_check_rkey(iface, rkey, remote_addr, length);
+    if (status == UCS_OK) {
+        memcpy((void*)remote_addr, buf, length);
+    }
+    ucs_free(buf);
+    ucs_trace_data("PUT_BCOPY size %zu to host 0x%" PRIx64 ": %s", length,
+                   remote_addr, ucs_status_string(status));
+    return (status == UCS_OK) ? (ssize_t)length : (ssize_t)status;
+}
+
 ssize_t uct_gaudi_copy_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
                                     void *arg, uint64_t remote_addr,
                                     uct_rkey_t rkey)
@@ -159,6 +206,11 @@ ssize_t uct_gaudi_copy_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     ucs_status_t status;
     size_t length, size;
     void *bounce;
+
+    if (uct_gaudi_copy_host_only(iface, (void*)remote_addr, NULL)) {
+        return uct_gaudi_copy_put_bcopy_host(iface, pack_cb, arg,
+                                             remote_addr, rkey);
+    }
 
     status = uct_gaudi_iface_op_start(&iface->super, 0);
     if (status != UCS_OK) {
@@ -206,6 +258,16 @@ ucs_status_t uct_gaudi_copy_ep_get_bcopy(uct_ep_h tl_ep,
     ucs_status_t status;
     void *bounce;
     size_t size;
+
+    if (uct_gaudi_copy_host_only(iface, (void*)remote_addr, NULL)) {
+        status = uct_gaudi_copy_check_rkey(iface, rkey, remote_addr, length);
+        if (status == UCS_OK) {
+            unpack_cb(arg, (void*)remote_addr, length);
+        }
+        ucs_trace_data("GET_BCOPY size %zu from host 0x%" PRIx64 ": %s",
+                       length, remote_addr, ucs_status_string(status));
+        return status;
+    }
 
     status = uct_gaudi_iface_dma_get(&iface->super, "get_bcopy");
     if (status != UCS_OK) {
@@ -313,6 +375,37 @@ uct_gaudi_copy_zcopy_xfers(uct_gaudi_copy_iface_t *iface,
     return UCS_OK;
 }
 
+/* A zcopy between host buffers without a device, done by the CPU: 1 */
+static int uct_gaudi_copy_zcopy_host(uct_gaudi_copy_iface_t *iface,
+                                     const uct_iov_t *iov, size_t iovcnt,
+                                     uint64_t remote_addr, int is_put)
+{
+    void *remote = (void*)remote_addr, *buffer;
+    size_t i, k;
+
+    if (!uct_gaudi_copy_host_only(iface, remote, NULL)) {
+        return 0;
+    }
+    for (i = 0; i < iovcnt; i++) {
+        if (uct_gaudi_copy_is_dev(iface, iov[i].buffer)) {
+            return 0;
+        }
+    }
+
+    for (i = 0; i < iovcnt; i++) {
+        for (k = 0; (k < ucs_max(iov[i].count, 1)) && iov[i].length; k++) {
+            buffer = UCS_PTR_BYTE_OFFSET(iov[i].buffer, k * iov[i].stride);
+            if (is_put) {
+                memcpy(remote, buffer, iov[i].length);
+            } else {
+                memcpy(buffer, remote, iov[i].length);
+            }
+            remote = UCS_PTR_BYTE_OFFSET(remote, iov[i].length);
+        }
+    }
+    return 1;
+}
+
 static ucs_status_t
 uct_gaudi_copy_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
                         uint64_t remote_addr, uct_rkey_t rkey,
@@ -337,6 +430,10 @@ uct_gaudi_copy_ep_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     status = uct_gaudi_copy_check_rkey(iface, rkey, remote_addr, total);
     if (status != UCS_OK) {
         return status;
+    }
+
+    if (uct_gaudi_copy_zcopy_host(iface, iov, iovcnt, remote_addr, is_put)) {
+        return UCS_OK;
     }
 
     /* keep the order of pending requests; resolve nothing in vain */
