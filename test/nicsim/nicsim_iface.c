@@ -487,6 +487,10 @@ static ucs_status_t uct_nicsim_iface_query(uct_iface_h tl_iface,
     attr->cap.flags               = UCT_IFACE_FLAG_PUT_ZCOPY |
                                     UCT_IFACE_FLAG_GET_ZCOPY |
                                     UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                                    /* UCP takes only rma_bw lanes with a
+                                     * pending queue; ours is never needed
+                                     * (pending_add: "busy", send now) */
+                                    UCT_IFACE_FLAG_PENDING |
                                     UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
                                     UCT_IFACE_FLAG_EP_CHECK;
     attr->iface_addr_len          = sizeof(uct_nicsim_iface_addr_t);

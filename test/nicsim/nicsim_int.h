@@ -51,6 +51,7 @@ typedef struct {
 
 /* A memory region: the registration's memh */
 typedef struct {
+    uct_md_h           md;
     uint64_t           id;          /* the remote key's secret */
     uint64_t           address;     /* registered address (the iova) */
     size_t             length;

@@ -344,6 +344,7 @@ uct_nicsim_mem_reg(uct_md_h tl_md, void *address, size_t length,
         goto err;
     }
 
+    mr->md      = tl_md;
     mr->address = (uintptr_t)address;
     mr->length  = length;
     mr->attach  = -1;
@@ -406,6 +407,15 @@ err:
     return status;
 }
 
+static void uct_nicsim_mr_free(uct_nicsim_mr_t *mr)
+{
+    if (mr->attach >= 0) {
+        uct_nicsim_hlsim.detach(mr->attach);
+    }
+    ucs_free(mr);
+    UCT_NICSIM_COUNT(live_regs, -1);
+}
+
 /* Once the MR is out of the table no engine reaches it: an engine holds
  * the table's read lock for the whole of a remote access */
 static ucs_status_t
@@ -430,12 +440,7 @@ uct_nicsim_mem_dereg(uct_md_h tl_md, const uct_md_mem_dereg_params_t *params)
     }
     kh_del(uct_nicsim_mr, &uct_nicsim_mrs.hash, it);
     pthread_rwlock_unlock(&uct_nicsim_mrs.lock);
-
-    if (mr->attach >= 0) {
-        uct_nicsim_hlsim.detach(mr->attach);
-    }
-    ucs_free(mr);
-    UCT_NICSIM_COUNT(live_regs, -1);
+    uct_nicsim_mr_free(mr);
 
     /* invalidated: remote keys of it are refused from now on */
     if (flags & UCT_MD_MEM_DEREG_FLAG_INVALIDATE) {
@@ -459,9 +464,43 @@ uct_nicsim_mkey_pack(uct_md_h md, uct_mem_h memh,
     return UCS_OK;
 }
 
+/*
+ * Registrations still in the table at close are released: UCX 1.22 never
+ * deregisters the own registration of a buffer that ucp_mem_map allocated
+ * once an rcache entry became its parent (ucp_memh_cleanup, as for
+ * gaudi_ipc, docs/ipc.md), and the attachment would keep the Gaudi memory
+ * exported
+ */
+static void uct_nicsim_md_release_mrs(uct_md_h tl_md)
+{
+    uct_nicsim_mr_t *mr;
+    unsigned count = 0;
+    khiter_t it;
+
+    pthread_rwlock_wrlock(&uct_nicsim_mrs.lock);
+    for (it = kh_begin(&uct_nicsim_mrs.hash);
+         it != kh_end(&uct_nicsim_mrs.hash); ++it) {
+        if (!kh_exist(&uct_nicsim_mrs.hash, it) ||
+            (kh_value(&uct_nicsim_mrs.hash, it)->md != tl_md)) {
+            continue;
+        }
+        mr = kh_value(&uct_nicsim_mrs.hash, it);
+        kh_del(uct_nicsim_mr, &uct_nicsim_mrs.hash, it);
+        uct_nicsim_mr_free(mr);
+        ++count;
+    }
+    pthread_rwlock_unlock(&uct_nicsim_mrs.lock);
+    if (count > 0) {
+        ucs_diag("nicsim: %u registration(s) still live when the MD was "
+                 "closed: released", count);
+    }
+}
+
 static void uct_nicsim_md_close(uct_md_h tl_md)
 {
     uct_nicsim_md_t *md = ucs_derived_of(tl_md, uct_nicsim_md_t);
+
+    uct_nicsim_md_release_mrs(tl_md);
 
     if (md->print_counters) {
         uct_nicsim_counters_print();
