@@ -196,6 +196,12 @@ AC_DEFUN([UCX_GAUDI_PROBE_UCX], [
         [uct_md_mem_reg_params_t p; p.dmabuf_fd = -1; p.dmabuf_offset = 0;
          return p.dmabuf_fd + (int)UCT_MD_FLAG_REG_DMABUF +
                 (int)UCT_MD_MEM_REG_FIELD_DMABUF_OFFSET;])
+    UCX_GAUDI_PROBE([MEM_REG_MEM_TYPE],
+        [registration parameters carry the memory type],
+        UCX_GAUDI_MD_INC,
+        [uct_md_mem_reg_params_t p;
+         p.mem_type = UCS_MEMORY_TYPE_HOST;
+         return (int)p.mem_type + (int)UCT_MD_MEM_REG_FIELD_MEM_TYPE;])
     UCX_GAUDI_PROBE([RKEY_UNPACK_PARAMS],
         [rkey_unpack takes uct_rkey_unpack_params_t],
         UCX_GAUDI_MD_INC,

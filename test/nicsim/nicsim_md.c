@@ -322,9 +322,14 @@ uct_nicsim_mem_reg(uct_md_h tl_md, void *address, size_t length,
                                           UCT_DMABUF_FD_INVALID);
     uint64_t offset     = UCS_PARAM_VALUE(UCT_MD_MEM_REG_FIELD, params,
                                           dmabuf_offset, DMABUF_OFFSET, 0);
+#if UCT_GAUDI_HAVE_MEM_REG_MEM_TYPE
     ucs_memory_type_t mem_type = UCS_PARAM_VALUE(UCT_MD_MEM_REG_FIELD,
                                                  params, mem_type, MEM_TYPE,
                                                  UCS_MEMORY_TYPE_UNKNOWN);
+#else
+    /* UCX 1.16 does not say: the address tells (host memory is mapped) */
+    ucs_memory_type_t mem_type = UCS_MEMORY_TYPE_UNKNOWN;
+#endif
     ucs_log_level_t level = (flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ?
                             UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR;
     uct_nicsim_mr_t *mr;

@@ -105,10 +105,14 @@ static ucs_status_t reg(uct_md_h md, void *addr, size_t len, int fd,
     memset(&params, 0, sizeof(params));
     params.field_mask = UCT_MD_MEM_REG_FIELD_FLAGS;
     params.flags      = UCT_MD_MEM_ACCESS_ALL | UCT_MD_MEM_FLAG_HIDE_ERRORS;
+#if UCT_GAUDI_HAVE_MEM_REG_MEM_TYPE
     if (gaudi) {
         params.field_mask |= UCT_MD_MEM_REG_FIELD_MEM_TYPE;
         params.mem_type    = uct_gaudi_memory_type();
     }
+#else
+    (void)gaudi;   /* UCX 1.16 passes no memory type */
+#endif
     if (fd >= 0) {
         params.field_mask   |= UCT_MD_MEM_REG_FIELD_DMABUF_FD |
                                UCT_MD_MEM_REG_FIELD_DMABUF_OFFSET;

@@ -52,12 +52,12 @@ gdr_counters() {
 }
 
 # gdr_paths LOG OP: the transport of the last size range of each
-# UCX_PROTO_INFO table of OP (tag_send, put, get) from Gaudi memory
-# (and to Gaudi memory for put/get), one line per table
+# UCX_PROTO_INFO table of OP (tag_send, put, get) from (get: into) Gaudi
+# memory, and for put/get to (get: from) Gaudi memory, one line per table
 gdr_paths() {
     awk -v op="$2" '
         index($0, "ucp_" op "*") &&
-        $0 ~ /from (rocm|gaudi)\// &&
+        $0 ~ /(from|into) (rocm|gaudi)\// &&
         (op == "tag_send" || $0 ~ / (to|from) (rocm|gaudi)( |\/)/) {
             table = 1; next
         }
