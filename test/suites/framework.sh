@@ -8,6 +8,7 @@
 #   fw_preload  LD_PRELOAD of the ranks (default: the emulator, as for
 #               mpirun)
 #   fw_net      the transport between two nodes (default tcp)
+#   fw_net_get  ... for gets, if another
 #   fw_check    a function called with the log of a passing run, which
 #               fails the run by returning non-zero with fw_why set
 # fw_run NAME NODES ASIC BACKEND[:EXPECTED] [ARGS...]: one run, NODES 1
@@ -125,6 +126,7 @@ fw_path_ok() {
             want=gaudi_ipc
         else
             want=${fw_net:-tcp}
+            [ "$op" = get ] && want=${fw_net_get:-$want}
             if echo "$lines" | grep -q gaudi_ipc; then
                 fw_why="$op between two nodes on gaudi_ipc: $lines"
                 return 1

@@ -4,6 +4,12 @@
 #   gdr_mpi_env  mpirun arguments that make UCX load the module (-x ...)
 #   gdr_wrapper  the command before the program (the ucx-gaudi-run
 #                wrapper, or nothing where UCX's loader finds the module)
+#   gdr_peer_get the transport of a PEER-mode ucp_get between nodes:
+#                nicsim, or tcp where UCX's get/zcopy protocol refuses
+#                PEER mode (UCX 1.16, 1.18: get_offload.c's zcopy init
+#                lacks UCP_PROTO_COMMON_INIT_FLAG_ERR_HANDLING, which
+#                ucp_proto_common_init_check_err_handling requires; 1.22
+#                has it), so the get is software emulation over tcp
 # gdr_suite runs everything: the uct-level test on one node, then UCP on
 # two emulated nodes (one rank each, test/suites/rank-node.sh) with the
 # NIC preloaded in each rank: tag rendezvous and RMA of module memory
@@ -188,7 +194,8 @@ gdr_suite() {
     . "$gdr_suites/framework.sh"
     fw_mpi_env=("${gdr_mpi_env[@]}" -x UCX_NICSIM_PRINT_COUNTERS=y)
     fw_wrapper=("${gdr_wrapper[@]}")
-    fw_preload=$HLSIM_LIB:$gdr_nic fw_net=nicsim fw_check=gdr_fw_check \
+    fw_preload=$HLSIM_LIB:$gdr_nic fw_net=nicsim \
+        fw_net_get=${gdr_peer_get:-nicsim} fw_check=gdr_fw_check \
         fw_run "framework process (SynapseAI tensors), two nodes, NIC-to-HBM" \
         2 gaudi2 kernel
 

@@ -230,6 +230,10 @@ if gdr_available; then
     gdr_mpi_env=(-x LD_LIBRARY_PATH="$UCX_PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
                  "${mpi_load[@]}")
     gdr_wrapper=("${mpi_run[@]}")
+    case $ver in
+    1.16.*|1.18.*) gdr_peer_get=tcp ;;   # see gdr.sh
+    *)             gdr_peer_get=nicsim ;;
+    esac
     gdr_suite
 else
     echo "SKIP GPUDirect on the emulated NIC: UCX $ver has no dma-buf" \
