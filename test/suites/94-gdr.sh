@@ -16,6 +16,7 @@ if ! gdr_available; then
          "built here; GPUDirect runs on the upstream releases" \
          "(test/suites/ucx-version.sh)"
     finish
+    exit
 fi
 
 run() { on_node "$@"; }
