@@ -205,4 +205,5 @@ gdr_suite() {
     gdr_mpi_fails "wrong dma-buf fd in the NIC, RMA" fd "put get" "$rma gg"
     gdr_mpi_fails "wrong dma-buf length in the NIC, tag" length tag_send \
         "$mpi"
+    new_node   # what follows runs on a node of its own again
 }
