@@ -190,6 +190,18 @@ AC_DEFUN([UCX_GAUDI_PROBE_UCX], [
         UCX_GAUDI_MD_INC,
         [uct_md_mem_attr_t a; a.dmabuf_fd = -1; a.dmabuf_offset = 0;
          return a.dmabuf_fd + (int)UCT_MD_MEM_ATTR_FIELD_DMABUF_FD;])
+    UCX_GAUDI_PROBE([MD_FLAG_REG_DMABUF],
+        [MDs register dma-bufs (UCT_MD_FLAG_REG_DMABUF, the test NIC)],
+        UCX_GAUDI_MD_INC,
+        [uct_md_mem_reg_params_t p; p.dmabuf_fd = -1; p.dmabuf_offset = 0;
+         return p.dmabuf_fd + (int)UCT_MD_FLAG_REG_DMABUF +
+                (int)UCT_MD_MEM_REG_FIELD_DMABUF_OFFSET;])
+    UCX_GAUDI_PROBE([MEM_REG_MEM_TYPE],
+        [registration parameters carry the memory type],
+        UCX_GAUDI_MD_INC,
+        [uct_md_mem_reg_params_t p;
+         p.mem_type = UCS_MEMORY_TYPE_HOST;
+         return (int)p.mem_type + (int)UCT_MD_MEM_REG_FIELD_MEM_TYPE;])
     UCX_GAUDI_PROBE([RKEY_UNPACK_PARAMS],
         [rkey_unpack takes uct_rkey_unpack_params_t],
         UCX_GAUDI_MD_INC,
@@ -260,6 +272,10 @@ AC_DEFUN([UCX_GAUDI_PROBE_UCX], [
 
 
     echo '#endif' >> "$ucx_gaudi_features"
+    # what the build itself depends on (Makefile conditionals)
+    AS_IF([grep -q '^#define UCT_GAUDI_HAVE_MD_FLAG_REG_DMABUF 1$' \
+               "$ucx_gaudi_features"],
+          [ucx_gaudi_have_reg_dmabuf=yes], [ucx_gaudi_have_reg_dmabuf=no])
     # keep the timestamp when nothing changed: no needless rebuild
     if cmp -s "$ucx_gaudi_features" ucx_config/uct_gaudi_ucx_features.h; then
         rm -f "$ucx_gaudi_features"

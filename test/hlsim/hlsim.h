@@ -20,7 +20,7 @@ extern "C" {
 /*
  * Fail the nth (1-based) call of @op from now on in this process with
  * @err. Ops: open info cb cs wait_cs mem_alloc mem_free mem_map mem_unmap
- * mem_export mem_reg_dmabuf dma_error cs_timeout reset pdma.
+ * mem_export mem_reg_dmabuf dma_error cs_timeout reset pdma dmabuf_attach.
  */
 int hlsim_fault_add(const char *op, unsigned nth, int err);
 
@@ -61,6 +61,8 @@ typedef enum {
     HLSIM_COUNTER_JOBS,          /* jobs run: one per queue a CS used */
     HLSIM_COUNTER_PAGE_FAULTS,   /* MMU page faults of this process's
                                     DMAs (LIN_DMA, CB fetch, PDMA copy) */
+    HLSIM_COUNTER_DMABUF_ATTACHMENTS, /* live hlsim_dmabuf_attach()
+                                         handles (process) */
     HLSIM_COUNTER_LAST
 } hlsim_counter_t;
 
@@ -77,6 +79,29 @@ int64_t hlsim_get_counter(hlsim_counter_t counter, int dev);
  * not operational; fault op "pdma" fails the call with its errno.
  */
 int hlsim_pdma_copy(int fd, uint64_t dst, uint64_t src, uint64_t size);
+
+/*
+ * Dma-buf importers other than the habanalabs driver (test entry points
+ * for the emulated RDMA NIC, test/nicsim): attach to the dma-buf @fd as
+ * another device's driver does (dma_buf_get + attach + map: the exporter's
+ * pages as a scatter list), holding its own reference to it. Returns a
+ * handle >= 0 and the dma-buf's size in @size_p; -EBADF: @fd is not open;
+ * -EINVAL: not an exported dma-buf of this node; fault op
+ * "dmabuf_attach" fails the call with its errno.
+ */
+int hlsim_dmabuf_attach(int fd, uint64_t *size_p);
+
+/*
+ * Peer-to-peer DMA of @len bytes between @buf and @offset of an attached
+ * dma-buf (@write: into the exporter's device memory). -EBADF: no such
+ * handle; -EINVAL: the range is not inside the dma-buf; -EIO: the
+ * exporter's device is not operational.
+ */
+int hlsim_dmabuf_access(int handle, uint64_t offset, void *buf,
+                        uint64_t len, int write);
+
+/* Unmap, detach and drop the reference of hlsim_dmabuf_attach() */
+int hlsim_dmabuf_detach(int handle);
 
 /* The node directory this process uses (HLSIM_ROOT) */
 const char *hlsim_root(void);

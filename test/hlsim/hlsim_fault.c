@@ -14,10 +14,10 @@
 static const char *hlsim_fault_ops[] = {
     "open", "info", "cb", "cs", "wait_cs", "mem_alloc", "mem_free",
     "mem_map", "mem_unmap", "mem_export", "mem_reg_dmabuf", "dma_error",
-    "cs_timeout", "reset", "pdma", NULL
+    "cs_timeout", "reset", "pdma", "dmabuf_attach", NULL
 };
 
-#define HLSIM_NOPS    15
+#define HLSIM_NOPS    16
 #define HLSIM_NFAULTS 64
 
 typedef struct {

@@ -3358,6 +3358,68 @@ static void t_pdma_copy(void)
     CHECK(pdma(fd, va_b, va_a, 64) == -EIO, "in reset");
 }
 
+/* Another device's driver attaching to a dma-buf (hlsim_dmabuf_attach,
+ * the emulated NIC's way in): reads and writes the exporter's pages at
+ * the dma-buf's offsets, refuses what is not a dma-buf of this node and
+ * ranges past it, and holds the dma-buf while attached */
+static void t_dmabuf_attach(void)
+{
+    int (*attach)(int, uint64_t*) = API(hlsim_dmabuf_attach);
+    int (*access_)(int, uint64_t, void*, uint64_t, int) =
+            API(hlsim_dmabuf_access);
+    int (*detach)(int) = API(hlsim_dmabuf_detach);
+    int      fd = open_dev(0), d, h, nul;
+    uint8_t *a = calloc(1, 2 * MB), *b = calloc(1, 2 * MB);
+    uint64_t handle, dram, va_a, va_b, size = 0, i;
+
+    CHECK(fd >= 0 && a && b, "setup");
+    for (i = 0; i < 2 * MB; i++) {
+        a[i] = (uint8_t)(i * 13 + 5);
+    }
+    CHECK_OK(mem_alloc(fd, 64 * MB, &handle), "alloc");
+    CHECK_OK(map_dev(fd, handle, 0, 0, &dram), "map dram");
+    CHECK_OK(map_host(fd, a, 2 * MB, &va_a), "map a");
+    CHECK_OK(map_host(fd, b, 2 * MB, &va_b), "map b");
+    /* the dma-buf starts 1 MiB into the allocation */
+    CHECK_OK(d = export_fd(fd, dram, 4 * MB, MB, O_RDWR | O_CLOEXEC),
+             "export");
+    CHECK_OK(h = attach(d, &size), "attach");
+    CHECK(size == 4 * MB, "size %llu", (unsigned long long)size);
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_DMABUF_ATTACHMENTS, 0) == 1,
+          "attachment counted");
+    /* write through the attachment, read with the device's DMA */
+    CHECK_OK(access_(h, 4096, a, 2 * MB, 1), "p2p write");
+    CHECK(API(hlsim_pdma_copy)(fd, va_b, dram + MB + 4096, 2 * MB) == 0,
+          "dram -> host");
+    CHECK(!memcmp(a, b, 2 * MB), "written data differs");
+    /* and the other way */
+    memset(b, 0, 2 * MB);
+    CHECK_OK(access_(h, 4096, b, 2 * MB, 0), "p2p read");
+    CHECK(!memcmp(a, b, 2 * MB), "read data differs");
+    CHECK(access_(h, 4 * MB - 4096, b, 8192, 0) == -EINVAL, "past the end");
+    CHECK(access_(h + 1, 0, b, 1, 0) == -EBADF, "no such handle");
+    nul = open("/dev/null", O_RDONLY);
+    CHECK(attach(nul, &size) == -EINVAL, "not a dma-buf");
+    CHECK(attach(fd, &size) == -EINVAL, "compute fd");
+    close(nul);
+    CHECK(attach(nul, &size) == -EBADF, "closed fd");
+    CHECK(attach(-1, &size) == -EBADF, "fd -1");
+    CHECK_OK(API(hlsim_fault_add)("dmabuf_attach", 1, EIO), "fault");
+    CHECK(attach(d, &size) == -EIO, "injected");
+    /* the attachment holds the dma-buf: the exporter's close leaves the
+     * memory mapped (UNMAP refused) until the attachment goes */
+    close(d);
+    CHECK_ERR(unmap(fd, dram), EINVAL, "unmap while attached");
+    CHECK_OK(detach(h), "detach");
+    CHECK(detach(h) == -EBADF, "detach twice");
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_DMABUF_ATTACHMENTS, 0) == 0,
+          "attachment released");
+    CHECK_OK(unmap(fd, dram), "unmap after detach");
+    free(a);
+    free(b);
+    close(fd);
+}
+
 /* ================= runner ================= */
 
 static const test_t tests[] = {
@@ -3498,6 +3560,7 @@ static const test_t tests[] = {
     { "export_probe_upstream", t_export_probe_accel, "HLSIM_FLAVOUR=upstream" },
     { "pdma_copy", t_pdma_copy, "" },
     { "pdma_copy_gaudi3", t_pdma_copy, "HLSIM_ASIC=gaudi3" },
+    { "dmabuf_attach", t_dmabuf_attach, "" },
 };
 
 /* a fresh node: the defaults unless the test says otherwise; most tests

@@ -4,6 +4,13 @@
 #   fw_mpi_env  mpirun arguments that make UCX load the module (-x ...)
 #   fw_wrapper  the command before the program (the ucx-gaudi-run wrapper,
 #               or nothing where UCX's loader finds the module)
+# and may set:
+#   fw_preload  LD_PRELOAD of the ranks (default: the emulator, as for
+#               mpirun)
+#   fw_net      the transport between two nodes (default tcp)
+#   fw_net_get  ... for gets, if another
+#   fw_check    a function called with the log of a passing run, which
+#               fails the run by returning non-zero with fw_why set
 # fw_run NAME NODES ASIC BACKEND[:EXPECTED] [ARGS...]: one run, NODES 1
 # (both ranks on one emulated node of two devices) or 2 (a node each, tcp
 # between them), on ASIC (gaudi2, gaudi3) with
@@ -26,7 +33,7 @@ fw_paths() {
             pid = substr($0, RSTART, RLENGTH)
         }
         index($0, "ucp_" op "*(multi)") &&
-        $0 ~ /(rocm|gaudi)\/[^ ]+ (to|from) (rocm|gaudi) / {
+        $0 ~ /(rocm|gaudi)\/[^ ]+ (to|from) (rocm|gaudi)[ \/]/ {
             table[pid] = 1; last[pid] = ""; next
         }
         table[pid] && /\| +[0-9.]+[KMG]?\.\.inf +\|/ {
@@ -64,7 +71,8 @@ fw_run() {
         mpirun --allow-run-as-root --oversubscribe -np 2 \
         --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
         --mca osc ^ucx --mca btl ^openib,uct \
-        -x LD_PRELOAD -x HLSIM_ASIC "${env[@]}" "${fw_mpi_env[@]}" \
+        -x LD_PRELOAD="${fw_preload:-$HLSIM_LIB}" -x HLSIM_ASIC "${env[@]}" \
+        "${fw_mpi_env[@]}" \
         -x UCX_WARN_UNUSED_ENV_VARS=n -x UCX_PROTO_ENABLE=y \
         -x UCX_PROTO_INFO=y -x UCX_LOG_LEVEL=diag \
         -x UCX_GAUDI_COPY_BACKEND="$backend" \
@@ -96,6 +104,10 @@ fw_run() {
         fail "$name" "$fw_why"
         return
     fi
+    if [ -n "$fw_check" ] && ! "$fw_check" "$log"; then
+        fail "$name" "$fw_why"
+        return
+    fi
     pass "$name ($p0 + $p1 checks; $fw_seen)"
 }
 
@@ -113,7 +125,8 @@ fw_path_ok() {
         if [ "$nodes" = 1 ]; then
             want=gaudi_ipc
         else
-            want=tcp
+            want=${fw_net:-tcp}
+            [ "$op" = get ] && want=${fw_net_get:-$want}
             if echo "$lines" | grep -q gaudi_ipc; then
                 fw_why="$op between two nodes on gaudi_ipc: $lines"
                 return 1

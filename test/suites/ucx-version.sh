@@ -7,6 +7,8 @@
 #   nodes over tcp, with UCP error handling;
 # - Open MPI (Debian's 4.1, run on this UCX with LD_LIBRARY_PATH) moves
 #   Gaudi buffers with UCP tag messages, data checked (test/mpi);
+# - GPUDirect RDMA on the emulated NIC between two emulated nodes, where
+#   UCX registers dma-bufs (test/suites/gdr.sh);
 # - this release's own uct gtest suites on Gaudi buffers, for the Gaudi
 #   components (test/suites/ucx-gtest.sh).
 # Where UCX loads modules by itself (it has UCX_PLUGIN_PATH, 1.22), nothing
@@ -219,6 +221,24 @@ case $ver in
         2 gaudi2 kernel
     ;;
 esac
+
+# GPUDirect RDMA on the emulated NIC (test/suites/gdr.sh, docs/gdr.md):
+# where UCX registers dma-bufs (the NIC is built only there), UCP moves
+# Gaudi memory NIC-to-HBM between two emulated nodes
+. "$(dirname "$0")/gdr.sh"
+if gdr_available; then
+    gdr_mpi_env=(-x LD_LIBRARY_PATH="$UCX_PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+                 "${mpi_load[@]}")
+    gdr_wrapper=("${mpi_run[@]}")
+    case $ver in
+    1.16.*|1.18.*) gdr_peer_get=tcp ;;   # see gdr.sh
+    *)             gdr_peer_get=nicsim ;;
+    esac
+    gdr_suite
+else
+    echo "SKIP GPUDirect on the emulated NIC: UCX $ver has no dma-buf" \
+         "registration (UCT_MD_FLAG_REG_DMABUF)"
+fi
 
 # this release's own uct gtest suites on Gaudi buffers: every suite UCX
 # instantiates for its GPU transports or every MD, for the Gaudi

@@ -1,0 +1,13 @@
+/*
+ * Copyright (C) ucx-gaudi contributors. See COPYING for license.
+ *
+ * The module's UCX-version adapters (base/gaudi_compat.c), compiled into
+ * the emulated NIC too: the NIC is a UCT component of its own, built
+ * against the same UCX releases, and never part of the module.
+ */
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include <uct/gaudi/base/gaudi_compat.c>
