@@ -97,7 +97,7 @@ for test in $tests; do
     for size in $sizes; do
         for variant in "${variants[@]}"; do
             h=""; g=""
-            for r in $(seq "$rounds"); do
+            for _ in $(seq "$rounds"); do
                 h="$h $(one $test host $size "$variant")"
                 g="$g $(one $test $gm $size "$variant")"
             done
