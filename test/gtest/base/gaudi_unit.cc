@@ -56,8 +56,8 @@ int in_child(const env_t &env)
     std::vector<std::string> vars;
     std::vector<char*> envp, argv;
     char root[] = "/tmp/gaudi_unit.XXXXXX";
-    std::string filter, self, out;
-    bool passed;
+    std::string filter, self, out, name;
+    bool passed, ran, skipped;
     int status;
     pid_t pid;
 
@@ -92,8 +92,8 @@ int in_child(const env_t &env)
     envp.push_back(NULL);
 
     self   = "/proc/self/exe";
-    filter = std::string("--gtest_filter=") + info->test_suite_name() + "." +
-             info->name();
+    name   = std::string(info->test_suite_name()) + "." + info->name();
+    filter = "--gtest_filter=" + name;
     argv.push_back(&self[0]);
     argv.push_back(&filter[0]);
     argv.push_back(NULL);
@@ -116,17 +116,22 @@ int in_child(const env_t &env)
 
     EXPECT_GT(pid, 0);
     EXPECT_EQ(pid, waitpid(pid, &status, 0));
-    passed = WIFEXITED(status) && (WEXITSTATUS(status) == 0);
     std::ifstream f(out);
     std::stringstream text;
     text << f.rdbuf();
+    /* exit 0 alone is no pass: the child must have run this very test
+     * (a filter that matched nothing also exits 0) */
+    skipped = text.str().find("[  SKIPPED ] " + name) != std::string::npos;
+    ran     = skipped ||
+              (text.str().find("[       OK ] " + name) != std::string::npos);
+    passed  = WIFEXITED(status) && (WEXITSTATUS(status) == 0) && ran;
     if (!passed) {
         ADD_FAILURE() << "the test failed in its child process (status "
-                      << status << "), its output:\n" << text.str();
+                      << status << (ran ? "" : ", test did not run")
+                      << "), its output:\n" << text.str();
     }
     nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    return (passed && (text.str().find("[  SKIPPED ] 1 test") !=
-                       std::string::npos)) ? PARENT_SKIPPED : PARENT_DONE;
+    return (passed && skipped) ? PARENT_SKIPPED : PARENT_DONE;
 }
 
 node_holder::node_holder(int minor) : m_pid(-1), m_pipe(-1), m_ok(false)
