@@ -15,7 +15,7 @@
 #include "gaudi_copy_md.h"
 #include "gaudi_copy_ep.h"
 
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 #include <uct/gaudi/dev/gaudi_device.h>
 #include <ucs/debug/log.h>
 #include <ucs/type/class.h>

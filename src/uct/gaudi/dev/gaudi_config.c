@@ -12,7 +12,7 @@
 #include <uct/gaudi/dev/gaudi_base.h>
 
 #include <ucs/config/parser.h>
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 #include <ucs/debug/assert.h>
 #include <ucs/sys/preprocessor.h>
 #include <ucs/debug/log.h>

@@ -7,7 +7,7 @@
 #endif
 
 #include <uct/gaudi/dev/gaudi_device.h>
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>

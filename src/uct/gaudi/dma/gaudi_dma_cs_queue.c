@@ -23,7 +23,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 #include <ucs/sys/sys.h>
 #include <string.h>
 

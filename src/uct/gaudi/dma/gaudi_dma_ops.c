@@ -17,7 +17,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/sys/math.h>
 #include <ucs/sys/string.h>
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 #include <string.h>
 
 

@@ -9,7 +9,7 @@
 #include "gaudi_ipc_md.h"
 #include "gaudi_ipc_fd.h"
 
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 #include <uct/gaudi/dev/gaudi_device.h>
 #include <ucs/debug/log.h>
 #include <inttypes.h>

@@ -10,7 +10,7 @@
 #  include "config.h"
 #endif
 
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/string.h>
