@@ -22,10 +22,29 @@
 #include <string.h>
 
 
+/* The public API's heap reference, kept for the life of the process so
+ * that allocations outlive every UCX context */
+static pthread_mutex_t uct_gaudi_api_heap_lock = PTHREAD_MUTEX_INITIALIZER;
+static uct_gaudi_heap_t *uct_gaudi_api_heap_ref = NULL;
+
 /* The API's own DMA engine; its lock serializes the synchronous copies */
 static pthread_mutex_t uct_gaudi_api_dma_lock = PTHREAD_MUTEX_INITIALIZER;
 static uct_gaudi_dma_t *uct_gaudi_api_dma     = NULL;
 
+
+static ucs_status_t uct_gaudi_api_heap(uct_gaudi_heap_t **heap_p)
+{
+    ucs_status_t status = UCS_OK;
+
+    pthread_mutex_lock(&uct_gaudi_api_heap_lock);
+    if (uct_gaudi_api_heap_ref == NULL) {
+        status = (uct_gaudi_device_info() == NULL) ? UCS_ERR_NO_DEVICE :
+                 uct_gaudi_heap_get(NULL, &uct_gaudi_api_heap_ref);
+    }
+    *heap_p = uct_gaudi_api_heap_ref;
+    pthread_mutex_unlock(&uct_gaudi_api_heap_lock);
+    return status;
+}
 
 ucs_memory_type_t uct_gaudi_memory_type(void)
 {
@@ -43,7 +62,7 @@ ucs_status_t uct_gaudi_mem_alloc(size_t length, void **ptr_p)
         return UCS_ERR_INVALID_PARAM;
     }
 
-    status = uct_gaudi_device_heap(&heap);
+    status = uct_gaudi_api_heap(&heap);
     if (status != UCS_OK) {
         return status;
     }
@@ -200,7 +219,7 @@ ucs_status_t uct_gaudi_memcpy(void *dst, const void *src, size_t length)
         return UCS_ERR_INVALID_PARAM;
     }
 
-    status = uct_gaudi_device_heap(&heap);
+    status = uct_gaudi_api_heap(&heap);
     if (status != UCS_OK) {
         return status;
     }
@@ -245,7 +264,7 @@ ucs_status_t uct_gaudi_memset(void *ptr, int value, size_t length)
         return UCS_OK;
     }
 
-    status = uct_gaudi_device_heap(&heap);
+    status = uct_gaudi_api_heap(&heap);
     if (status != UCS_OK) {
         return status;
     }

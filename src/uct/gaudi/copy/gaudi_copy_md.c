@@ -493,7 +493,7 @@ uct_gaudi_copy_md_open(uct_component_t *component, const char *md_name,
 
     /* The MD's one reference: on the memory layer, which takes the device
      * when Gaudi memory first needs it */
-    status = uct_gaudi_device_md_heap(&md->heap);
+    status = uct_gaudi_heap_md_get(&md->heap);
     if (status != UCS_OK) {
         goto err_free;
     }

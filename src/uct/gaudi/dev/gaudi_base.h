@@ -134,8 +134,19 @@ const uct_gaudi_dev_info_t *uct_gaudi_device_by_module_id(uint32_t module_id);
 /* Device by node minor, or NULL */
 const uct_gaudi_dev_info_t *uct_gaudi_device_by_minor(int minor);
 
+/* Whether @a minor is a discovered device's (uct_gaudi_syn_is_device_fn_t) */
+int uct_gaudi_device_minor_known(int minor);
+
 /* "Gaudi2" etc. */
 const char *uct_gaudi_asic_name(uct_gaudi_asic_t asic);
+
+/**
+ * Whether @a asic has kernel command-submission DMA queues, i.e. the
+ * kernel copy backend (Gaudi1/2, facts 5.3, 5.4); UCS_ERR_UNSUPPORTED with
+ * a sentence that says why if not (Gaudi3: none user-visible, facts 6)
+ */
+ucs_status_t uct_gaudi_asic_kernel_dma(uct_gaudi_asic_t asic,
+                                       const char **reason_p);
 
 /* ASIC from a PCI device id (facts 1.3) */
 uct_gaudi_asic_t uct_gaudi_asic_from_device_id(uint32_t device_id);

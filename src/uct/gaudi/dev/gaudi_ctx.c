@@ -13,7 +13,6 @@
 #endif
 
 #include <uct/gaudi/dev/gaudi_base.h>
-#include <uct/gaudi/dma/gaudi_dma.h>
 #include <uct/gaudi/syn/gaudi_syn.h>
 
 #include <ucs/debug/log.h>
@@ -137,7 +136,7 @@ static void uct_gaudi_ctx_choose(uct_gaudi_asic_t asic,
         ucs_snprintf_zero(choice->why, sizeof(choice->why),
                           "auto: %s is loaded in the process",
                           config->synapse_lib);
-    } else if (uct_gaudi_dma_kernel_check(asic, &reason) != UCS_OK) {
+    } else if (uct_gaudi_asic_kernel_dma(asic, &reason) != UCS_OK) {
         choice->backend = UCT_GAUDI_BACKEND_SYNAPSE;
         ucs_snprintf_zero(choice->why, sizeof(choice->why),
                           "auto: %s has no kernel DMA queue",
@@ -307,7 +306,8 @@ static ucs_status_t uct_gaudi_ctx_syn_open(const uct_gaudi_dev_info_t *info,
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = uct_gaudi_syn_load(libname, syn);
+    status = uct_gaudi_syn_load(libname, uct_gaudi_device_minor_known,
+                                syn);
     if (status != UCS_OK) {
         ucs_free(syn);
         return status;
@@ -396,7 +396,7 @@ uct_gaudi_ctx_syn_fallback(uct_gaudi_ctx_choice_t *choice,
 
     ucs_diag("gaudi: %s; SynapseAI ('%s') unusable (%s): kernel backend%s",
              choice->why, libname, ucs_status_string(status),
-             (uct_gaudi_dma_kernel_check(asic, &reason) != UCS_OK) ?
+             (uct_gaudi_asic_kernel_dma(asic, &reason) != UCS_OK) ?
              ", no copy transport" : "");
     ucs_snprintf_zero(choice->why, sizeof(choice->why),
                       "auto: SynapseAI unusable (%s)",
@@ -567,8 +567,8 @@ static ucs_status_t uct_gaudi_ctx_synapse_fd(int *fd_p)
         return UCS_ERR_NO_DEVICE;
     }
 
-    status = uct_gaudi_syn_info_fd(get_info, UCT_GAUDI_SYN_DEVICE_ANY, fd_p,
-                                   NULL);
+    status = uct_gaudi_syn_info_fd(get_info, uct_gaudi_device_minor_known,
+                                   UCT_GAUDI_SYN_DEVICE_ANY, fd_p, NULL);
     if (status == UCS_ERR_NO_ELEM) {
         ucs_debug("gaudi: synDeviceGetInfo failed (no device acquired?)");
         return UCS_ERR_NO_DEVICE;
@@ -1060,7 +1060,8 @@ uct_gaudi_backend_t uct_gaudi_ctx_expected_backend(uct_gaudi_asic_t asic)
             /* SynapseAI is to copy: the library must load (auto falls
              * back to the kernel backend, as at the take) */
             status = uct_gaudi_syn_load(
-                    uct_gaudi_global_config()->synapse_lib, &syn);
+                    uct_gaudi_global_config()->synapse_lib,
+                    uct_gaudi_device_minor_known, &syn);
             if (uct_gaudi_ctx_syn_fallback(&choice, asic, status) != UCS_OK) {
                 choice.backend = UCT_GAUDI_BACKEND_SYNAPSE;
             }

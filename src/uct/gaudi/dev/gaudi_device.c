@@ -15,15 +15,6 @@
 #include <ucs/sys/string.h>
 
 
-static struct {
-    pthread_mutex_t  lock;
-    uct_gaudi_heap_t *heap;   /* the public API's, never dropped */
-} uct_gaudi_device = {
-    .lock   = PTHREAD_MUTEX_INITIALIZER,
-    .heap   = NULL
-};
-
-
 const uct_gaudi_dev_info_t *uct_gaudi_device_info(void)
 {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -48,40 +39,6 @@ const uct_gaudi_dev_info_t *uct_gaudi_device_info(void)
     }
     pthread_mutex_unlock(&lock);
     return info;
-}
-
-ucs_status_t uct_gaudi_device_heap(uct_gaudi_heap_t **heap_p)
-{
-    ucs_status_t status = UCS_OK;
-
-    pthread_mutex_lock(&uct_gaudi_device.lock);
-    if (uct_gaudi_device.heap == NULL) {
-        status = (uct_gaudi_device_info() == NULL) ? UCS_ERR_NO_DEVICE :
-                 uct_gaudi_heap_get(NULL, &uct_gaudi_device.heap);
-    }
-    *heap_p = uct_gaudi_device.heap;
-    pthread_mutex_unlock(&uct_gaudi_device.lock);
-    return status;
-}
-
-ucs_status_t uct_gaudi_device_md_heap(uct_gaudi_heap_t **heap_p)
-{
-    ucs_status_t status;
-
-    /* the device is not taken here (docs/base.md, "Ownership") */
-    if (uct_gaudi_device_info() == NULL) {
-        return UCS_ERR_NO_DEVICE;
-    }
-
-    status = uct_gaudi_heap_get(NULL, heap_p);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    /* but one the application holds already is borrowed (that opens
-     * nothing), so that the MD describes it from the start */
-    (void)uct_gaudi_heap_take(*heap_p, 0, 1, "memory domain open");
-    return UCS_OK;
 }
 
 ucs_status_t

@@ -45,6 +45,27 @@ const char *uct_gaudi_asic_name(uct_gaudi_asic_t asic)
     }
 }
 
+ucs_status_t uct_gaudi_asic_kernel_dma(uct_gaudi_asic_t asic,
+                                       const char **reason_p)
+{
+    switch (asic) {
+    case UCT_GAUDI_ASIC_GAUDI1:
+    case UCT_GAUDI_ASIC_GAUDI2:
+        *reason_p = NULL;
+        return UCS_OK;
+    case UCT_GAUDI_ASIC_GAUDI3:
+        *reason_p = "Gaudi3 has no user-visible command-submission DMA "
+                    "queue (user DMA goes through SCAL, which this plugin "
+                    "does not use): the gaudi_cpy transport is not offered,"
+                    " the gaudi_copy memory domain still works";
+        return UCS_ERR_UNSUPPORTED;
+    default:
+        *reason_p = "unknown Gaudi ASIC: no DMA queue model, the gaudi_cpy "
+                    "transport is not offered";
+        return UCS_ERR_UNSUPPORTED;
+    }
+}
+
 uct_gaudi_asic_t uct_gaudi_asic_from_device_id(uint32_t device_id)
 {
     /* facts 1.3: PCI ids of upstream and Habana's driver */
@@ -444,4 +465,9 @@ const uct_gaudi_dev_info_t *uct_gaudi_device_by_minor(int minor)
     }
 
     return NULL;
+}
+
+int uct_gaudi_device_minor_known(int minor)
+{
+    return uct_gaudi_device_by_minor(minor) != NULL;
 }

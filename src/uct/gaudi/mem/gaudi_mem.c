@@ -11,6 +11,7 @@
 
 #include <uct/gaudi/mem/gaudi_mem.h>
 #include <uct/gaudi/syn/gaudi_syn.h>
+#include <uct/gaudi/dev/gaudi_device.h>
 
 #include <ucs/datastruct/khash.h>
 #include <ucs/debug/log.h>
@@ -817,6 +818,26 @@ ucs_status_t uct_gaudi_heap_get(uct_gaudi_ctx_t *ctx,
     }
     pthread_mutex_unlock(&uct_gaudi_heap_global_lock);
     return status;
+}
+
+ucs_status_t uct_gaudi_heap_md_get(uct_gaudi_heap_t **heap_p)
+{
+    ucs_status_t status;
+
+    /* the device is not taken here (docs/base.md, "Ownership") */
+    if (uct_gaudi_device_info() == NULL) {
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    status = uct_gaudi_heap_get(NULL, heap_p);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* but one the application holds already is borrowed (that opens
+     * nothing), so that the MD describes it from the start */
+    (void)uct_gaudi_heap_take(*heap_p, 0, 1, "memory domain open");
+    return UCS_OK;
 }
 
 void uct_gaudi_heap_put(uct_gaudi_heap_t *heap)
