@@ -158,6 +158,18 @@ ucs_status_t uct_gaudi_parse_bus_id(const char *str, ucs_sys_bus_id_t *bus_id);
 void uct_gaudi_devices_reset(void);
 
 
+/* Process */
+
+/**
+ * The fork rule, the one place it is decided: an object made by process
+ * @a pid (a device context, the context table, its buffers, mappings and
+ * engines, the gaudi_ipc fd server) is used and released only by that
+ * process. A fork() child never uses nor releases its parent's objects;
+ * it forgets them and makes its own.
+ */
+int uct_gaudi_process_owns(pid_t pid);
+
+
 /* Configuration */
 
 /* UCX_GAUDI_* read once per process at first use */

@@ -7,6 +7,7 @@
 #endif
 
 #include <uct/gaudi/dev/gaudi_device.h>
+#include <uct/gaudi/dev/gaudi_process.h>
 #include <uct/gaudi/compat/gaudi_compat.h>
 
 #include <uct/base/uct_iface.h>
@@ -17,28 +18,27 @@
 
 const uct_gaudi_dev_info_t *uct_gaudi_device_info(void)
 {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static const uct_gaudi_dev_info_t *info;
-    static int tried;
+    const uct_gaudi_dev_info_t **info = &uct_gaudi_process.expected.info;
     ucs_status_t status;
 
     /* found once, so that every UCX context names the same device */
-    pthread_mutex_lock(&lock);
-    if (!tried) {
-        tried  = 1;
-        status = uct_gaudi_ctx_expected(&info);
+    pthread_mutex_lock(&uct_gaudi_process.expected.lock);
+    if (!uct_gaudi_process.expected.tried) {
+        uct_gaudi_process.expected.tried = 1;
+        status = uct_gaudi_ctx_expected(info);
         if (status == UCS_OK) {
             ucs_debug("gaudi: expecting %s (%s, %s, module %u); taken at "
-                      "the first use of Gaudi memory", info->name,
-                      info->node_name, info->pci_addr, info->module_id);
+                      "the first use of Gaudi memory", (*info)->name,
+                      (*info)->node_name, (*info)->pci_addr,
+                      (*info)->module_id);
         } else if (uct_gaudi_devices()->count > 0) {
             ucs_diag("gaudi: no usable Gaudi device, Gaudi transports are "
                      "disabled in this process: %s",
                      ucs_status_string(status));
         }
     }
-    pthread_mutex_unlock(&lock);
-    return info;
+    pthread_mutex_unlock(&uct_gaudi_process.expected.lock);
+    return *info;
 }
 
 ucs_status_t

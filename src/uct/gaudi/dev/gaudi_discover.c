@@ -10,7 +10,7 @@
 #  include "config.h"
 #endif
 
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_process.h>
 #include <uct/gaudi/dev/gaudi_mapping.h>
 
 #include <ucs/debug/log.h>
@@ -24,11 +24,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-
-
-static pthread_mutex_t uct_gaudi_devices_lock = PTHREAD_MUTEX_INITIALIZER;
-static int uct_gaudi_devices_done             = 0;
-static uct_gaudi_devices_t uct_gaudi_devices_cache;
 
 
 const char *uct_gaudi_asic_name(uct_gaudi_asic_t asic)
@@ -408,21 +403,21 @@ static void uct_gaudi_discover(uct_gaudi_devices_t *devs)
 
 const uct_gaudi_devices_t *uct_gaudi_devices(void)
 {
-    pthread_mutex_lock(&uct_gaudi_devices_lock);
-    if (!uct_gaudi_devices_done) {
-        uct_gaudi_discover(&uct_gaudi_devices_cache);
-        uct_gaudi_devices_done = 1;
+    pthread_mutex_lock(&uct_gaudi_process.discovery.lock);
+    if (!uct_gaudi_process.discovery.done) {
+        uct_gaudi_discover(&uct_gaudi_process.discovery.devices);
+        uct_gaudi_process.discovery.done = 1;
     }
-    pthread_mutex_unlock(&uct_gaudi_devices_lock);
+    pthread_mutex_unlock(&uct_gaudi_process.discovery.lock);
 
-    return &uct_gaudi_devices_cache;
+    return &uct_gaudi_process.discovery.devices;
 }
 
 void uct_gaudi_devices_reset(void)
 {
-    pthread_mutex_lock(&uct_gaudi_devices_lock);
-    uct_gaudi_devices_done = 0;
-    pthread_mutex_unlock(&uct_gaudi_devices_lock);
+    pthread_mutex_lock(&uct_gaudi_process.discovery.lock);
+    uct_gaudi_process.discovery.done = 0;
+    pthread_mutex_unlock(&uct_gaudi_process.discovery.lock);
 }
 
 const uct_gaudi_dev_info_t *uct_gaudi_device_by_index(int index)

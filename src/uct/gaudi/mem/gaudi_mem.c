@@ -846,8 +846,13 @@ void uct_gaudi_heap_put(uct_gaudi_heap_t *heap)
     ucs_assert(heap->refcount > 0);
     /* Buffers outlive their MD (UCX allows it): keep the heap for them */
     if ((--heap->refcount == 0) && (heap->bufs.num_regions == 0)) {
-        uct_gaudi_heap_destroy(heap);
+        /* out of the registry, then destroyed without its lock: the
+         * teardown may wait for deferred chunks (no sleep under a
+         * process-wide lock, gaudi_process.h) */
         uct_gaudi_heap_global = NULL;
+        pthread_mutex_unlock(&uct_gaudi_heap_global_lock);
+        uct_gaudi_heap_destroy(heap);
+        return;
     } else {
         /* the MD's ifaces are closed: their imports of our exports too, so
          * a freed chunk waiting for them goes now, not at the next heap
