@@ -450,25 +450,34 @@ static ucs_sys_device_t uct_gaudi_copy_md_sys_dev(uct_md_h tl_md)
     return ucs_derived_of(tl_md, uct_gaudi_copy_md_t)->heap->info->sys_dev;
 }
 
-UCT_GAUDI_MD_QUERY_ADAPTER(uct_gaudi_copy)
-UCT_GAUDI_MEM_ALLOC_ADAPTER(uct_gaudi_copy)
-UCT_GAUDI_MEM_REG_ADAPTER(uct_gaudi_copy)
-UCT_GAUDI_MEM_QUERY_ADAPTER(uct_gaudi_copy)
-UCT_GAUDI_MKEY_PACK_ADAPTER(uct_gaudi_copy)
-UCT_GAUDI_RKEY_UNPACK_ADAPTER(uct_gaudi_copy)
-UCT_GAUDI_RKEY_COMPARE_ADAPTER(uct_gaudi_copy, uct_gaudi_copy_rkey_t)
+UCT_GAUDI_MD_QUERY_ADAPTER(uct_gaudi_compat_copy_md_query,
+                           uct_gaudi_copy_md_query,
+                           uct_gaudi_copy_md_query_ext)
+UCT_GAUDI_MEM_ALLOC_ADAPTER(uct_gaudi_compat_copy_mem_alloc,
+                            uct_gaudi_copy_mem_alloc,
+                            uct_gaudi_copy_md_sys_dev)
+UCT_GAUDI_MEM_REG_ADAPTER(uct_gaudi_compat_copy_mem_reg,
+                          uct_gaudi_copy_mem_reg)
+UCT_GAUDI_MEM_QUERY_ADAPTER(uct_gaudi_compat_copy_mem_query,
+                            uct_gaudi_copy_mem_query)
+UCT_GAUDI_MKEY_PACK_ADAPTER(uct_gaudi_compat_copy_mkey_pack,
+                            uct_gaudi_copy_mkey_pack)
+UCT_GAUDI_RKEY_UNPACK_ADAPTER(uct_gaudi_compat_copy_rkey_unpack,
+                              uct_gaudi_copy_rkey_unpack)
+UCT_GAUDI_RKEY_COMPARE_ADAPTER(uct_gaudi_compat_copy_rkey_compare,
+                               uct_gaudi_copy_rkey_t)
 
 static uct_md_ops_t uct_gaudi_copy_md_ops = {
     .close                  = uct_gaudi_copy_md_close,
-    .query                  = uct_gaudi_copy_md_query_compat,
-    .mem_alloc              = uct_gaudi_copy_mem_alloc_compat,
+    .query                  = uct_gaudi_compat_copy_md_query,
+    .mem_alloc              = uct_gaudi_compat_copy_mem_alloc,
     .mem_free               = uct_gaudi_copy_mem_free,
     .mem_advise             = (uct_md_mem_advise_func_t)
                                   ucs_empty_function_return_unsupported,
-    .mem_reg                = uct_gaudi_copy_mem_reg_compat,
+    .mem_reg                = uct_gaudi_compat_copy_mem_reg,
     .mem_dereg              = uct_gaudi_copy_mem_dereg,
-    .mem_query              = uct_gaudi_copy_mem_query_compat,
-    .mkey_pack              = uct_gaudi_copy_mkey_pack_compat,
+    .mem_query              = uct_gaudi_compat_copy_mem_query,
+    .mkey_pack              = uct_gaudi_compat_copy_mkey_pack,
     .detect_memory_type     = uct_gaudi_copy_detect_memory_type,
     UCT_GAUDI_MD_OPTIONAL_OPS
 };
@@ -535,11 +544,11 @@ uct_component_t uct_gaudi_copy_component = {
     .md_open            = uct_gaudi_copy_md_open,
     .cm_open            = (uct_component_cm_open_func_t)
                               ucs_empty_function_return_unsupported,
-    .rkey_unpack        = uct_gaudi_copy_rkey_unpack_compat,
+    .rkey_unpack        = uct_gaudi_compat_copy_rkey_unpack,
     .rkey_ptr           = (uct_component_rkey_ptr_func_t)
                               ucs_empty_function_return_unsupported,
     .rkey_release       = uct_gaudi_copy_rkey_release,
-    UCT_GAUDI_RKEY_COMPARE_OP(uct_gaudi_copy)
+    UCT_GAUDI_RKEY_COMPARE_OP(uct_gaudi_compat_copy_rkey_compare)
     .name               = UCT_GAUDI_COPY_COMPONENT_NAME,
     .md_config          = {
         .name           = "Gaudi-copy memory domain",
