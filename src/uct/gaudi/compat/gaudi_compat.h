@@ -323,6 +323,16 @@ ucs_status_t uct_gaudi_mem_query_v2(uct_md_h md, const void *address,
     }
 #endif
 
+/*
+ * The dma-buf fields of a mem_query answer, where this UCX has them: the
+ * fd and offset that @a get_fd gives for the queried range, or
+ * UCT_DMABUF_FD_INVALID when it fails; nothing where they do not exist.
+ */
+typedef ucs_status_t (*uct_gaudi_dmabuf_get_func_t)(void *arg, int *fd_p,
+                                                    uint64_t *offset_p);
+void uct_gaudi_mem_attr_dmabuf(uct_md_mem_attr_t *mem_attr,
+                               uct_gaudi_dmabuf_get_func_t get_fd, void *arg);
+
 #if UCT_GAUDI_HAVE_MEM_ALLOC_SYS_DEV
 /*
  * One device per process: the MD allocates on its own device, which is

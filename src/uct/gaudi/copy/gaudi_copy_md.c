@@ -233,12 +233,29 @@ uct_gaudi_copy_mem_dereg(uct_md_h tl_md,
 
 /* Memory type detection */
 
+/* The range a mem_query asks a dma-buf of (uct_gaudi_mem_attr_dmabuf) */
+typedef struct uct_gaudi_copy_dmabuf_arg {
+    uct_gaudi_heap_t *heap;
+    uint64_t         addr;
+    size_t           length;
+} uct_gaudi_copy_dmabuf_arg_t;
+
+static ucs_status_t uct_gaudi_copy_dmabuf_get(void *arg, int *fd_p,
+                                              uint64_t *offset_p)
+{
+    uct_gaudi_copy_dmabuf_arg_t *range = arg;
+
+    return uct_gaudi_heap_dmabuf(range->heap, range->addr, range->length,
+                                 fd_p, offset_p);
+}
+
 static ucs_status_t
 uct_gaudi_copy_mem_query(uct_md_h tl_md, const void *address, size_t length,
                          uct_md_mem_attr_t *mem_attr)
 {
     uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
     uint64_t addr           = (uintptr_t)address;
+    uct_gaudi_copy_dmabuf_arg_t dmabuf;
     uct_gaudi_dev_range_t range;
 
     /* not ours: an error, so that the next detecting MD is asked */
@@ -265,21 +282,10 @@ uct_gaudi_copy_mem_query(uct_md_h tl_md, const void *address, size_t length,
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH) {
         mem_attr->alloc_length = range.length;
     }
-#if UCT_GAUDI_HAVE_MEM_ATTR_DMABUF
-    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_DMABUF_FD) {
-        uint64_t offset;
-
-        if (uct_gaudi_heap_dmabuf(md->heap, addr, length,
-                                  &mem_attr->dmabuf_fd,
-                                  &offset) != UCS_OK) {
-            mem_attr->dmabuf_fd = UCT_DMABUF_FD_INVALID;
-            offset              = 0;
-        }
-        if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_DMABUF_OFFSET) {
-            mem_attr->dmabuf_offset = offset;
-        }
-    }
-#endif
+    dmabuf.heap   = md->heap;
+    dmabuf.addr   = addr;
+    dmabuf.length = length;
+    uct_gaudi_mem_attr_dmabuf(mem_attr, uct_gaudi_copy_dmabuf_get, &dmabuf);
     return UCS_OK;
 }
 
