@@ -64,7 +64,8 @@ typedef enum {
  * (uct_gaudi_ctx_enter): its lock is only held to claim it, and a thread
  * waiting out a device in reset releases the claim while it sleeps
  * (uct_gaudi_ctx_wait) */
-#define uct_gaudi_ctx_table (&uct_gaudi_process.ctx)
+static struct uct_gaudi_ctx_table *const uct_gaudi_ctx_table =
+        &uct_gaudi_process.ctx;
 
 
 /* "GAUDI_0 (accel0, 0000:19:00.0)" */

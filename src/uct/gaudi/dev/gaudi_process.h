@@ -50,7 +50,7 @@ typedef struct uct_gaudi_process {
         uct_gaudi_devices_t devices;        /* gaudi_discover.c */
     } discovery;
 
-    struct {
+    struct uct_gaudi_ctx_table {
         pthread_mutex_t lock;
         pthread_cond_t  cond;
         int             busy;               /* claimed by a thread */
