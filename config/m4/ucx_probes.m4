@@ -4,7 +4,7 @@
 # 1.22), so the module never tests version numbers: configure compiles one
 # small program per difference against the chosen UCX source tree and writes
 # the results to ucx_config/uct_gaudi_ucx_features.h, which in the module
-# only src/uct/gaudi/base/gaudi_compat.h includes (test programs include it
+# only src/uct/gaudi/compat/gaudi_compat.h includes (test programs include it
 # for the probes of UCX's public API).
 #
 # Probes compile with -Werror: an incompatible function pointer type is only

@@ -1,5 +1,5 @@
 # Stock ucx_perftest on Gaudi buffers ("rocm" memory type on UCX 1.13,
-# see src/uct/gaudi/base/gaudi_compat.h): UCP tests between two processes, each
+# see src/uct/gaudi/compat/gaudi_compat.h): UCP tests between two processes, each
 # on its own emulated device, and UCT tests over gaudi_cpy in loopback.
 # Each run must complete and report a positive bandwidth or latency.
 . "$(dirname "$0")/lib.sh"

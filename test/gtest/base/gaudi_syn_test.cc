@@ -89,7 +89,8 @@ TEST(gaudi_syn_load, missing_library)
 
     EXPECT_FALSE(uct_gaudi_syn_is_loaded("libSynapse-not-there.so"));
     EXPECT_EQ(UCS_ERR_UNSUPPORTED,
-              uct_gaudi_syn_load("libSynapse-not-there.so", &syn));
+              uct_gaudi_syn_load("libSynapse-not-there.so",
+                                 uct_gaudi_device_minor_known, &syn));
     EXPECT_EQ(nullptr, syn.handle);
     EXPECT_NE("", log.find({"cannot load SynapseAI",
                             "libSynapse-not-there.so"})) << log.dump();
@@ -101,7 +102,9 @@ TEST(gaudi_syn_load, missing_symbol)
     log_capture log;
     uct_gaudi_syn_t syn;
 
-    EXPECT_EQ(UCS_ERR_UNSUPPORTED, uct_gaudi_syn_load("libm.so.6", &syn));
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
+              uct_gaudi_syn_load("libm.so.6", uct_gaudi_device_minor_known,
+                                 &syn));
     EXPECT_EQ(nullptr, syn.handle);
     EXPECT_NE("", log.find({"has no synInitialize",
                             "not a usable SynapseAI library"}))
@@ -115,7 +118,8 @@ TEST(gaudi_syn_load, own_reference)
     uct_gaudi_syn_t syn;
 
     EXPECT_FALSE(uct_gaudi_syn_is_loaded(NULL));
-    ASSERT_EQ(UCS_OK, uct_gaudi_syn_load(syn_lib(), &syn));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_load(syn_lib(),
+                                         uct_gaudi_device_minor_known, &syn));
     EXPECT_FALSE(syn.preloaded);
     EXPECT_NE(nullptr, strstr(syn.path, "libSynapse.so")) << syn.path;
     EXPECT_NE(nullptr, (void*)syn.ops.event_query);
@@ -138,7 +142,8 @@ TEST(gaudi_syn_load, default_name)
                 dir + ((ldpath != NULL) ? std::string(":") + ldpath : "")}});
     uct_gaudi_syn_t syn;
 
-    ASSERT_EQ(UCS_OK, uct_gaudi_syn_load(NULL, &syn));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_load(NULL, uct_gaudi_device_minor_known,
+                                         &syn));
     EXPECT_FALSE(syn.preloaded);
     char *want = realpath(syn_lib(), NULL), *got = realpath(syn.path, NULL);
     ASSERT_NE(nullptr, want);
@@ -157,7 +162,8 @@ TEST(gaudi_syn_load, preloaded)
 
     ASSERT_NE(nullptr, app) << dlerror();
     EXPECT_TRUE(uct_gaudi_syn_is_loaded(NULL));
-    ASSERT_EQ(UCS_OK, uct_gaudi_syn_load(NULL, &syn));
+    ASSERT_EQ(UCS_OK, uct_gaudi_syn_load(NULL, uct_gaudi_device_minor_known,
+                                         &syn));
     EXPECT_TRUE(syn.preloaded);
     EXPECT_EQ(dlsym(app, "synMemCopyAsync"), (void*)syn.ops.memcpy_async);
     uct_gaudi_syn_unload(&syn);
@@ -220,7 +226,9 @@ protected:
 
     void acquire(const char *bus)
     {
-        ASSERT_EQ(UCS_OK, uct_gaudi_syn_load(syn_lib(), &m_syn));
+        ASSERT_EQ(UCS_OK, uct_gaudi_syn_load(syn_lib(),
+                                             uct_gaudi_device_minor_known,
+                                             &m_syn));
         m_loaded = true;
         ASSERT_EQ(UCS_OK, uct_gaudi_syn_acquire(&m_syn, bus, &m_dev));
     }
@@ -755,7 +763,7 @@ void gaudi_syn_fw::framework_acquires_after_ucx()
 
     /* UCX: the memory domains' heap; resources and capabilities */
     ASSERT_TRUE(uct_gaudi_device_info() != NULL);
-    ASSERT_EQ(UCS_OK, uct_gaudi_device_md_heap(&heap));
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_md_get(&heap));
     EXPECT_TRUE(uct_gaudi_heap_ctx(heap) == NULL);
     EXPECT_EQ(0, gaudi_gtest::hlsim_counter(HLSIM_COUNTER_CONTEXTS));
 

@@ -15,17 +15,45 @@
 #include <ucm/event/event.h>
 
 #include <uct/gaudi/api/uct_gaudi.h>
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
 #include <string.h>
 
 
-/* The API's own DMA engine; its lock serializes the synchronous copies */
-static pthread_mutex_t uct_gaudi_api_dma_lock = PTHREAD_MUTEX_INITIALIZER;
-static uct_gaudi_dma_t *uct_gaudi_api_dma     = NULL;
+/* The public API's heap reference, kept for the life of the process so
+ * that allocations outlive every UCX context */
+static pthread_mutex_t uct_gaudi_api_heap_lock = PTHREAD_MUTEX_INITIALIZER;
+static uct_gaudi_heap_t *uct_gaudi_api_heap_ref = NULL;
 
+/* The API's own DMA engine of a device context; its lock serializes the
+ * synchronous copies on that device only */
+typedef struct uct_gaudi_api_engine {
+    pthread_mutex_t lock;
+    uct_gaudi_ctx_t *ctx;
+    uct_gaudi_dma_t *dma;
+} uct_gaudi_api_engine_t;
+
+/* by the device's node minor */
+static uct_gaudi_api_engine_t uct_gaudi_api_engines[GAUDI_HL_MAX_MINOR] = {
+    [0 ... GAUDI_HL_MAX_MINOR - 1] = {.lock = PTHREAD_MUTEX_INITIALIZER}
+};
+
+
+static ucs_status_t uct_gaudi_api_heap(uct_gaudi_heap_t **heap_p)
+{
+    ucs_status_t status = UCS_OK;
+
+    pthread_mutex_lock(&uct_gaudi_api_heap_lock);
+    if (uct_gaudi_api_heap_ref == NULL) {
+        status = (uct_gaudi_device_info() == NULL) ? UCS_ERR_NO_DEVICE :
+                 uct_gaudi_heap_get(NULL, &uct_gaudi_api_heap_ref);
+    }
+    *heap_p = uct_gaudi_api_heap_ref;
+    pthread_mutex_unlock(&uct_gaudi_api_heap_lock);
+    return status;
+}
 
 ucs_memory_type_t uct_gaudi_memory_type(void)
 {
@@ -43,7 +71,7 @@ ucs_status_t uct_gaudi_mem_alloc(size_t length, void **ptr_p)
         return UCS_ERR_INVALID_PARAM;
     }
 
-    status = uct_gaudi_device_heap(&heap);
+    status = uct_gaudi_api_heap(&heap);
     if (status != UCS_OK) {
         return status;
     }
@@ -147,47 +175,62 @@ ucs_status_t uct_gaudi_counters_get(uct_gaudi_counters_t *counters)
 }
 
 
-/* The API's DMA engine, created at the first copy; call with dma_lock held */
-static ucs_status_t uct_gaudi_api_dma_get(uct_gaudi_heap_t *heap,
-                                          uct_gaudi_dma_t **dma_p)
+/*
+ * The API's engine of the heap's device, created at its first copy, with
+ * its lock held (uct_gaudi_api_engine_unlock)
+ */
+static ucs_status_t uct_gaudi_api_engine_lock(uct_gaudi_heap_t *heap,
+                                              uct_gaudi_api_engine_t **engine_p)
 {
+    uct_gaudi_api_engine_t *engine;
     uct_gaudi_dma_params_t params;
     const char *reason;
     ucs_status_t status;
-
     uct_gaudi_ctx_t *ctx;
 
-    if (uct_gaudi_api_dma == NULL) {
-        /* a side is Gaudi memory: its device is taken, or borrowed now */
-        status = uct_gaudi_heap_take(heap, 0, 0, "uct_gaudi_memcpy");
-        if (status != UCS_OK) {
-            return status;
-        }
+    /* a side is Gaudi memory: its device is taken, or borrowed now */
+    status = uct_gaudi_heap_take(heap, 0, 0, "uct_gaudi_memcpy");
+    if (status != UCS_OK) {
+        return status;
+    }
 
-        ctx    = uct_gaudi_heap_ctx(heap);
+    ctx    = uct_gaudi_heap_ctx(heap);
+    engine = &uct_gaudi_api_engines[ctx->info->minor];
+    pthread_mutex_lock(&engine->lock);
+    if (engine->dma == NULL) {
         status = uct_gaudi_dma_check(ctx, &reason);
         if (status != UCS_OK) {
             ucs_error("gaudi %s: copies to and from device memory are not "
                       "available: %s", ctx->info->name, reason);
-            return status;
+            goto err_unlock;
         }
 
         uct_gaudi_dma_params_default(ctx, &params);
-        status = uct_gaudi_dma_create(ctx, &params, &uct_gaudi_api_dma);
+        status = uct_gaudi_dma_create(ctx, &params, &engine->dma);
         if (status != UCS_OK) {
-            return status;
+            goto err_unlock;
         }
+        engine->ctx = ctx;
     }
 
-    *dma_p = uct_gaudi_api_dma;
+    *engine_p = engine;
     return UCS_OK;
+
+err_unlock:
+    pthread_mutex_unlock(&engine->lock);
+    return status;
+}
+
+static void uct_gaudi_api_engine_unlock(uct_gaudi_api_engine_t *engine)
+{
+    pthread_mutex_unlock(&engine->lock);
 }
 
 ucs_status_t uct_gaudi_memcpy(void *dst, const void *src, size_t length)
 {
     uct_gaudi_dma_end_t dst_end, src_end;
+    uct_gaudi_api_engine_t *engine;
     uct_gaudi_heap_t *heap;
-    uct_gaudi_dma_t *dma;
     ucs_status_t status;
 
     if (length == 0) {
@@ -200,7 +243,7 @@ ucs_status_t uct_gaudi_memcpy(void *dst, const void *src, size_t length)
         return UCS_ERR_INVALID_PARAM;
     }
 
-    status = uct_gaudi_device_heap(&heap);
+    status = uct_gaudi_api_heap(&heap);
     if (status != UCS_OK) {
         return status;
     }
@@ -222,30 +265,31 @@ ucs_status_t uct_gaudi_memcpy(void *dst, const void *src, size_t length)
         return UCS_OK;
     }
 
-    pthread_mutex_lock(&uct_gaudi_api_dma_lock);
-    status = uct_gaudi_api_dma_get(heap, &dma);
-    if (status == UCS_OK) {
-        /* a host side is staged through the engine's pre-mapped bounce
-         * buffer: it needs no registration */
-        status = uct_gaudi_dma_copy_sync(dma, &dst_end, &src_end, length,
-                                         "uct_gaudi_memcpy");
+    status = uct_gaudi_api_engine_lock(heap, &engine);
+    if (status != UCS_OK) {
+        return status;
     }
-    pthread_mutex_unlock(&uct_gaudi_api_dma_lock);
+
+    /* a host side is staged through the engine's pre-mapped bounce
+     * buffer: it needs no registration */
+    status = uct_gaudi_dma_copy_sync(engine->dma, &dst_end, &src_end, length,
+                                     "uct_gaudi_memcpy");
+    uct_gaudi_api_engine_unlock(engine);
     return status;
 }
 
 ucs_status_t uct_gaudi_memset(void *ptr, int value, size_t length)
 {
     uct_gaudi_dma_end_t end;
+    uct_gaudi_api_engine_t *engine;
     uct_gaudi_heap_t *heap;
-    uct_gaudi_dma_t *dma;
     ucs_status_t status;
 
     if (length == 0) {
         return UCS_OK;
     }
 
-    status = uct_gaudi_device_heap(&heap);
+    status = uct_gaudi_api_heap(&heap);
     if (status != UCS_OK) {
         return status;
     }
@@ -262,24 +306,29 @@ ucs_status_t uct_gaudi_memset(void *ptr, int value, size_t length)
     }
 
     /* the engine fills device memory itself: no host pattern buffer */
-    pthread_mutex_lock(&uct_gaudi_api_dma_lock);
-    status = uct_gaudi_api_dma_get(heap, &dma);
-    if (status == UCS_OK) {
-        status = uct_gaudi_dma_fill(dma, end.dma_addr, value, length,
-                                    "uct_gaudi_memset");
+    status = uct_gaudi_api_engine_lock(heap, &engine);
+    if (status != UCS_OK) {
+        return status;
     }
-    pthread_mutex_unlock(&uct_gaudi_api_dma_lock);
+
+    status = uct_gaudi_dma_fill(engine->dma, end.dma_addr, value, length,
+                                "uct_gaudi_memset");
+    uct_gaudi_api_engine_unlock(engine);
     return status;
 }
 
 UCS_STATIC_CLEANUP {
     uct_gaudi_heap_t *heap = uct_gaudi_heap_peek();
+    uct_gaudi_api_engine_t *engine;
 
-    /* a fork child's engine is its parent's (CS ring, SynapseAI streams
-     * and their threads): the child's exit leaves it alone */
-    if ((uct_gaudi_api_dma != NULL) && (heap != NULL) &&
-        uct_gaudi_ctx_owned(heap->ctx)) {
-        uct_gaudi_dma_destroy(uct_gaudi_api_dma);
+    for (engine = uct_gaudi_api_engines;
+         engine < uct_gaudi_api_engines + GAUDI_HL_MAX_MINOR; ++engine) {
+        /* a fork child's engine is its parent's (CS ring, SynapseAI
+         * streams and their threads): the child's exit leaves it alone */
+        if ((engine->dma != NULL) && (heap != NULL) &&
+            uct_gaudi_ctx_owned(engine->ctx)) {
+            uct_gaudi_dma_destroy(engine->dma);
+        }
+        engine->dma = NULL;
     }
-    uct_gaudi_api_dma = NULL;
 }

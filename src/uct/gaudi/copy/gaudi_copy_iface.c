@@ -15,7 +15,7 @@
 #include "gaudi_copy_md.h"
 #include "gaudi_copy_ep.h"
 
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 #include <uct/gaudi/dev/gaudi_device.h>
 #include <ucs/debug/log.h>
 #include <ucs/type/class.h>
@@ -333,12 +333,13 @@ static uct_iface_ops_t uct_gaudi_copy_iface_ops = {
     .iface_is_reachable       = uct_gaudi_copy_iface_is_reachable
 };
 
-UCT_GAUDI_IFACE_ADAPTERS(uct_gaudi_copy)
+UCT_GAUDI_IS_REACHABLE_ADAPTER(uct_gaudi_compat_copy_iface_is_reachable_v2,
+                               uct_gaudi_copy_iface_is_reachable)
 
 static uct_iface_internal_ops_t uct_gaudi_copy_iface_internal_ops = {
     .iface_estimate_perf = uct_gaudi_copy_iface_estimate_perf,
     UCT_GAUDI_IFACE_BASE_INTERNAL_OPS,
-    UCT_GAUDI_IFACE_INTERNAL_OPS(uct_gaudi_copy)
+    UCT_GAUDI_IFACE_INTERNAL_OPS(uct_gaudi_compat_copy_iface_is_reachable_v2)
 };
 
 static const uct_gaudi_iface_ops_t uct_gaudi_copy_iface_gaudi_ops = {

@@ -13,7 +13,7 @@
 
 #include "gaudi_copy_md.h"
 
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 #include <uct/gaudi/dev/gaudi_device.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -233,12 +233,29 @@ uct_gaudi_copy_mem_dereg(uct_md_h tl_md,
 
 /* Memory type detection */
 
+/* The range a mem_query asks a dma-buf of (uct_gaudi_mem_attr_dmabuf) */
+typedef struct uct_gaudi_copy_dmabuf_arg {
+    uct_gaudi_heap_t *heap;
+    uint64_t         addr;
+    size_t           length;
+} uct_gaudi_copy_dmabuf_arg_t;
+
+static ucs_status_t uct_gaudi_copy_dmabuf_get(void *arg, int *fd_p,
+                                              uint64_t *offset_p)
+{
+    uct_gaudi_copy_dmabuf_arg_t *range = arg;
+
+    return uct_gaudi_heap_dmabuf(range->heap, range->addr, range->length,
+                                 fd_p, offset_p);
+}
+
 static ucs_status_t
 uct_gaudi_copy_mem_query(uct_md_h tl_md, const void *address, size_t length,
                          uct_md_mem_attr_t *mem_attr)
 {
     uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
     uint64_t addr           = (uintptr_t)address;
+    uct_gaudi_copy_dmabuf_arg_t dmabuf;
     uct_gaudi_dev_range_t range;
 
     /* not ours: an error, so that the next detecting MD is asked */
@@ -265,21 +282,10 @@ uct_gaudi_copy_mem_query(uct_md_h tl_md, const void *address, size_t length,
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH) {
         mem_attr->alloc_length = range.length;
     }
-#if UCT_GAUDI_HAVE_MEM_ATTR_DMABUF
-    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_DMABUF_FD) {
-        uint64_t offset;
-
-        if (uct_gaudi_heap_dmabuf(md->heap, addr, length,
-                                  &mem_attr->dmabuf_fd,
-                                  &offset) != UCS_OK) {
-            mem_attr->dmabuf_fd = UCT_DMABUF_FD_INVALID;
-            offset              = 0;
-        }
-        if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_DMABUF_OFFSET) {
-            mem_attr->dmabuf_offset = offset;
-        }
-    }
-#endif
+    dmabuf.heap   = md->heap;
+    dmabuf.addr   = addr;
+    dmabuf.length = length;
+    uct_gaudi_mem_attr_dmabuf(mem_attr, uct_gaudi_copy_dmabuf_get, &dmabuf);
     return UCS_OK;
 }
 
@@ -450,25 +456,34 @@ static ucs_sys_device_t uct_gaudi_copy_md_sys_dev(uct_md_h tl_md)
     return ucs_derived_of(tl_md, uct_gaudi_copy_md_t)->heap->info->sys_dev;
 }
 
-UCT_GAUDI_MD_QUERY_ADAPTER(uct_gaudi_copy)
-UCT_GAUDI_MEM_ALLOC_ADAPTER(uct_gaudi_copy)
-UCT_GAUDI_MEM_REG_ADAPTER(uct_gaudi_copy)
-UCT_GAUDI_MEM_QUERY_ADAPTER(uct_gaudi_copy)
-UCT_GAUDI_MKEY_PACK_ADAPTER(uct_gaudi_copy)
-UCT_GAUDI_RKEY_UNPACK_ADAPTER(uct_gaudi_copy)
-UCT_GAUDI_RKEY_COMPARE_ADAPTER(uct_gaudi_copy, uct_gaudi_copy_rkey_t)
+UCT_GAUDI_MD_QUERY_ADAPTER(uct_gaudi_compat_copy_md_query,
+                           uct_gaudi_copy_md_query,
+                           uct_gaudi_copy_md_query_ext)
+UCT_GAUDI_MEM_ALLOC_ADAPTER(uct_gaudi_compat_copy_mem_alloc,
+                            uct_gaudi_copy_mem_alloc,
+                            uct_gaudi_copy_md_sys_dev)
+UCT_GAUDI_MEM_REG_ADAPTER(uct_gaudi_compat_copy_mem_reg,
+                          uct_gaudi_copy_mem_reg)
+UCT_GAUDI_MEM_QUERY_ADAPTER(uct_gaudi_compat_copy_mem_query,
+                            uct_gaudi_copy_mem_query)
+UCT_GAUDI_MKEY_PACK_ADAPTER(uct_gaudi_compat_copy_mkey_pack,
+                            uct_gaudi_copy_mkey_pack)
+UCT_GAUDI_RKEY_UNPACK_ADAPTER(uct_gaudi_compat_copy_rkey_unpack,
+                              uct_gaudi_copy_rkey_unpack)
+UCT_GAUDI_RKEY_COMPARE_ADAPTER(uct_gaudi_compat_copy_rkey_compare,
+                               uct_gaudi_copy_rkey_t)
 
 static uct_md_ops_t uct_gaudi_copy_md_ops = {
     .close                  = uct_gaudi_copy_md_close,
-    .query                  = uct_gaudi_copy_md_query_compat,
-    .mem_alloc              = uct_gaudi_copy_mem_alloc_compat,
+    .query                  = uct_gaudi_compat_copy_md_query,
+    .mem_alloc              = uct_gaudi_compat_copy_mem_alloc,
     .mem_free               = uct_gaudi_copy_mem_free,
     .mem_advise             = (uct_md_mem_advise_func_t)
                                   ucs_empty_function_return_unsupported,
-    .mem_reg                = uct_gaudi_copy_mem_reg_compat,
+    .mem_reg                = uct_gaudi_compat_copy_mem_reg,
     .mem_dereg              = uct_gaudi_copy_mem_dereg,
-    .mem_query              = uct_gaudi_copy_mem_query_compat,
-    .mkey_pack              = uct_gaudi_copy_mkey_pack_compat,
+    .mem_query              = uct_gaudi_compat_copy_mem_query,
+    .mkey_pack              = uct_gaudi_compat_copy_mkey_pack,
     .detect_memory_type     = uct_gaudi_copy_detect_memory_type,
     UCT_GAUDI_MD_OPTIONAL_OPS
 };
@@ -493,7 +508,7 @@ uct_gaudi_copy_md_open(uct_component_t *component, const char *md_name,
 
     /* The MD's one reference: on the memory layer, which takes the device
      * when Gaudi memory first needs it */
-    status = uct_gaudi_device_md_heap(&md->heap);
+    status = uct_gaudi_heap_md_get(&md->heap);
     if (status != UCS_OK) {
         goto err_free;
     }
@@ -535,11 +550,11 @@ uct_component_t uct_gaudi_copy_component = {
     .md_open            = uct_gaudi_copy_md_open,
     .cm_open            = (uct_component_cm_open_func_t)
                               ucs_empty_function_return_unsupported,
-    .rkey_unpack        = uct_gaudi_copy_rkey_unpack_compat,
+    .rkey_unpack        = uct_gaudi_compat_copy_rkey_unpack,
     .rkey_ptr           = (uct_component_rkey_ptr_func_t)
                               ucs_empty_function_return_unsupported,
     .rkey_release       = uct_gaudi_copy_rkey_release,
-    UCT_GAUDI_RKEY_COMPARE_OP(uct_gaudi_copy)
+    UCT_GAUDI_RKEY_COMPARE_OP(uct_gaudi_compat_copy_rkey_compare)
     .name               = UCT_GAUDI_COPY_COMPONENT_NAME,
     .md_config          = {
         .name           = "Gaudi-copy memory domain",

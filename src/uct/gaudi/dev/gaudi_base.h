@@ -136,8 +136,19 @@ const uct_gaudi_dev_info_t *uct_gaudi_device_by_module_id(uint32_t module_id);
 /* Device by node minor, or NULL */
 const uct_gaudi_dev_info_t *uct_gaudi_device_by_minor(int minor);
 
+/* Whether @a minor is a discovered device's (uct_gaudi_syn_is_device_fn_t) */
+int uct_gaudi_device_minor_known(int minor);
+
 /* "Gaudi2" etc. */
 const char *uct_gaudi_asic_name(uct_gaudi_asic_t asic);
+
+/**
+ * Whether @a asic has kernel command-submission DMA queues, i.e. the
+ * kernel copy backend (Gaudi1/2, facts 5.3, 5.4); UCS_ERR_UNSUPPORTED with
+ * a sentence that says why if not (Gaudi3: none user-visible, facts 6)
+ */
+ucs_status_t uct_gaudi_asic_kernel_dma(uct_gaudi_asic_t asic,
+                                       const char **reason_p);
 
 /* ASIC from a PCI device id (facts 1.3) */
 uct_gaudi_asic_t uct_gaudi_asic_from_device_id(uint32_t device_id);
@@ -147,6 +158,18 @@ ucs_status_t uct_gaudi_parse_bus_id(const char *str, ucs_sys_bus_id_t *bus_id);
 
 /* Forget the cached discovery (tests only; no context may be open) */
 void uct_gaudi_devices_reset(void);
+
+
+/* Process */
+
+/**
+ * The fork rule, the one place it is decided: an object made by process
+ * @a pid (a device context, the context table, its buffers, mappings and
+ * engines, the gaudi_ipc fd server) is used and released only by that
+ * process. A fork() child never uses nor releases its parent's objects;
+ * it forgets them and makes its own.
+ */
+int uct_gaudi_process_owns(pid_t pid);
 
 
 /* Configuration */

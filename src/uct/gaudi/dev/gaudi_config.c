@@ -9,10 +9,10 @@
 #  include "config.h"
 #endif
 
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_process.h>
 
 #include <ucs/config/parser.h>
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 #include <ucs/debug/assert.h>
 #include <ucs/sys/preprocessor.h>
 #include <ucs/debug/log.h>
@@ -100,16 +100,11 @@ UCS_CONFIG_REGISTER_TABLE(uct_gaudi_global_config_table, "Gaudi device",
                           &ucs_config_global_list)
 
 
-static pthread_mutex_t uct_gaudi_config_lock = PTHREAD_MUTEX_INITIALIZER;
-static int uct_gaudi_config_loaded           = 0;
-static uct_gaudi_global_config_t uct_gaudi_config;
-
-
 static void uct_gaudi_global_config_load(void)
 {
     ucs_status_t status;
 
-    status = UCT_GAUDI_CONFIG_FILL(&uct_gaudi_config,
+    status = UCT_GAUDI_CONFIG_FILL(&uct_gaudi_process.config.values,
                                    uct_gaudi_global_config_table,
                                    UCS_DEFAULT_ENV_PREFIX, 0);
     if (status == UCS_OK) {
@@ -119,7 +114,7 @@ static void uct_gaudi_global_config_load(void)
     /* a bad value was reported by the parser; fall back to the defaults */
     ucs_error("gaudi: invalid " UCS_DEFAULT_ENV_PREFIX "GAUDI_* settings, "
               "using the defaults");
-    status = UCT_GAUDI_CONFIG_FILL(&uct_gaudi_config,
+    status = UCT_GAUDI_CONFIG_FILL(&uct_gaudi_process.config.values,
                                    uct_gaudi_global_config_table,
                                    "UCX_GAUDI_IGNORED_", 1);
     ucs_assert_always(status == UCS_OK);
@@ -127,23 +122,23 @@ static void uct_gaudi_global_config_load(void)
 
 const uct_gaudi_global_config_t *uct_gaudi_global_config(void)
 {
-    pthread_mutex_lock(&uct_gaudi_config_lock);
-    if (!uct_gaudi_config_loaded) {
+    pthread_mutex_lock(&uct_gaudi_process.config.lock);
+    if (!uct_gaudi_process.config.loaded) {
         uct_gaudi_global_config_load();
-        uct_gaudi_config_loaded = 1;
+        uct_gaudi_process.config.loaded = 1;
     }
-    pthread_mutex_unlock(&uct_gaudi_config_lock);
+    pthread_mutex_unlock(&uct_gaudi_process.config.lock);
 
-    return &uct_gaudi_config;
+    return &uct_gaudi_process.config.values;
 }
 
 void uct_gaudi_global_config_reset(void)
 {
-    pthread_mutex_lock(&uct_gaudi_config_lock);
-    if (uct_gaudi_config_loaded) {
-        ucs_config_parser_release_opts(&uct_gaudi_config,
+    pthread_mutex_lock(&uct_gaudi_process.config.lock);
+    if (uct_gaudi_process.config.loaded) {
+        ucs_config_parser_release_opts(&uct_gaudi_process.config.values,
                                        uct_gaudi_global_config_table);
-        uct_gaudi_config_loaded = 0;
+        uct_gaudi_process.config.loaded = 0;
     }
-    pthread_mutex_unlock(&uct_gaudi_config_lock);
+    pthread_mutex_unlock(&uct_gaudi_process.config.lock);
 }

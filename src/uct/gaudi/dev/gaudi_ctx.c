@@ -12,8 +12,7 @@
 #  include "config.h"
 #endif
 
-#include <uct/gaudi/dev/gaudi_base.h>
-#include <uct/gaudi/dma/gaudi_dma.h>
+#include <uct/gaudi/dev/gaudi_process.h>
 #include <uct/gaudi/syn/gaudi_syn.h>
 
 #include <ucs/debug/log.h>
@@ -61,15 +60,12 @@ typedef enum {
 } uct_gaudi_select_mode_t;
 
 
-/* The table is used by one thread at a time (uct_gaudi_ctx_enter): the
- * lock is only held to claim it, so that a thread waiting out a device in
- * reset sleeps without a process-wide lock */
-static pthread_mutex_t uct_gaudi_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t uct_gaudi_ctx_cond  = PTHREAD_COND_INITIALIZER;
-static int uct_gaudi_ctx_busy;                   /* claimed by a thread */
-static uct_gaudi_ctx_t *uct_gaudi_ctx_by_minor[GAUDI_HL_MAX_MINOR];
-static uct_gaudi_ctx_t *uct_gaudi_ctx_default;   /* result of get(-1) */
-static pid_t uct_gaudi_ctx_pid;                  /* owner of the table */
+/* The table (uct_gaudi_process.ctx) is used by one thread at a time
+ * (uct_gaudi_ctx_enter): its lock is only held to claim it, and a thread
+ * waiting out a device in reset releases the claim while it sleeps
+ * (uct_gaudi_ctx_wait) */
+static struct uct_gaudi_ctx_table *const uct_gaudi_ctx_table =
+        &uct_gaudi_process.ctx;
 
 
 /* "GAUDI_0 (accel0, 0000:19:00.0)" */
@@ -82,31 +78,31 @@ static const char *uct_gaudi_dev_desc(const uct_gaudi_dev_info_t *info,
 }
 
 /*
- * A forked child inherits the fds but must not share the parent's compute
- * context: forget the table (the child's copies stay valid for their
- * holders and are closed by their puts). Called with the table claimed.
+ * The fork rule (uct_gaudi_process_owns): a forked child inherits the fds
+ * but must not share the parent's compute context, so it forgets the
+ * parent's table (the child's copies stay valid for their holders and are
+ * closed by their puts). Called with the table claimed.
  */
 static void uct_gaudi_ctx_check_fork(void)
 {
-    pid_t pid = getpid();
-
-    if (uct_gaudi_ctx_pid == pid) {
+    if (uct_gaudi_process_owns(uct_gaudi_ctx_table->pid)) {
         return;
     }
 
-    if (uct_gaudi_ctx_pid != 0) {
+    if (uct_gaudi_ctx_table->pid != 0) {
         ucs_debug("gaudi: pid %d forked from %d, not reusing its device "
-                  "contexts", pid, uct_gaudi_ctx_pid);
+                  "contexts", getpid(), uct_gaudi_ctx_table->pid);
     }
 
-    memset(uct_gaudi_ctx_by_minor, 0, sizeof(uct_gaudi_ctx_by_minor));
-    uct_gaudi_ctx_default = NULL;
-    uct_gaudi_ctx_pid     = pid;
+    memset(uct_gaudi_ctx_table->by_minor, 0,
+           sizeof(uct_gaudi_ctx_table->by_minor));
+    uct_gaudi_ctx_table->deflt = NULL;
+    uct_gaudi_ctx_table->pid   = getpid();
 }
 
 int uct_gaudi_ctx_owned(const uct_gaudi_ctx_t *ctx)
 {
-    return ucs_likely(ctx->pid == getpid());
+    return uct_gaudi_process_owns(ctx->pid);
 }
 
 static ucs_status_t uct_gaudi_ctx_create(const uct_gaudi_dev_info_t *info,
@@ -137,7 +133,7 @@ static void uct_gaudi_ctx_choose(uct_gaudi_asic_t asic,
         ucs_snprintf_zero(choice->why, sizeof(choice->why),
                           "auto: %s is loaded in the process",
                           config->synapse_lib);
-    } else if (uct_gaudi_dma_kernel_check(asic, &reason) != UCS_OK) {
+    } else if (uct_gaudi_asic_kernel_dma(asic, &reason) != UCS_OK) {
         choice->backend = UCT_GAUDI_BACKEND_SYNAPSE;
         ucs_snprintf_zero(choice->why, sizeof(choice->why),
                           "auto: %s has no kernel DMA queue",
@@ -207,7 +203,7 @@ static ucs_status_t uct_gaudi_ctx_create(const uct_gaudi_dev_info_t *info,
     ctx->backend = UCT_GAUDI_BACKEND_KERNEL;
     ucs_strncpy_zero(ctx->backend_why, source, sizeof(ctx->backend_why));
 
-    uct_gaudi_ctx_by_minor[info->minor] = ctx;
+    uct_gaudi_ctx_table->by_minor[info->minor] = ctx;
     ucs_debug("gaudi %s: device context on %s fd %d (%s)", info->name,
               hl->name, hl->fd, source);
     *ctx_p = ctx;
@@ -217,7 +213,7 @@ static ucs_status_t uct_gaudi_ctx_create(const uct_gaudi_dev_info_t *info,
 static int uct_gaudi_ctx_lookup(const uct_gaudi_dev_info_t *info,
                                 uct_gaudi_ctx_t **ctx_p)
 {
-    uct_gaudi_ctx_t *ctx = uct_gaudi_ctx_by_minor[info->minor];
+    uct_gaudi_ctx_t *ctx = uct_gaudi_ctx_table->by_minor[info->minor];
 
     if (ctx == NULL) {
         return 0;
@@ -226,6 +222,50 @@ static int uct_gaudi_ctx_lookup(const uct_gaudi_dev_info_t *info,
     ++ctx->refcount;
     *ctx_p = ctx;
     return 1;
+}
+
+static void uct_gaudi_ctx_enter(void);
+static void uct_gaudi_ctx_leave(void);
+static int uct_gaudi_ctx_unref(uct_gaudi_ctx_t *ctx);
+static void uct_gaudi_ctx_close(uct_gaudi_ctx_t *ctx);
+
+/* Drop a reference with the table claimed */
+static void uct_gaudi_ctx_unref_claimed(uct_gaudi_ctx_t *ctx)
+{
+    if (uct_gaudi_ctx_unref(ctx)) {
+        uct_gaudi_ctx_close(ctx);
+    }
+}
+
+/*
+ * Sleep @a usec of a back-off with the table released, so that no thread
+ * that needs it (a put, a lookup) waits for a sleeper; then whether
+ * another thread made a context of @a info meanwhile (NULL: any device,
+ * not looked for). Called with the table claimed.
+ */
+static int uct_gaudi_ctx_wait(const uct_gaudi_dev_info_t *info,
+                              unsigned usec, uct_gaudi_ctx_t **found_p)
+{
+    uct_gaudi_ctx_leave();
+    usleep(usec);
+    uct_gaudi_ctx_enter();
+    return (info != NULL) && uct_gaudi_ctx_lookup(info, found_p);
+}
+
+/* A context another thread made while this one waited: taken like one
+ * found at the start (uct_gaudi_ctx_get_dev) */
+static ucs_status_t uct_gaudi_ctx_use_found(uct_gaudi_ctx_t *found,
+                                            uct_gaudi_ctx_t **ctx_p)
+{
+    ucs_status_t status = uct_gaudi_ctx_check_choice(found);
+
+    if (status != UCS_OK) {
+        --found->refcount;
+        return status;
+    }
+
+    *ctx_p = found;
+    return UCS_OK;
 }
 
 static void uct_gaudi_ctx_syn_close(uct_gaudi_syn_t *syn,
@@ -245,12 +285,14 @@ static void uct_gaudi_ctx_syn_close(uct_gaudi_syn_t *syn,
  * Have SynapseAI acquire @a info (NULL: the first free device), retrying
  * with back-off for up to @a timeout seconds like an open while the
  * device resets after its previous user (facts 7.1), and with
- * @a retry_busy while someone else still holds it
+ * @a retry_busy while someone else still holds it. UCS_OK with
+ * @a found_p set: another thread made a context of @a info meanwhile.
  */
 static ucs_status_t uct_gaudi_ctx_syn_acquire(const uct_gaudi_syn_t *syn,
                                               const uct_gaudi_dev_info_t *info,
                                               double timeout, int retry_busy,
-                                              uct_gaudi_syn_device_t *device_p)
+                                              uct_gaudi_syn_device_t *device_p,
+                                              uct_gaudi_ctx_t **found_p)
 {
     ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(timeout);
     unsigned delay_us   = UCT_GAUDI_OPEN_BACKOFF_MIN_US;
@@ -267,7 +309,9 @@ static ucs_status_t uct_gaudi_ctx_syn_acquire(const uct_gaudi_syn_t *syn,
             break;
         }
 
-        usleep(delay_us);
+        if (uct_gaudi_ctx_wait(info, delay_us, found_p)) {
+            return UCS_OK;   /* another thread's context of the device */
+        }
         delay_us = ucs_min(delay_us * 2, UCT_GAUDI_OPEN_BACKOFF_MAX_US);
     }
 
@@ -297,6 +341,7 @@ static ucs_status_t uct_gaudi_ctx_syn_open(const uct_gaudi_dev_info_t *info,
     const char *libname = uct_gaudi_global_config()->synapse_lib;
     uct_gaudi_syn_device_t device = UCT_GAUDI_SYN_DEVICE_ANY;
     const uct_gaudi_dev_info_t *held;
+    uct_gaudi_ctx_t *found = NULL;
     int fd, type, acquired = 0;
     uct_gaudi_syn_t *syn;
     ucs_status_t status;
@@ -307,7 +352,8 @@ static ucs_status_t uct_gaudi_ctx_syn_open(const uct_gaudi_dev_info_t *info,
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = uct_gaudi_syn_load(libname, syn);
+    status = uct_gaudi_syn_load(libname, uct_gaudi_device_minor_known,
+                                syn);
     if (status != UCS_OK) {
         ucs_free(syn);
         return status;
@@ -320,8 +366,11 @@ static ucs_status_t uct_gaudi_ctx_syn_open(const uct_gaudi_dev_info_t *info,
             goto err_unload;
         }
         status = uct_gaudi_ctx_syn_acquire(syn, info, timeout, retry_busy,
-                                           &device);
+                                           &device, &found);
         if (status != UCS_OK) {
+            goto err_unload;
+        } else if (found != NULL) {
+            status = uct_gaudi_ctx_use_found(found, ctx_p);
             goto err_unload;
         }
         acquired = 1;
@@ -347,7 +396,7 @@ static ucs_status_t uct_gaudi_ctx_syn_open(const uct_gaudi_dev_info_t *info,
         goto err_close;
     }
 
-    if (uct_gaudi_ctx_by_minor[held->minor] != NULL) {
+    if (uct_gaudi_ctx_table->by_minor[held->minor] != NULL) {
         ucs_error("gaudi %s: SynapseAI holds a device this process already "
                   "uses with the kernel backend", held->name);
         status = UCS_ERR_ALREADY_EXISTS;
@@ -396,7 +445,7 @@ uct_gaudi_ctx_syn_fallback(uct_gaudi_ctx_choice_t *choice,
 
     ucs_diag("gaudi: %s; SynapseAI ('%s') unusable (%s): kernel backend%s",
              choice->why, libname, ucs_status_string(status),
-             (uct_gaudi_dma_kernel_check(asic, &reason) != UCS_OK) ?
+             (uct_gaudi_asic_kernel_dma(asic, &reason) != UCS_OK) ?
              ", no copy transport" : "");
     ucs_snprintf_zero(choice->why, sizeof(choice->why),
                       "auto: SynapseAI unusable (%s)",
@@ -410,11 +459,13 @@ uct_gaudi_ctx_syn_fallback(uct_gaudi_ctx_choice_t *choice,
  * with exponential back-off for up to @a timeout seconds. With
  * @a retry_busy EBUSY is too: the context of the device's previous user
  * lives on until importers release its dma-bufs (facts 4.1), e.g. when a
- * rank restarts while its peers still cache its buffers.
+ * rank restarts while its peers still cache its buffers. UCS_OK with
+ * @a found_p set: another thread made a context of @a info meanwhile.
  */
 static ucs_status_t uct_gaudi_ctx_open_node(const uct_gaudi_dev_info_t *info,
                                             double timeout, int retry_busy,
-                                            uct_gaudi_hl_t *hl)
+                                            uct_gaudi_hl_t *hl,
+                                            uct_gaudi_ctx_t **found_p)
 {
     ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(timeout);
     unsigned delay_us   = UCT_GAUDI_OPEN_BACKOFF_MIN_US;
@@ -436,7 +487,10 @@ static ucs_status_t uct_gaudi_ctx_open_node(const uct_gaudi_dev_info_t *info,
 
         ucs_debug("gaudi %s: device %s, retrying open in %u us", info->name,
                   (status == UCS_ERR_BUSY) ? "busy" : "in reset", delay_us);
-        usleep(ucs_min(delay_us, (unsigned)left_us + 1));
+        if (uct_gaudi_ctx_wait(info, ucs_min(delay_us, (unsigned)left_us + 1),
+                               found_p)) {
+            return UCS_OK;
+        }
         delay_us = ucs_min(delay_us * 2, UCT_GAUDI_OPEN_BACKOFF_MAX_US);
     }
 }
@@ -475,6 +529,7 @@ static ucs_status_t uct_gaudi_ctx_get_dev(const uct_gaudi_dev_info_t *info,
                                           uct_gaudi_ctx_t **ctx_p)
 {
     double timeout = uct_gaudi_global_config()->open_timeout;
+    uct_gaudi_ctx_t *found = NULL;
     uct_gaudi_ctx_choice_t choice;
     ucs_status_t status;
     uct_gaudi_hl_t hl;
@@ -500,10 +555,12 @@ static ucs_status_t uct_gaudi_ctx_get_dev(const uct_gaudi_dev_info_t *info,
     }
 
     /* the named device: wait for a previous user's context to go too */
-    status = uct_gaudi_ctx_open_node(info, timeout, 1, &hl);
+    status = uct_gaudi_ctx_open_node(info, timeout, 1, &hl, &found);
     if (status != UCS_OK) {
         uct_gaudi_ctx_open_error(info, status, errno, timeout);
         return status;
+    } else if (found != NULL) {
+        return uct_gaudi_ctx_use_found(found, ctx_p);
     }
 
     status = uct_gaudi_ctx_create(info, &hl, "opened", ctx_p);
@@ -567,8 +624,8 @@ static ucs_status_t uct_gaudi_ctx_synapse_fd(int *fd_p)
         return UCS_ERR_NO_DEVICE;
     }
 
-    status = uct_gaudi_syn_info_fd(get_info, UCT_GAUDI_SYN_DEVICE_ANY, fd_p,
-                                   NULL);
+    status = uct_gaudi_syn_info_fd(get_info, uct_gaudi_device_minor_known,
+                                   UCT_GAUDI_SYN_DEVICE_ANY, fd_p, NULL);
     if (status == UCS_ERR_NO_ELEM) {
         ucs_debug("gaudi: synDeviceGetInfo failed (no device acquired?)");
         return UCS_ERR_NO_DEVICE;
@@ -738,6 +795,7 @@ static ucs_status_t uct_gaudi_ctx_try_dev(const uct_gaudi_dev_info_t *info,
                                           double timeout,
                                           uct_gaudi_ctx_t **ctx_p)
 {
+    uct_gaudi_ctx_t *found = NULL;
     ucs_status_t status;
     uct_gaudi_hl_t hl;
 
@@ -753,9 +811,11 @@ static ucs_status_t uct_gaudi_ctx_try_dev(const uct_gaudi_dev_info_t *info,
         }
     }
 
-    status = uct_gaudi_ctx_open_node(info, timeout, 0, &hl);
+    status = uct_gaudi_ctx_open_node(info, timeout, 0, &hl, &found);
     if (status != UCS_OK) {
         return status;
+    } else if (found != NULL) {
+        return uct_gaudi_ctx_use_found(found, ctx_p);
     }
 
     status = uct_gaudi_ctx_create(info, &hl, "opened", ctx_p);
@@ -923,21 +983,23 @@ static ucs_status_t uct_gaudi_ctx_get_selected(int may_open,
 /* Claim the table; waiters block on the condition, not on a sleeper */
 static void uct_gaudi_ctx_enter(void)
 {
-    pthread_mutex_lock(&uct_gaudi_ctx_lock);
-    while (uct_gaudi_ctx_busy) {
-        pthread_cond_wait(&uct_gaudi_ctx_cond, &uct_gaudi_ctx_lock);
+    pthread_mutex_lock(&uct_gaudi_ctx_table->lock);
+    while (uct_gaudi_ctx_table->busy) {
+        pthread_cond_wait(&uct_gaudi_ctx_table->cond,
+                          &uct_gaudi_ctx_table->lock);
     }
-    uct_gaudi_ctx_busy = 1;
-    pthread_mutex_unlock(&uct_gaudi_ctx_lock);
+    uct_gaudi_ctx_table->busy = 1;
+    pthread_mutex_unlock(&uct_gaudi_ctx_table->lock);
     uct_gaudi_ctx_check_fork();
 }
 
 static void uct_gaudi_ctx_leave(void)
 {
-    pthread_mutex_lock(&uct_gaudi_ctx_lock);
-    uct_gaudi_ctx_busy = 0;
-    pthread_cond_signal(&uct_gaudi_ctx_cond);
-    pthread_mutex_unlock(&uct_gaudi_ctx_lock);
+    pthread_mutex_lock(&uct_gaudi_ctx_table->lock);
+    uct_gaudi_ctx_table->busy = 0;
+    /* every waiter: claimers and puts wait on the same condition */
+    pthread_cond_broadcast(&uct_gaudi_ctx_table->cond);
+    pthread_mutex_unlock(&uct_gaudi_ctx_table->lock);
 }
 
 static ucs_status_t uct_gaudi_ctx_get_common(int index, int may_open,
@@ -955,14 +1017,21 @@ static ucs_status_t uct_gaudi_ctx_get_common(int index, int may_open,
         } else {
             status = uct_gaudi_ctx_get_dev(info, ctx_p);
         }
-    } else if (uct_gaudi_ctx_default != NULL) {
-        ++uct_gaudi_ctx_default->refcount;
-        *ctx_p = uct_gaudi_ctx_default;
+    } else if (uct_gaudi_ctx_table->deflt != NULL) {
+        ++uct_gaudi_ctx_table->deflt->refcount;
+        *ctx_p = uct_gaudi_ctx_table->deflt;
         status = UCS_OK;
     } else {
         status = uct_gaudi_ctx_get_selected(may_open, ctx_p);
-        if (status == UCS_OK) {
-            uct_gaudi_ctx_default = *ctx_p;
+        if ((status == UCS_OK) && (uct_gaudi_ctx_table->deflt != NULL) &&
+            (uct_gaudi_ctx_table->deflt != *ctx_p)) {
+            /* another thread selected while this one's back-off had
+             * released the table: the process uses the first selection */
+            uct_gaudi_ctx_unref_claimed(*ctx_p);
+            ++uct_gaudi_ctx_table->deflt->refcount;
+            *ctx_p = uct_gaudi_ctx_table->deflt;
+        } else if (status == UCS_OK) {
+            uct_gaudi_ctx_table->deflt = *ctx_p;
         }
     }
     uct_gaudi_ctx_leave();
@@ -997,8 +1066,8 @@ ucs_status_t uct_gaudi_ctx_expected(const uct_gaudi_dev_info_t **info_p)
     }
 
     uct_gaudi_ctx_enter();
-    if (uct_gaudi_ctx_default != NULL) {
-        info = uct_gaudi_ctx_default->info;
+    if (uct_gaudi_ctx_table->deflt != NULL) {
+        info = uct_gaudi_ctx_table->deflt->info;
     }
     uct_gaudi_ctx_leave();
     if (info != NULL) {
@@ -1046,53 +1115,69 @@ out:
 
 uct_gaudi_backend_t uct_gaudi_ctx_expected_backend(uct_gaudi_asic_t asic)
 {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static uct_gaudi_syn_t syn; /* kept loaded, as the take will use it */
-    static int expected = -1;
+    const char *libname = uct_gaudi_global_config()->synapse_lib;
     uct_gaudi_ctx_choice_t choice;
     ucs_status_t status;
 
-    pthread_mutex_lock(&lock);
-    if (expected < 0) {
+    pthread_mutex_lock(&uct_gaudi_process.backend.lock);
+    if (uct_gaudi_process.backend.value < 0) {
         uct_gaudi_ctx_choose(asic, &choice);
         if ((choice.backend == UCT_GAUDI_BACKEND_SYNAPSE) &&
-            !uct_gaudi_syn_is_loaded(uct_gaudi_global_config()->synapse_lib)) {
+            !uct_gaudi_syn_is_loaded(libname)) {
             /* SynapseAI is to copy: the library must load (auto falls
-             * back to the kernel backend, as at the take) */
-            status = uct_gaudi_syn_load(
-                    uct_gaudi_global_config()->synapse_lib, &syn);
+             * back to the kernel backend, as at the take); it stays
+             * loaded, as the take will use it */
+            status = uct_gaudi_syn_load(libname, uct_gaudi_device_minor_known,
+                                        &uct_gaudi_process.backend.syn);
             if (uct_gaudi_ctx_syn_fallback(&choice, asic, status) != UCS_OK) {
                 choice.backend = UCT_GAUDI_BACKEND_SYNAPSE;
             }
         }
-        expected = choice.backend;
+        uct_gaudi_process.backend.value = choice.backend;
         ucs_diag("gaudi: copy backend %s (%s), when the device is taken",
                  uct_gaudi_backend_names[choice.backend], choice.why);
     }
-    pthread_mutex_unlock(&lock);
-    return (uct_gaudi_backend_t)expected;
+    pthread_mutex_unlock(&uct_gaudi_process.backend.lock);
+    return (uct_gaudi_backend_t)uct_gaudi_process.backend.value;
+}
+
+/* Drop a reference, the table claimed or locked; the last one takes the
+ * context out of the table: 1, to be closed by the caller */
+static int uct_gaudi_ctx_unref(uct_gaudi_ctx_t *ctx)
+{
+    ucs_assert(ctx->refcount > 0);
+    if (--ctx->refcount > 0) {
+        return 0;
+    }
+
+    if (uct_gaudi_ctx_table->by_minor[ctx->info->minor] == ctx) {
+        uct_gaudi_ctx_table->by_minor[ctx->info->minor] = NULL;
+    }
+    if (uct_gaudi_ctx_table->deflt == ctx) {
+        uct_gaudi_ctx_table->deflt = NULL;
+    }
+    return 1;
 }
 
 void uct_gaudi_ctx_put(uct_gaudi_ctx_t *ctx)
 {
-    pthread_mutex_lock(&uct_gaudi_ctx_lock);
-    while (uct_gaudi_ctx_busy) {
-        pthread_cond_wait(&uct_gaudi_ctx_cond, &uct_gaudi_ctx_lock);
-    }
-    ucs_assert(ctx->refcount > 0);
-    if (--ctx->refcount > 0) {
-        pthread_mutex_unlock(&uct_gaudi_ctx_lock);
-        return;
-    }
+    int last;
 
-    if (uct_gaudi_ctx_by_minor[ctx->info->minor] == ctx) {
-        uct_gaudi_ctx_by_minor[ctx->info->minor] = NULL;
+    pthread_mutex_lock(&uct_gaudi_ctx_table->lock);
+    while (uct_gaudi_ctx_table->busy) {
+        pthread_cond_wait(&uct_gaudi_ctx_table->cond,
+                          &uct_gaudi_ctx_table->lock);
     }
-    if (uct_gaudi_ctx_default == ctx) {
-        uct_gaudi_ctx_default = NULL;
-    }
-    pthread_mutex_unlock(&uct_gaudi_ctx_lock);
+    last = uct_gaudi_ctx_unref(ctx);
+    pthread_mutex_unlock(&uct_gaudi_ctx_table->lock);
 
+    if (last) {
+        uct_gaudi_ctx_close(ctx);
+    }
+}
+
+static void uct_gaudi_ctx_close(uct_gaudi_ctx_t *ctx)
+{
     ucs_debug("gaudi %s: releasing device context (%s)", ctx->info->name,
               ctx->source);
     uct_gaudi_hl_close(&ctx->hl);   /* only closes what we opened */

@@ -7,7 +7,8 @@
 #endif
 
 #include <uct/gaudi/dev/gaudi_device.h>
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/dev/gaudi_process.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
@@ -15,73 +16,29 @@
 #include <ucs/sys/string.h>
 
 
-static struct {
-    pthread_mutex_t  lock;
-    uct_gaudi_heap_t *heap;   /* the public API's, never dropped */
-} uct_gaudi_device = {
-    .lock   = PTHREAD_MUTEX_INITIALIZER,
-    .heap   = NULL
-};
-
-
 const uct_gaudi_dev_info_t *uct_gaudi_device_info(void)
 {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static const uct_gaudi_dev_info_t *info;
-    static int tried;
+    const uct_gaudi_dev_info_t **info = &uct_gaudi_process.expected.info;
     ucs_status_t status;
 
     /* found once, so that every UCX context names the same device */
-    pthread_mutex_lock(&lock);
-    if (!tried) {
-        tried  = 1;
-        status = uct_gaudi_ctx_expected(&info);
+    pthread_mutex_lock(&uct_gaudi_process.expected.lock);
+    if (!uct_gaudi_process.expected.tried) {
+        uct_gaudi_process.expected.tried = 1;
+        status = uct_gaudi_ctx_expected(info);
         if (status == UCS_OK) {
             ucs_debug("gaudi: expecting %s (%s, %s, module %u); taken at "
-                      "the first use of Gaudi memory", info->name,
-                      info->node_name, info->pci_addr, info->module_id);
+                      "the first use of Gaudi memory", (*info)->name,
+                      (*info)->node_name, (*info)->pci_addr,
+                      (*info)->module_id);
         } else if (uct_gaudi_devices()->count > 0) {
             ucs_diag("gaudi: no usable Gaudi device, Gaudi transports are "
                      "disabled in this process: %s",
                      ucs_status_string(status));
         }
     }
-    pthread_mutex_unlock(&lock);
-    return info;
-}
-
-ucs_status_t uct_gaudi_device_heap(uct_gaudi_heap_t **heap_p)
-{
-    ucs_status_t status = UCS_OK;
-
-    pthread_mutex_lock(&uct_gaudi_device.lock);
-    if (uct_gaudi_device.heap == NULL) {
-        status = (uct_gaudi_device_info() == NULL) ? UCS_ERR_NO_DEVICE :
-                 uct_gaudi_heap_get(NULL, &uct_gaudi_device.heap);
-    }
-    *heap_p = uct_gaudi_device.heap;
-    pthread_mutex_unlock(&uct_gaudi_device.lock);
-    return status;
-}
-
-ucs_status_t uct_gaudi_device_md_heap(uct_gaudi_heap_t **heap_p)
-{
-    ucs_status_t status;
-
-    /* the device is not taken here (docs/base.md, "Ownership") */
-    if (uct_gaudi_device_info() == NULL) {
-        return UCS_ERR_NO_DEVICE;
-    }
-
-    status = uct_gaudi_heap_get(NULL, heap_p);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    /* but one the application holds already is borrowed (that opens
-     * nothing), so that the MD describes it from the start */
-    (void)uct_gaudi_heap_take(*heap_p, 0, 1, "memory domain open");
-    return UCS_OK;
+    pthread_mutex_unlock(&uct_gaudi_process.expected.lock);
+    return *info;
 }
 
 ucs_status_t

@@ -1,17 +1,14 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * The one owner of the per-process device state: the device this process
- * uses (its context, tried once) and the process-life reference on its
- * memory layer; shared by the gaudi_copy and gaudi_ipc components and the
- * public API.
+ * The device this process uses, found once, and the UCT resources on it;
+ * shared by the gaudi_copy and gaudi_ipc components and the public API.
  */
 
 #ifndef UCT_GAUDI_DEVICE_H_
 #define UCT_GAUDI_DEVICE_H_
 
 #include <uct/gaudi/dev/gaudi_base.h>
-#include <uct/gaudi/mem/gaudi_mem.h>
 #include <ucs/sys/math.h>
 #include <uct/base/uct_iface.h>
 
@@ -24,21 +21,6 @@
  * the first use of Gaudi memory (uct_gaudi_heap_take, docs/base.md).
  */
 const uct_gaudi_dev_info_t *uct_gaudi_device_info(void);
-
-
-/**
- * The memory layer of the process's device, for users that are not an MD
- * (the public API): a reference kept for the life of the process, so that
- * allocations outlive every UCX context.
- */
-ucs_status_t uct_gaudi_device_heap(uct_gaudi_heap_t **heap_p);
-
-
-/**
- * The memory layer reference of a new MD: the device is not taken, unless
- * the application holds it already (its fd or SynapseAI's: borrowed).
- */
-ucs_status_t uct_gaudi_device_md_heap(uct_gaudi_heap_t **heap_p);
 
 
 /**

@@ -10,7 +10,7 @@
 #  include "config.h"
 #endif
 
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_process.h>
 #include <uct/gaudi/dev/gaudi_mapping.h>
 #include <uct/gaudi/hl/gaudi_driver.h>
 
@@ -18,18 +18,13 @@
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/string.h>
 #include <ucs/sys/sys.h>
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-
-
-static pthread_mutex_t uct_gaudi_devices_lock = PTHREAD_MUTEX_INITIALIZER;
-static int uct_gaudi_devices_done             = 0;
-static uct_gaudi_devices_t uct_gaudi_devices_cache;
 
 
 const char *uct_gaudi_asic_name(uct_gaudi_asic_t asic)
@@ -43,6 +38,27 @@ const char *uct_gaudi_asic_name(uct_gaudi_asic_t asic)
         return "Gaudi3";
     default:
         return "unknown";
+    }
+}
+
+ucs_status_t uct_gaudi_asic_kernel_dma(uct_gaudi_asic_t asic,
+                                       const char **reason_p)
+{
+    switch (asic) {
+    case UCT_GAUDI_ASIC_GAUDI1:
+    case UCT_GAUDI_ASIC_GAUDI2:
+        *reason_p = NULL;
+        return UCS_OK;
+    case UCT_GAUDI_ASIC_GAUDI3:
+        *reason_p = "Gaudi3 has no user-visible command-submission DMA "
+                    "queue (user DMA goes through SCAL, which this plugin "
+                    "does not use): the gaudi_cpy transport is not offered,"
+                    " the gaudi_copy memory domain still works";
+        return UCS_ERR_UNSUPPORTED;
+    default:
+        *reason_p = "unknown Gaudi ASIC: no DMA queue model, the gaudi_cpy "
+                    "transport is not offered";
+        return UCS_ERR_UNSUPPORTED;
     }
 }
 
@@ -390,21 +406,21 @@ static void uct_gaudi_discover(uct_gaudi_devices_t *devs)
 
 const uct_gaudi_devices_t *uct_gaudi_devices(void)
 {
-    pthread_mutex_lock(&uct_gaudi_devices_lock);
-    if (!uct_gaudi_devices_done) {
-        uct_gaudi_discover(&uct_gaudi_devices_cache);
-        uct_gaudi_devices_done = 1;
+    pthread_mutex_lock(&uct_gaudi_process.discovery.lock);
+    if (!uct_gaudi_process.discovery.done) {
+        uct_gaudi_discover(&uct_gaudi_process.discovery.devices);
+        uct_gaudi_process.discovery.done = 1;
     }
-    pthread_mutex_unlock(&uct_gaudi_devices_lock);
+    pthread_mutex_unlock(&uct_gaudi_process.discovery.lock);
 
-    return &uct_gaudi_devices_cache;
+    return &uct_gaudi_process.discovery.devices;
 }
 
 void uct_gaudi_devices_reset(void)
 {
-    pthread_mutex_lock(&uct_gaudi_devices_lock);
-    uct_gaudi_devices_done = 0;
-    pthread_mutex_unlock(&uct_gaudi_devices_lock);
+    pthread_mutex_lock(&uct_gaudi_process.discovery.lock);
+    uct_gaudi_process.discovery.done = 0;
+    pthread_mutex_unlock(&uct_gaudi_process.discovery.lock);
 }
 
 const uct_gaudi_dev_info_t *uct_gaudi_device_by_index(int index)
@@ -447,4 +463,9 @@ const uct_gaudi_dev_info_t *uct_gaudi_device_by_minor(int minor)
     }
 
     return NULL;
+}
+
+int uct_gaudi_device_minor_known(int minor)
+{
+    return uct_gaudi_device_by_minor(minor) != NULL;
 }

@@ -99,13 +99,6 @@ typedef void (*uct_gaudi_dma_comp_cb_t)(void *arg, ucs_status_t status);
 
 
 /**
- * Whether @a asic has kernel command-submission DMA queues (the kernel
- * backend); UCS_ERR_UNSUPPORTED with the reason if not (Gaudi3, facts 6)
- */
-ucs_status_t uct_gaudi_dma_kernel_check(uct_gaudi_asic_t asic,
-                                        const char **reason_p);
-
-/**
  * Whether the ASIC of @a ctx offers user DMA through the CS path.
  * UCS_OK, or UCS_ERR_UNSUPPORTED with @a reason_p set to a sentence that
  * says why (Gaudi3: no user-visible CS queue, facts 6).

@@ -16,7 +16,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 #include <ucs/sys/string.h>
 #include <ucs/time/time.h>
 #include <inttypes.h>
@@ -36,32 +36,10 @@
 #define UCT_GAUDI_DMA_CS_DEF_CB_SIZE 4096
 
 
-ucs_status_t uct_gaudi_dma_kernel_check(uct_gaudi_asic_t asic,
-                                        const char **reason_p)
-{
-    const char *reason = NULL;
-
-    if (uct_gaudi_dma_asic_get(asic, &reason) == NULL) {
-        *reason_p = reason;
-        return UCS_ERR_UNSUPPORTED;
-    }
-
-    *reason_p = NULL;
-    return UCS_OK;
-}
-
 static ucs_status_t uct_gaudi_dma_cs_check(const uct_gaudi_ctx_t *ctx,
                                            const char **reason_p)
 {
-    const char *reason = NULL;
-
-    if (uct_gaudi_dma_asic_get(ctx->info->asic, &reason) == NULL) {
-        *reason_p = reason;
-        return UCS_ERR_UNSUPPORTED;
-    }
-
-    *reason_p = NULL;
-    return UCS_OK;
+    return uct_gaudi_asic_kernel_dma(ctx->info->asic, reason_p);
 }
 
 /* LIN_DMA packets of a command buffer: one transfer each at least; room

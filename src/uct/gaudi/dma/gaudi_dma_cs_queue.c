@@ -23,7 +23,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 #include <ucs/sys/sys.h>
 #include <string.h>
 
@@ -58,22 +58,12 @@ static const uct_gaudi_dma_asic_t uct_gaudi_dma_asic_gaudi2 = {
 const uct_gaudi_dma_asic_t *
 uct_gaudi_dma_asic_get(uct_gaudi_asic_t asic, const char **reason_p)
 {
-    switch (asic) {
-    case UCT_GAUDI_ASIC_GAUDI1:
-        return &uct_gaudi_dma_asic_gaudi1;
-    case UCT_GAUDI_ASIC_GAUDI2:
-        return &uct_gaudi_dma_asic_gaudi2;
-    case UCT_GAUDI_ASIC_GAUDI3:
-        *reason_p = "Gaudi3 has no user-visible command-submission DMA "
-                    "queue (user DMA goes through SCAL, which this plugin "
-                    "does not use): the gaudi_cpy transport is not offered,"
-                    " the gaudi_copy memory domain still works";
-        return NULL;
-    default:
-        *reason_p = "unknown Gaudi ASIC: no DMA queue model, the gaudi_cpy "
-                    "transport is not offered";
+    if (uct_gaudi_asic_kernel_dma(asic, reason_p) != UCS_OK) {
         return NULL;
     }
+
+    return (asic == UCT_GAUDI_ASIC_GAUDI1) ? &uct_gaudi_dma_asic_gaudi1 :
+           &uct_gaudi_dma_asic_gaudi2;
 }
 
 /* Gaudi1: one kernel CB per queue, created and mmapped once (facts 5.1) */

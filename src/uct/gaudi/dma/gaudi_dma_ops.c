@@ -17,7 +17,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/sys/math.h>
 #include <ucs/sys/string.h>
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 #include <string.h>
 
 
@@ -85,7 +85,7 @@ ucs_status_t uct_gaudi_dma_check_expected(uct_gaudi_asic_t asic,
 {
     *reason_p = NULL;
     return (backend == UCT_GAUDI_BACKEND_SYNAPSE) ? UCS_OK :
-           uct_gaudi_dma_kernel_check(asic, reason_p);
+           uct_gaudi_asic_kernel_dma(asic, reason_p);
 }
 
 unsigned uct_gaudi_dma_max_xfers_of(uct_gaudi_backend_t backend,

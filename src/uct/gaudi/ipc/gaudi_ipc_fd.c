@@ -12,6 +12,8 @@
 
 #include "gaudi_ipc_fd.h"
 
+#include <uct/gaudi/dev/gaudi_base.h>
+
 #include <ucs/async/async.h>
 #include <ucs/debug/log.h>
 #include <inttypes.h>
@@ -527,7 +529,7 @@ ucs_status_t uct_gaudi_ipc_fd_server_get(void)
     ucs_status_t status = UCS_OK;
 
     pthread_mutex_lock(&uct_gaudi_ipc_fd_server.lock);
-    if (uct_gaudi_ipc_fd_server.pid != getpid()) {
+    if (!uct_gaudi_process_owns(uct_gaudi_ipc_fd_server.pid)) {
         /* fork child: the parent's socket and async handler are not ours */
         uct_gaudi_ipc_fd_server.refcount = 0;
         uct_gaudi_ipc_fd_server.fd       = -1;
@@ -545,7 +547,7 @@ ucs_status_t uct_gaudi_ipc_fd_server_get(void)
 void uct_gaudi_ipc_fd_server_put(void)
 {
     pthread_mutex_lock(&uct_gaudi_ipc_fd_server.lock);
-    if ((uct_gaudi_ipc_fd_server.pid == getpid()) &&
+    if (uct_gaudi_process_owns(uct_gaudi_ipc_fd_server.pid) &&
         (--uct_gaudi_ipc_fd_server.refcount == 0)) {
         ucs_async_remove_handler(uct_gaudi_ipc_fd_server.fd, 1);
         close(uct_gaudi_ipc_fd_server.fd);

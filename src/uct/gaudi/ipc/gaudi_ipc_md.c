@@ -9,7 +9,7 @@
 #include "gaudi_ipc_md.h"
 #include "gaudi_ipc_fd.h"
 
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 #include <uct/gaudi/dev/gaudi_device.h>
 #include <ucs/debug/log.h>
 #include <inttypes.h>
@@ -433,24 +433,28 @@ static void uct_gaudi_ipc_md_query_ext(uct_md_h tl_md,
     ext->reg_alignment    = 1;
 }
 
-UCT_GAUDI_MD_QUERY_ADAPTER(uct_gaudi_ipc)
-UCT_GAUDI_MEM_REG_ADAPTER(uct_gaudi_ipc)
-UCT_GAUDI_MKEY_PACK_ADAPTER(uct_gaudi_ipc)
+UCT_GAUDI_MD_QUERY_ADAPTER(uct_gaudi_compat_ipc_md_query,
+                           uct_gaudi_ipc_md_query,
+                           uct_gaudi_ipc_md_query_ext)
+UCT_GAUDI_MEM_REG_ADAPTER(uct_gaudi_compat_ipc_mem_reg,
+                          uct_gaudi_ipc_mem_reg)
+UCT_GAUDI_MKEY_PACK_ADAPTER(uct_gaudi_compat_ipc_mkey_pack,
+                            uct_gaudi_ipc_mkey_pack)
 
 static uct_md_ops_t uct_gaudi_ipc_md_ops = {
     .close                  = uct_gaudi_ipc_md_close,
-    .query                  = uct_gaudi_ipc_md_query_compat,
+    .query                  = uct_gaudi_compat_ipc_md_query,
     .mem_alloc              = (uct_md_mem_alloc_func_t)
                                   ucs_empty_function_return_unsupported,
     .mem_free               = (uct_md_mem_free_func_t)
                                   ucs_empty_function_return_unsupported,
     .mem_advise             = (uct_md_mem_advise_func_t)
                                   ucs_empty_function_return_unsupported,
-    .mem_reg                = uct_gaudi_ipc_mem_reg_compat,
+    .mem_reg                = uct_gaudi_compat_ipc_mem_reg,
     .mem_dereg              = uct_gaudi_ipc_mem_dereg,
     .mem_query              = (uct_md_mem_query_func_t)
                                   ucs_empty_function_return_unsupported,
-    .mkey_pack              = uct_gaudi_ipc_mkey_pack_compat,
+    .mkey_pack              = uct_gaudi_compat_ipc_mkey_pack,
     .detect_memory_type     = (uct_md_detect_memory_type_func_t)
                                   ucs_empty_function_return_unsupported,
     UCT_GAUDI_MD_OPTIONAL_OPS
@@ -557,7 +561,7 @@ uct_gaudi_ipc_md_open(uct_component_t *component, const char *md_name,
 
     /* The MD's one reference: on the memory layer, which takes the device
      * when Gaudi memory first needs it */
-    status = uct_gaudi_device_md_heap(&md->heap);
+    status = uct_gaudi_heap_md_get(&md->heap);
     if (status != UCS_OK) {
         goto err_free;
     }
@@ -670,19 +674,21 @@ static ucs_status_t uct_gaudi_ipc_rkey_release(uct_component_t *component,
     return UCS_OK;
 }
 
-UCT_GAUDI_RKEY_UNPACK_ADAPTER(uct_gaudi_ipc)
-UCT_GAUDI_RKEY_COMPARE_ADAPTER(uct_gaudi_ipc, uct_gaudi_ipc_rkey_t)
+UCT_GAUDI_RKEY_UNPACK_ADAPTER(uct_gaudi_compat_ipc_rkey_unpack,
+                              uct_gaudi_ipc_rkey_unpack)
+UCT_GAUDI_RKEY_COMPARE_ADAPTER(uct_gaudi_compat_ipc_rkey_compare,
+                               uct_gaudi_ipc_rkey_t)
 
 uct_component_t uct_gaudi_ipc_component = {
     .query_md_resources = uct_gaudi_device_query_md_resources,
     .md_open            = uct_gaudi_ipc_md_open,
     .cm_open            = (uct_component_cm_open_func_t)
                               ucs_empty_function_return_unsupported,
-    .rkey_unpack        = uct_gaudi_ipc_rkey_unpack_compat,
+    .rkey_unpack        = uct_gaudi_compat_ipc_rkey_unpack,
     .rkey_ptr           = (uct_component_rkey_ptr_func_t)
                               ucs_empty_function_return_unsupported,
     .rkey_release       = uct_gaudi_ipc_rkey_release,
-    UCT_GAUDI_RKEY_COMPARE_OP(uct_gaudi_ipc)
+    UCT_GAUDI_RKEY_COMPARE_OP(uct_gaudi_compat_ipc_rkey_compare)
     .name               = UCT_GAUDI_IPC_COMPONENT_NAME,
     .md_config          = {
         .name           = "Gaudi-IPC memory domain",

@@ -11,12 +11,13 @@
 
 #include <uct/gaudi/mem/gaudi_mem.h>
 #include <uct/gaudi/syn/gaudi_syn.h>
+#include <uct/gaudi/dev/gaudi_device.h>
 
 #include <ucs/datastruct/khash.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 #include <ucs/sys/sys.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -819,14 +820,39 @@ ucs_status_t uct_gaudi_heap_get(uct_gaudi_ctx_t *ctx,
     return status;
 }
 
+ucs_status_t uct_gaudi_heap_md_get(uct_gaudi_heap_t **heap_p)
+{
+    ucs_status_t status;
+
+    /* the device is not taken here (docs/base.md, "Ownership") */
+    if (uct_gaudi_device_info() == NULL) {
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    status = uct_gaudi_heap_get(NULL, heap_p);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* but one the application holds already is borrowed (that opens
+     * nothing), so that the MD describes it from the start */
+    (void)uct_gaudi_heap_take(*heap_p, 0, 1, "memory domain open");
+    return UCS_OK;
+}
+
 void uct_gaudi_heap_put(uct_gaudi_heap_t *heap)
 {
     pthread_mutex_lock(&uct_gaudi_heap_global_lock);
     ucs_assert(heap->refcount > 0);
     /* Buffers outlive their MD (UCX allows it): keep the heap for them */
     if ((--heap->refcount == 0) && (heap->bufs.num_regions == 0)) {
-        uct_gaudi_heap_destroy(heap);
+        /* out of the registry, then destroyed without its lock: the
+         * teardown may wait for deferred chunks (no sleep under a
+         * process-wide lock, gaudi_process.h) */
         uct_gaudi_heap_global = NULL;
+        pthread_mutex_unlock(&uct_gaudi_heap_global_lock);
+        uct_gaudi_heap_destroy(heap);
+        return;
     } else {
         /* the MD's ifaces are closed: their imports of our exports too, so
          * a freed chunk waiting for them goes now, not at the next heap

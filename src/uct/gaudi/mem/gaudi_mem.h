@@ -172,6 +172,13 @@ typedef struct uct_gaudi_heap {
 ucs_status_t uct_gaudi_heap_get(uct_gaudi_ctx_t *ctx,
                                 uct_gaudi_heap_t **heap_p);
 
+/**
+ * The heap reference of a new MD, on the process's device
+ * (uct_gaudi_device_info): the device is not taken, unless the
+ * application holds it already (its fd or SynapseAI's: borrowed).
+ */
+ucs_status_t uct_gaudi_heap_md_get(uct_gaudi_heap_t **heap_p);
+
 /* The heap's device context, or NULL while the device is not taken */
 static inline uct_gaudi_ctx_t *uct_gaudi_heap_ctx(uct_gaudi_heap_t *heap)
 {

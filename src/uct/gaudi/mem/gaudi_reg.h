@@ -14,7 +14,7 @@
 #include <uct/gaudi/mem/gaudi_mem.h>
 
 #include <uct/base/uct_md.h>
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 #include <ucs/config/parser.h>
 #include <ucs/memory/rcache.h>
 #include <ucs/stats/stats.h>

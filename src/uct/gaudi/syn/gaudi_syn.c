@@ -15,7 +15,6 @@
 #endif
 
 #include <uct/gaudi/syn/gaudi_syn.h>
-#include <uct/gaudi/dev/gaudi_base.h>
 #include <uct/gaudi/hl/gaudi_hl.h>
 
 #include <ucs/debug/log.h>
@@ -238,7 +237,9 @@ static ucs_status_t uct_gaudi_syn_resolve(uct_gaudi_syn_t *syn)
     return UCS_OK;
 }
 
-ucs_status_t uct_gaudi_syn_load(const char *libname, uct_gaudi_syn_t *syn)
+ucs_status_t uct_gaudi_syn_load(const char *libname,
+                                uct_gaudi_syn_is_device_fn_t is_device,
+                                uct_gaudi_syn_t *syn)
 {
     ucs_status_t status;
 
@@ -247,6 +248,7 @@ ucs_status_t uct_gaudi_syn_load(const char *libname, uct_gaudi_syn_t *syn)
     }
 
     memset(syn, 0, sizeof(*syn));
+    syn->is_device = is_device;
     /* SynapseAI the application already uses, else our own reference; a
      * local one, so that it never preempts symbols of the application */
     syn->handle    = dlopen(libname, RTLD_NOW | RTLD_NOLOAD);
@@ -330,6 +332,7 @@ static const struct {
 
 ucs_status_t
 uct_gaudi_syn_info_fd(uct_gaudi_syn_device_get_info_fn_t get_info,
+                      uct_gaudi_syn_is_device_fn_t is_device,
                       uct_gaudi_syn_device_t device, int *fd_p, int *type_p)
 {
     uint8_t buf[UCT_GAUDI_SYN_INFO_BUF_SIZE];
@@ -347,7 +350,7 @@ uct_gaudi_syn_info_fd(uct_gaudi_syn_device_get_info_fn_t get_info,
                sizeof(cand[i]));
         /* no ioctl on an unknown fd: its path or char device only */
         minor = uct_gaudi_hl_fd_compute_minor(cand[i]);
-        if ((minor < 0) || (uct_gaudi_device_by_minor(minor) == NULL)) {
+        if ((minor < 0) || !is_device(minor)) {
             continue;
         } else if ((found >= 0) && (found != cand[i])) {
             ucs_debug("gaudi: synDeviceInfo of device %u holds two Gaudi "
@@ -382,8 +385,8 @@ ucs_status_t uct_gaudi_syn_device_fd(const uct_gaudi_syn_t *syn,
 {
     ucs_status_t status;
 
-    status = uct_gaudi_syn_info_fd(syn->ops.device_get_info, device, fd_p,
-                                   type_p);
+    status = uct_gaudi_syn_info_fd(syn->ops.device_get_info, syn->is_device,
+                                   device, fd_p, type_p);
     if (status != UCS_OK) {
         ucs_error("gaudi: synDeviceGetInfo of device %u %s", device,
                   (status == UCS_ERR_NO_ELEM) ? "failed" :
@@ -400,8 +403,8 @@ static int uct_gaudi_syn_info_any_fd(const uct_gaudi_syn_t *syn,
 {
     int fd;
 
-    return (uct_gaudi_syn_info_fd(syn->ops.device_get_info, device, &fd,
-                                  NULL) == UCS_OK) ? fd : -1;
+    return (uct_gaudi_syn_info_fd(syn->ops.device_get_info, syn->is_device,
+                                  device, &fd, NULL) == UCS_OK) ? fd : -1;
 }
 
 ucs_status_t uct_gaudi_syn_held_fd(const uct_gaudi_syn_t *syn, int *fd_p,

@@ -67,6 +67,13 @@ typedef enum {
 } uct_gaudi_syn_map_kind_t;
 
 
+/*
+ * Whether a compute node minor is one of the module's Gaudi devices: the
+ * caller's discovery answers, the loader knows no device of its own
+ */
+typedef int (*uct_gaudi_syn_is_device_fn_t)(int minor);
+
+
 /* A loaded libSynapse */
 typedef struct uct_gaudi_syn {
     void                *handle;     /* our dlopen() reference */
@@ -74,6 +81,7 @@ typedef struct uct_gaudi_syn {
     char                path[256];   /* where it was found */
     uct_gaudi_syn_ops_t ops;
     uct_gaudi_syn_maps_t maps;       /* the module's host maps */
+    uct_gaudi_syn_is_device_fn_t is_device; /* of the load */
 } uct_gaudi_syn_t;
 
 
@@ -84,9 +92,12 @@ int uct_gaudi_syn_is_loaded(const char *libname);
  * Load @a libname (NULL: UCT_GAUDI_SYN_LIB_DEFAULT): the copy the process
  * already has, else a new one, and resolve every entry point. A library
  * that cannot be loaded or lacks an entry point is refused with a
- * diagnostic naming what is missing (UCS_ERR_UNSUPPORTED).
+ * diagnostic naming what is missing (UCS_ERR_UNSUPPORTED). @a is_device
+ * tells the fds of Gaudi devices in what the library reports.
  */
-ucs_status_t uct_gaudi_syn_load(const char *libname, uct_gaudi_syn_t *syn);
+ucs_status_t uct_gaudi_syn_load(const char *libname,
+                                uct_gaudi_syn_is_device_fn_t is_device,
+                                uct_gaudi_syn_t *syn);
 
 /* Drop the reference taken by uct_gaudi_syn_load() */
 void uct_gaudi_syn_unload(uct_gaudi_syn_t *syn);
@@ -110,12 +121,14 @@ ucs_status_t uct_gaudi_syn_release(const uct_gaudi_syn_t *syn,
  * The compute node fd (and synDeviceType value, @a type_p may be NULL) in
  * the synDeviceInfo that @a get_info gives for @a device. Which layout the
  * library was built with is not known (facts 9.7), so both are read and a
- * candidate counts only if it is an open compute node of a discovered
- * device. UCS_ERR_NO_ELEM: the call failed (e.g. nothing acquired);
- * UCS_ERR_NO_DEVICE: no candidate, or two different ones. Quiet (debug).
+ * candidate counts only if it is an open compute node whose minor
+ * @a is_device accepts. UCS_ERR_NO_ELEM: the call failed (e.g. nothing
+ * acquired); UCS_ERR_NO_DEVICE: no candidate, or two different ones.
+ * Quiet (debug).
  */
 ucs_status_t
 uct_gaudi_syn_info_fd(uct_gaudi_syn_device_get_info_fn_t get_info,
+                      uct_gaudi_syn_is_device_fn_t is_device,
                       uct_gaudi_syn_device_t device, int *fd_p, int *type_p);
 
 /* The same through the loaded library, logging a failure */

@@ -5,7 +5,7 @@
  * UCS_MEMORY_TYPE_ROCM buffers, declared so that mem_buffer.cc compiles
  * with HAVE_ROCM; hip_gaudi.cc implements them over the Gaudi plugin's
  * public API. On UCX < 1.21 Gaudi memory is presented in the ROCM slot
- * (src/uct/gaudi/base/gaudi_compat.h), so UCX's own suites then run on Gaudi
+ * (src/uct/gaudi/compat/gaudi_compat.h), so UCX's own suites then run on Gaudi
  * buffers. Not a HIP implementation: nothing else is provided.
  */
 

@@ -214,24 +214,30 @@ typedef struct uct_md_mkey_pack_params {
 #  define UCT_GAUDI_MD_FLAGS_INVALIDATE UCT_MD_FLAG_INVALIDATE
 #endif
 
+/*
+ * Op adapters: each macro defines a static function under the full name it
+ * is given (uct_gaudi_compat_<component>_<op>), wrapping the component's
+ * functions it is given, so that the name is found where it is defined.
+ */
+
 #if UCT_GAUDI_HAVE_MD_QUERY_V2
 ucs_status_t uct_gaudi_md_query_v2(uct_md_h md, uct_md_attr_v2_t *md_attr,
                                    uct_gaudi_md_query_v1_func_t query,
                                    uct_gaudi_md_query_ext_func_t query_ext);
-#  define UCT_GAUDI_MD_QUERY_ADAPTER(_p) \
-    static ucs_status_t _p##_md_query_compat(uct_md_h md, \
+#  define UCT_GAUDI_MD_QUERY_ADAPTER(_name, _query, _query_ext) \
+    static ucs_status_t _name(uct_md_h md, \
                                              uct_md_attr_v2_t *md_attr) \
     { \
-        return uct_gaudi_md_query_v2(md, md_attr, _p##_md_query, \
-                                     _p##_md_query_ext); \
+        return uct_gaudi_md_query_v2(md, md_attr, _query, \
+                                     _query_ext); \
     }
 #else
-#  define UCT_GAUDI_MD_QUERY_ADAPTER(_p) \
-    static ucs_status_t _p##_md_query_compat(uct_md_h md, \
+#  define UCT_GAUDI_MD_QUERY_ADAPTER(_name, _query, _query_ext) \
+    static ucs_status_t _name(uct_md_h md, \
                                              uct_md_attr_t *md_attr) \
     { \
-        (void)_p##_md_query_ext; /* nothing to report it in */ \
-        return _p##_md_query(md, md_attr); \
+        (void)_query_ext; /* nothing to report it in */ \
+        return _query(md, md_attr); \
     }
 #endif
 
@@ -240,23 +246,23 @@ ucs_status_t uct_gaudi_md_query_v2(uct_md_h md, uct_md_attr_v2_t *md_attr,
 ucs_status_t
 uct_gaudi_mem_reg_params_flags(const uct_md_mem_reg_params_t *params,
                                unsigned *flags_p);
-#  define UCT_GAUDI_MEM_REG_ADAPTER(_p) \
-    static ucs_status_t _p##_mem_reg_compat( \
+#  define UCT_GAUDI_MEM_REG_ADAPTER(_name, _mem_reg) \
+    static ucs_status_t _name( \
             uct_md_h md, void *address, size_t length, \
             const uct_md_mem_reg_params_t *params, uct_mem_h *memh_p) \
     { \
         unsigned flags; \
         ucs_status_t status = uct_gaudi_mem_reg_params_flags(params, &flags); \
         return (status != UCS_OK) ? status : \
-               _p##_mem_reg(md, address, length, flags, memh_p); \
+               _mem_reg(md, address, length, flags, memh_p); \
     }
 #else
-#  define UCT_GAUDI_MEM_REG_ADAPTER(_p) \
-    static ucs_status_t _p##_mem_reg_compat(uct_md_h md, void *address, \
+#  define UCT_GAUDI_MEM_REG_ADAPTER(_name, _mem_reg) \
+    static ucs_status_t _name(uct_md_h md, void *address, \
                                             size_t length, unsigned flags, \
                                             uct_mem_h *memh_p) \
     { \
-        return _p##_mem_reg(md, address, length, flags, memh_p); \
+        return _mem_reg(md, address, length, flags, memh_p); \
     }
 #endif
 
@@ -264,30 +270,30 @@ uct_gaudi_mem_reg_params_flags(const uct_md_mem_reg_params_t *params,
 /* Exported keys (UCT_MD_MKEY_PACK_FLAG_EXPORT) are not offered */
 ucs_status_t
 uct_gaudi_mkey_pack_params_check(const uct_md_mkey_pack_params_t *params);
-#  define UCT_GAUDI_MKEY_PACK_ADAPTER(_p) \
-    static ucs_status_t _p##_mkey_pack_compat( \
+#  define UCT_GAUDI_MKEY_PACK_ADAPTER(_name, _mkey_pack) \
+    static ucs_status_t _name( \
             uct_md_h md, uct_mem_h memh, void *address, size_t length, \
             const uct_md_mkey_pack_params_t *params, void *buffer) \
     { \
         ucs_status_t status = uct_gaudi_mkey_pack_params_check(params); \
         return (status != UCS_OK) ? status : \
-               _p##_mkey_pack(md, memh, params, buffer); \
+               _mkey_pack(md, memh, params, buffer); \
     }
 #elif UCT_GAUDI_HAVE_MKEY_PACK_PARAMS
-#  define UCT_GAUDI_MKEY_PACK_ADAPTER(_p) \
-    static ucs_status_t _p##_mkey_pack_compat( \
+#  define UCT_GAUDI_MKEY_PACK_ADAPTER(_name, _mkey_pack) \
+    static ucs_status_t _name( \
             uct_md_h md, uct_mem_h memh, \
             const uct_md_mkey_pack_params_t *params, void *buffer) \
     { \
-        return _p##_mkey_pack(md, memh, params, buffer); \
+        return _mkey_pack(md, memh, params, buffer); \
     }
 #else
-#  define UCT_GAUDI_MKEY_PACK_ADAPTER(_p) \
-    static ucs_status_t _p##_mkey_pack_compat(uct_md_h md, uct_mem_h memh, \
+#  define UCT_GAUDI_MKEY_PACK_ADAPTER(_name, _mkey_pack) \
+    static ucs_status_t _name(uct_md_h md, uct_mem_h memh, \
                                               void *buffer) \
     { \
         uct_md_mkey_pack_params_t params = {.field_mask = 0}; \
-        return _p##_mkey_pack(md, memh, &params, buffer); \
+        return _mkey_pack(md, memh, &params, buffer); \
     }
 #endif
 
@@ -299,23 +305,33 @@ ucs_status_t uct_gaudi_mem_query_v2(uct_md_h md, const void *address,
                                     size_t length,
                                     uct_md_mem_attr_v2_t *mem_attr,
                                     uct_gaudi_mem_query_v1_func_t query);
-#  define UCT_GAUDI_MEM_QUERY_ADAPTER(_p) \
-    static ucs_status_t _p##_mem_query_compat( \
+#  define UCT_GAUDI_MEM_QUERY_ADAPTER(_name, _mem_query) \
+    static ucs_status_t _name( \
             uct_md_h md, const void *address, size_t length, \
             uct_md_mem_attr_v2_t *mem_attr) \
     { \
         return uct_gaudi_mem_query_v2(md, address, length, mem_attr, \
-                                      _p##_mem_query); \
+                                      _mem_query); \
     }
 #else
-#  define UCT_GAUDI_MEM_QUERY_ADAPTER(_p) \
-    static ucs_status_t _p##_mem_query_compat( \
+#  define UCT_GAUDI_MEM_QUERY_ADAPTER(_name, _mem_query) \
+    static ucs_status_t _name( \
             uct_md_h md, const void *address, size_t length, \
             uct_md_mem_attr_t *mem_attr) \
     { \
-        return _p##_mem_query(md, address, length, mem_attr); \
+        return _mem_query(md, address, length, mem_attr); \
     }
 #endif
+
+/*
+ * The dma-buf fields of a mem_query answer, where this UCX has them: the
+ * fd and offset that @a get_fd gives for the queried range, or
+ * UCT_DMABUF_FD_INVALID when it fails; nothing where they do not exist.
+ */
+typedef ucs_status_t (*uct_gaudi_dmabuf_get_func_t)(void *arg, int *fd_p,
+                                                    uint64_t *offset_p);
+void uct_gaudi_mem_attr_dmabuf(uct_md_mem_attr_t *mem_attr,
+                               uct_gaudi_dmabuf_get_func_t get_fd, void *arg);
 
 #if UCT_GAUDI_HAVE_MEM_ALLOC_SYS_DEV
 /*
@@ -323,74 +339,74 @@ ucs_status_t uct_gaudi_mem_query_v2(uct_md_h md, const void *address,
  * what it reports as the memory's sys_dev; a request for another device
  * is refused.
  */
-#  define UCT_GAUDI_MEM_ALLOC_ADAPTER(_p) \
-    static ucs_status_t _p##_mem_alloc_compat( \
+#  define UCT_GAUDI_MEM_ALLOC_ADAPTER(_name, _mem_alloc, _md_sys_dev) \
+    static ucs_status_t _name( \
             uct_md_h md, size_t *length_p, void **address_p, \
             ucs_memory_type_t mem_type, ucs_sys_device_t sys_dev, \
             unsigned flags, const char *alloc_name, uct_mem_h *memh_p) \
     { \
         if ((sys_dev != UCS_SYS_DEVICE_ID_UNKNOWN) && \
-            (sys_dev != _p##_md_sys_dev(md))) { \
+            (sys_dev != _md_sys_dev(md))) { \
             return UCS_ERR_UNSUPPORTED; \
         } \
-        return _p##_mem_alloc(md, length_p, address_p, mem_type, flags, \
+        return _mem_alloc(md, length_p, address_p, mem_type, flags, \
                               alloc_name, memh_p); \
     }
 #else
-#  define UCT_GAUDI_MEM_ALLOC_ADAPTER(_p) \
-    static ucs_status_t _p##_mem_alloc_compat( \
+#  define UCT_GAUDI_MEM_ALLOC_ADAPTER(_name, _mem_alloc, _md_sys_dev) \
+    static ucs_status_t _name( \
             uct_md_h md, size_t *length_p, void **address_p, \
             ucs_memory_type_t mem_type, unsigned flags, \
             const char *alloc_name, uct_mem_h *memh_p) \
     { \
-        (void)_p##_md_sys_dev; \
-        return _p##_mem_alloc(md, length_p, address_p, mem_type, flags, \
+        (void)_md_sys_dev; \
+        return _mem_alloc(md, length_p, address_p, mem_type, flags, \
                               alloc_name, memh_p); \
     }
 #endif
 
 #if UCT_GAUDI_HAVE_RKEY_UNPACK_PARAMS
 /* the parameters only hint at the remote device: the key says it all */
-#  define UCT_GAUDI_RKEY_UNPACK_ADAPTER(_p) \
-    static ucs_status_t _p##_rkey_unpack_compat( \
+#  define UCT_GAUDI_RKEY_UNPACK_ADAPTER(_name, _rkey_unpack) \
+    static ucs_status_t _name( \
             uct_component_t *component, const void *rkey_buffer, \
             const uct_rkey_unpack_params_t *params, uct_rkey_t *rkey_p, \
             void **handle_p) \
     { \
-        return _p##_rkey_unpack(component, rkey_buffer, rkey_p, handle_p); \
+        return _rkey_unpack(component, rkey_buffer, rkey_p, handle_p); \
     }
 #else
-#  define UCT_GAUDI_RKEY_UNPACK_ADAPTER(_p) \
-    static ucs_status_t _p##_rkey_unpack_compat( \
+#  define UCT_GAUDI_RKEY_UNPACK_ADAPTER(_name, _rkey_unpack) \
+    static ucs_status_t _name( \
             uct_component_t *component, const void *rkey_buffer, \
             uct_rkey_t *rkey_p, void **handle_p) \
     { \
-        return _p##_rkey_unpack(component, rkey_buffer, rkey_p, handle_p); \
+        return _rkey_unpack(component, rkey_buffer, rkey_p, handle_p); \
     }
 #endif
 
 /*
  * Comparing remote keys (UCP orders and deduplicates them): the unpacked
- * key of _p is a copy of the packed key, of type _key_t, so equal keys
- * have equal contents.
+ * key is a copy of the packed key, of type _key_t, so equal keys have
+ * equal contents.
  */
 #if UCT_GAUDI_HAVE_COMPONENT_RKEY_COMPARE
 ucs_status_t uct_gaudi_rkey_compare(uct_rkey_t rkey1, uct_rkey_t rkey2,
                                     size_t key_size,
                                     const uct_rkey_compare_params_t *params,
                                     int *result);
-#  define UCT_GAUDI_RKEY_COMPARE_ADAPTER(_p, _key_t) \
-    static ucs_status_t _p##_rkey_compare( \
+#  define UCT_GAUDI_RKEY_COMPARE_ADAPTER(_name, _key_t) \
+    static ucs_status_t _name( \
             uct_component_t *component, uct_rkey_t rkey1, uct_rkey_t rkey2, \
             const uct_rkey_compare_params_t *params, int *result) \
     { \
         return uct_gaudi_rkey_compare(rkey1, rkey2, sizeof(_key_t), params, \
                                       result); \
     }
-#  define UCT_GAUDI_RKEY_COMPARE_OP(_p) .rkey_compare = _p##_rkey_compare,
+#  define UCT_GAUDI_RKEY_COMPARE_OP(_name) .rkey_compare = _name,
 #else
-#  define UCT_GAUDI_RKEY_COMPARE_ADAPTER(_p, _key_t)
-#  define UCT_GAUDI_RKEY_COMPARE_OP(_p)
+#  define UCT_GAUDI_RKEY_COMPARE_ADAPTER(_name, _key_t)
+#  define UCT_GAUDI_RKEY_COMPARE_OP(_name)
 #endif
 
 /* MD op slots that exist only in some releases: none is offered */
@@ -443,19 +459,19 @@ int uct_gaudi_iface_is_reachable_v2(const uct_iface_h tl_iface,
                                     const uct_iface_is_reachable_params_t
                                     *params,
                                     uct_gaudi_is_reachable_v1_func_t check);
-#  define UCT_GAUDI_IS_REACHABLE_ADAPTER(_p) \
-    static int _p##_iface_is_reachable_v2( \
+#  define UCT_GAUDI_IS_REACHABLE_ADAPTER(_name, _is_reachable) \
+    static int _name( \
             const uct_iface_h tl_iface, \
             const uct_iface_is_reachable_params_t *params) \
     { \
         return uct_gaudi_iface_is_reachable_v2(tl_iface, params, \
-                                               _p##_iface_is_reachable); \
+                                               _is_reachable); \
     }
-#  define UCT_GAUDI_IS_REACHABLE_V2_OP(_p) \
-    .iface_is_reachable_v2 = _p##_iface_is_reachable_v2,
+#  define UCT_GAUDI_IS_REACHABLE_V2_OP(_name) \
+    .iface_is_reachable_v2 = _name,
 #else
-#  define UCT_GAUDI_IS_REACHABLE_ADAPTER(_p)
-#  define UCT_GAUDI_IS_REACHABLE_V2_OP(_p)
+#  define UCT_GAUDI_IS_REACHABLE_ADAPTER(_name, _is_reachable)
+#  define UCT_GAUDI_IS_REACHABLE_V2_OP(_name)
 #endif
 
 /*
@@ -518,17 +534,13 @@ int uct_gaudi_iface_is_reachable_v2(const uct_iface_h tl_iface,
 #  define UCT_GAUDI_EP_PUT_SGL_ZCOPY_OP
 #endif
 
-/* The adapters of a transport with prefix _p, from its
- * _p##_iface_is_reachable (v1 form) */
-#define UCT_GAUDI_IFACE_ADAPTERS(_p) \
-    UCT_GAUDI_IS_REACHABLE_ADAPTER(_p)
-
-/* The internal ops every transport fills alike, after its own */
-#define UCT_GAUDI_IFACE_INTERNAL_OPS(_p) \
+/* The internal ops every transport fills alike, after its own; _is_v2 is
+ * its UCT_GAUDI_IS_REACHABLE_ADAPTER */
+#define UCT_GAUDI_IFACE_INTERNAL_OPS(_is_v2) \
     UCT_GAUDI_IFACE_QUERY_V2_OP \
     UCT_GAUDI_EP_INVALIDATE_OP \
     UCT_GAUDI_EP_CONNECT_TO_EP_V2_OP \
-    UCT_GAUDI_IS_REACHABLE_V2_OP(_p) \
+    UCT_GAUDI_IS_REACHABLE_V2_OP(_is_v2) \
     UCT_GAUDI_EP_IS_CONNECTED_OP \
     UCT_GAUDI_EP_GET_DEVICE_EP_OP \
     UCT_GAUDI_EP_PUT_SGL_ZCOPY_OP

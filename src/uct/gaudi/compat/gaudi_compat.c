@@ -10,7 +10,7 @@
 #  include "config.h"
 #endif
 
-#include <uct/gaudi/base/gaudi_compat.h>
+#include <uct/gaudi/compat/gaudi_compat.h>
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/string.h>
@@ -234,6 +234,26 @@ uct_gaudi_mkey_pack_params_check(const uct_md_mkey_pack_params_t *params)
 }
 #endif
 
+
+void uct_gaudi_mem_attr_dmabuf(uct_md_mem_attr_t *mem_attr,
+                               uct_gaudi_dmabuf_get_func_t get_fd, void *arg)
+{
+#if UCT_GAUDI_HAVE_MEM_ATTR_DMABUF
+    uint64_t offset;
+
+    if (!(mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_DMABUF_FD)) {
+        return;
+    }
+
+    if (get_fd(arg, &mem_attr->dmabuf_fd, &offset) != UCS_OK) {
+        mem_attr->dmabuf_fd = UCT_DMABUF_FD_INVALID;
+        offset              = 0;
+    }
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_DMABUF_OFFSET) {
+        mem_attr->dmabuf_offset = offset;
+    }
+#endif
+}
 
 #if UCT_GAUDI_HAVE_MEM_QUERY_V2
 ucs_status_t uct_gaudi_mem_query_v2(uct_md_h md, const void *address,

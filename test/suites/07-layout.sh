@@ -1,0 +1,62 @@
+# The source tree keeps its layers (docs/base.md, "Layers"): a folder of
+# src/uct/gaudi includes only from its own layer or the layers below it,
+# copy/ and ipc/ never from each other, and no folder grows past a size a
+# reader can take in at once.
+. "$(dirname "$0")/lib.sh"
+top=$(cd "$(dirname "$0")/../.." && pwd)
+src=$top/src/uct/gaudi
+
+# bottom to top; one line per rank, folders on one line share it
+layers="api compat
+hl
+syn
+dev
+dma
+mem
+base
+copy ipc"
+max_files=12
+
+rank_of() {
+    echo "$layers" | awk -v d="$1" '{ for (i = 1; i <= NF; i++)
+                                          if ($i == d) print NR }'
+}
+
+for dir in $(echo "$layers" | tr ' ' '\n'); do
+    own=$(rank_of "$dir")
+    if [ ! -d "$src/$dir" ]; then
+        fail "layer $dir exists" "no folder $src/$dir"
+        continue
+    fi
+    nfiles=$(find "$src/$dir" -maxdepth 1 -name '*.[ch]' | wc -l)
+    if [ "$nfiles" -le "$max_files" ]; then
+        pass "$dir/: $nfiles files (at most $max_files)"
+    else
+        fail "$dir/: at most $max_files files" "$nfiles files"
+    fi
+    bad=
+    while read -r file used; do
+        [ -n "$used" ] || continue
+        r=$(rank_of "$used")
+        if [ -z "$r" ]; then
+            bad="$bad $file: unknown layer $used;"
+        elif [ "$used" != "$dir" ] && [ "$r" -ge "$own" ]; then
+            bad="$bad $file includes $used/;"
+        fi
+    done < <(grep -o '#include <uct/gaudi/[a-z]*/' "$src/$dir"/*.[ch] |
+             sed 's#^\([^:]*\):\#include <uct/gaudi/\([a-z]*\)/#\1 \2#')
+    if [ -z "$bad" ]; then
+        pass "$dir/ includes no layer above or beside it"
+    else
+        fail "$dir/ includes no layer above or beside it" "$bad"
+    fi
+done
+
+# every source folder is in the layer list
+for d in "$src"/*/; do
+    d=$(basename "$d")
+    [ -n "$(rank_of "$d")" ] ||
+        fail "folder $d/ has a layer" "not in the list of this suite"
+done
+
+finish
