@@ -10,4 +10,4 @@
 #  include "config.h"
 #endif
 
-#include <uct/gaudi/base/gaudi_compat.c>
+#include <uct/gaudi/compat/gaudi_compat.c>
