@@ -11,7 +11,7 @@ emulator_only "the NIC is emulated"
 ver=$(ucx_info -v 2>/dev/null | sed -n -e 's/^# Library version: //p' \
       -e 's/^# Version //p' -e 's/^# UCT version=\([^ ]*\).*/\1/p')
 if ! gdr_available; then
-    echo "SKIP: UCX ${ver:-?} has no dma-buf registration" \
+    echo "SKIP (UCX ${ver:-?}): no dma-buf registration" \
          "(UCT_MD_FLAG_REG_DMABUF, UCX >= 1.14): the emulated NIC is not" \
          "built here; GPUDirect runs on the upstream releases" \
          "(test/suites/ucx-version.sh)"

@@ -86,6 +86,14 @@ ucx_gtest_release_exclusions() {
            grep -q 'check_reg_mem_type'; then
         echo "gaudi_ipc/test_md.rkey_compare/*|this release's test registers host memory on every MD that registers, without checking reg_mem_types (later releases skip such MDs); gaudi_ipc registers Gaudi memory only"
     fi
+    # (releases whose UCX has no UCX_RCACHE_PURGE_ON_FORK keep cached
+    # regions across fork)
+    if grep -q 'UCS_TEST_SKIP_COND_P(test_md_fork, fork' "$md_cc" \
+           2>/dev/null &&
+       ! ucx_info -c -f 2>/dev/null |
+           grep -q 'RCACHE_PURGE_ON_FORK'; then
+        echo "gaudi_copy/test_md_fork.*|this release keeps registration-cache regions across fork (no UCX_RCACHE_PURGE_ON_FORK) and its test checks that the parent's registered page keeps its frame after fork; on Linux >= 5.9 the driver's long-term pin makes fork give the child a copy of a pinned page (early copy-on-write, Linux 6.1 mm/memory.c:967-969, include/linux/rmap.h:234-341), which the emulator cannot do from user space (docs/hlsim.md, Not emulated), so the parent's page moves here"
+    fi
     if ! grep -A2 'UCS_TEST_SKIP_COND_P(test_md, invalidate' "$md_cc" \
            2>/dev/null | grep -q 'check_reg_mem_type'; then
         echo "gaudi_ipc/test_md.invalidate/*|this release's test registers host memory on every MD with UCT_MD_FLAG_INVALIDATE (later releases skip MDs without host registration); gaudi_ipc registers Gaudi memory only, and its invalidation is tested on Gaudi memory (gaudi_ipc_invalidate, 70-ipc.sh)"
