@@ -567,14 +567,15 @@ static uct_iface_ops_t uct_nicsim_iface_ops = {
     .iface_is_reachable       = uct_nicsim_iface_is_reachable
 };
 
-UCT_GAUDI_IFACE_ADAPTERS(uct_nicsim)
+UCT_GAUDI_IS_REACHABLE_ADAPTER(uct_nicsim_iface_is_reachable_v2,
+                               uct_nicsim_iface_is_reachable)
 
 static uct_iface_internal_ops_t uct_nicsim_iface_internal_ops = {
     .iface_estimate_perf = uct_base_iface_estimate_perf,
     .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
     .ep_query            = (uct_ep_query_func_t)
                                ucs_empty_function_return_unsupported,
-    UCT_GAUDI_IFACE_INTERNAL_OPS(uct_nicsim)
+    UCT_GAUDI_IFACE_INTERNAL_OPS(uct_nicsim_iface_is_reachable_v2)
 };
 
 /* A fabric is named; its id travels in the device address */

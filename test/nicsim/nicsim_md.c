@@ -521,8 +521,9 @@ uct_nicsim_mem_reg_compat(uct_md_h md, void *address, size_t length,
     return uct_nicsim_mem_reg(md, address, length, params, memh_p);
 }
 
-UCT_GAUDI_MD_QUERY_ADAPTER(uct_nicsim)
-UCT_GAUDI_MKEY_PACK_ADAPTER(uct_nicsim)
+UCT_GAUDI_MD_QUERY_ADAPTER(uct_nicsim_md_query_compat, uct_nicsim_md_query,
+                           uct_nicsim_md_query_ext)
+UCT_GAUDI_MKEY_PACK_ADAPTER(uct_nicsim_mkey_pack_compat, uct_nicsim_mkey_pack)
 
 static uct_md_ops_t uct_nicsim_md_ops = {
     .close              = uct_nicsim_md_close,
@@ -602,8 +603,10 @@ static ucs_status_t uct_nicsim_rkey_release(uct_component_t *component,
     return UCS_OK;
 }
 
-UCT_GAUDI_RKEY_UNPACK_ADAPTER(uct_nicsim)
-UCT_GAUDI_RKEY_COMPARE_ADAPTER(uct_nicsim, uct_nicsim_rkey_t)
+UCT_GAUDI_RKEY_UNPACK_ADAPTER(uct_nicsim_rkey_unpack_compat,
+                              uct_nicsim_rkey_unpack)
+UCT_GAUDI_RKEY_COMPARE_ADAPTER(uct_nicsim_rkey_compare_compat,
+                               uct_nicsim_rkey_t)
 
 uct_component_t uct_nicsim_component = {
     .query_md_resources = uct_md_query_single_md_resource,
@@ -614,7 +617,7 @@ uct_component_t uct_nicsim_component = {
     .rkey_ptr           = (uct_component_rkey_ptr_func_t)
                               ucs_empty_function_return_unsupported,
     .rkey_release       = uct_nicsim_rkey_release,
-    UCT_GAUDI_RKEY_COMPARE_OP(uct_nicsim)
+    UCT_GAUDI_RKEY_COMPARE_OP(uct_nicsim_rkey_compare_compat)
     .name               = UCT_NICSIM_NAME,
     .md_config          = {
         .name           = "Emulated RDMA NIC memory domain",
