@@ -31,6 +31,6 @@ fi
 make -j"$jobs" >&2
 make -j"$jobs" -C test/ops check TESTS= >&2
 make -j"$jobs" -C test/mpi check TESTS= >&2
-make -j"$jobs" -C test/nicsim check TESTS= >&2
+make -j"$jobs" -C test/emu/nicsim check TESTS= >&2
 make -j"$jobs" -C test/gtest/ucx ucx_gtest >&2
 echo "$build $ucx/install"

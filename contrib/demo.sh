@@ -1,9 +1,9 @@
 #!/bin/bash
 #
 # The ucx-gaudi demo: build, then show stock UCX using the Gaudi transports
-# on an emulated node of two Gaudi2 devices (test/hlsim), then on a node of
+# on an emulated node of two Gaudi2 devices (test/emu/hlsim), then on a node of
 # two Gaudi3 devices, where the copies go through SynapseAI (the emulated
-# libSynapse of test/synsim, docs/synapse.md).
+# libSynapse of test/emu/synsim, docs/synapse.md).
 #
 set -euo pipefail
 
@@ -67,7 +67,7 @@ echo "Gaudi memory is presented as the '$mem_name' memory type on UCX"\
 echo
 echo "== A Gaudi3 node: no kernel DMA queue, the copies go through SynapseAI"
 export HLSIM_ROOT=$g3_root HLSIM_ASIC=gaudi3
-export UCX_GAUDI_SYNAPSE_LIB="$build/test/synsim/.libs/libSynapse.so"
+export UCX_GAUDI_SYNAPSE_LIB="$build/test/emu/synsim/.libs/libSynapse.so"
 UCX_LOG_LEVEL=diag run ucx_info -d 2>&1 | awk '
     /copy backend/ { sub(/.*UCX  DIAG  /, ""); print "  " $0 }
     /^# Memory domain:/ { show = ($0 ~ /gaudi/) }

@@ -1,7 +1,7 @@
 #!/bin/bash
 #
 # Build ucx-gaudi and run every test suite on the emulated Gaudi node
-# (test/hlsim), against the installed UCX (Debian's); then, against each
+# (test/emu/hlsim), against the installed UCX (Debian's); then, against each
 # upstream UCX release in GAUDI_UCX_VERSIONS (built once from the tarballs
 # in ../shared/ucx-src and cached, contrib/build-ucx.sh), the per-release
 # suite test/suites/ucx-version.sh. Prints the results per UCX version and

@@ -39,7 +39,7 @@ typedef struct {
     unsigned long   progress_calls;
 } bench_t;
 
-/* The emulator's counters (test/hlsim/hlsim.h), when it is preloaded */
+/* The emulator's counters (test/emu/hlsim/hlsim.h), when it is preloaded */
 enum {
     BENCH_COUNTER_CS_IOCTLS      = 10, /* HLSIM_COUNTER_CS_IOCTLS */
     BENCH_COUNTER_WAIT_CS_IOCTLS = 11, /* HLSIM_COUNTER_WAIT_CS_IOCTLS */

@@ -10,9 +10,9 @@
 #        bench/dma/run.sh --model [total_mib [window]]: the engine model
 #   alone (HLSIM_DMA_GBPS, default 4): one engine kept busy with raw CS
 #   ioctls, no module; the rate as a ratio to the model's
-#   (test/hlsim's hlsim_model_bench)
+#   (bench/dma/hlsim_model_bench.c)
 #   --backend: the copy backend (UCX_GAUDI_COPY_BACKEND; synapse uses the
-#   emulated libSynapse of the build, test/synsim); all: every backend the
+#   emulated libSynapse of the build, test/emu/synsim); all: every backend the
 #   ASIC has, one after the other (Gaudi2: kernel, synapse; Gaudi3:
 #   synapse). Default: the module's own choice (auto). CALLGRIND measures
 #   the module's own choice.
@@ -24,8 +24,8 @@ backends=auto
 build=${GAUDI_UCX_BUILD:-$PWD}
 if [ "${1:-}" = --model ]; then
     shift
-    model=$build/test/hlsim/hlsim_model_bench
-    [ -x "$model" ] || make -C "$build/test/hlsim" hlsim_model_bench >/dev/null
+    model=$build/bench/hlsim_model_bench
+    [ -x "$model" ] || make -C "$build/bench" hlsim_model_bench >/dev/null
     root=$(mktemp -d /tmp/hlsim-bench.XXXXXX)
     trap 'rm -rf "$root"' EXIT
     echo "# $(nproc) CPUs, load average $(cut -d' ' -f1 /proc/loadavg)"
@@ -35,7 +35,7 @@ if [ "${1:-}" = --model ]; then
         rm -rf "${root:?}"/*
         HLSIM_ROOT=$root HLSIM_NUM_DEVICES=1 HLSIM_ASIC=gaudi2 \
             HLSIM_DMA_GBPS=$gbps \
-            LD_PRELOAD=$build/test/hlsim/.libs/libhlsim.so "$model" "$@"
+            LD_PRELOAD=$build/test/emu/hlsim/.libs/libhlsim.so "$model" "$@"
     done
     exit
 fi
@@ -49,13 +49,13 @@ if [ "$backends" = all ]; then
     *)      backends="kernel synapse" ;;
     esac
 fi
-bench=$build/test/gtest/dma/gaudi_dma_bench
-[ -x "$bench" ] || make -C "$build/test/gtest/dma" gaudi_dma_bench >/dev/null
+bench=$build/bench/gaudi_dma_bench
+[ -x "$bench" ] || make -C "$build/bench" gaudi_dma_bench >/dev/null
 root=$(mktemp -d /tmp/hlsim-bench.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 export HLSIM_ROOT=$root HLSIM_NUM_DEVICES=1
-export UCX_GAUDI_SYNAPSE_LIB=$build/test/synsim/.libs/libSynapse.so
-preload="$build/test/hlsim/.libs/libhlsim.so $build/src/uct/gaudi/.libs/libuct_gaudi.so"
+export UCX_GAUDI_SYNAPSE_LIB=$build/test/emu/synsim/.libs/libSynapse.so
+preload="$build/test/emu/hlsim/.libs/libhlsim.so $build/src/uct/gaudi/.libs/libuct_gaudi.so"
 # with the engine model on, also the fraction of its limit: the sum over
 # the DMA engines a copy may use (two on Gaudi1 and Gaudi2, whatever
 # number of their streams it uses; docs/driver-facts.md 5.7)

@@ -13,4 +13,4 @@ trap 'rm -rf "$root"' EXIT
 export HLSIM_ROOT=$root HLSIM_NUM_DEVICES=2
 # the program links the module's test build: no ucx-gaudi-run
 LD_PRELOAD=$build/lib/libhlsim.so \
-    "$build/test/gtest/ipc/gaudi_ipc_test" --bench "${@:-$((16 << 20))}"
+    "$build/test/gtest/gaudi_ipc_test" --bench "${@:-$((16 << 20))}"

@@ -8,12 +8,12 @@
 #
 set -eu
 build=${GAUDI_UCX_BUILD:-$PWD}
-bench=$build/test/gtest/md/gaudi_md_bench
-[ -x "$bench" ] || make -C "$build/test/gtest/md" gaudi_md_bench >/dev/null
+bench=$build/bench/gaudi_md_bench
+[ -x "$bench" ] || make -C "$build/bench" gaudi_md_bench >/dev/null
 root=$(mktemp -d /tmp/hlsim-bench.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 # the module is preloaded (the linker drops an unreferenced DT_NEEDED);
 # bistro: UCM's reloc mode deadlocks installing its malloc hooks (docs/md.md)
 HLSIM_ROOT=$root HLSIM_NUM_DEVICES=1 UCX_MEM_MMAP_HOOK_MODE=bistro \
-    LD_PRELOAD="$build/test/hlsim/.libs/libhlsim.so $build/src/uct/gaudi/.libs/libuct_gaudi.so" \
+    LD_PRELOAD="$build/test/emu/hlsim/.libs/libhlsim.so $build/src/uct/gaudi/.libs/libuct_gaudi.so" \
     "$bench" "$@"

@@ -1,8 +1,8 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * The runner of the emulators' own C tests (test/hlsim/test_hlsim.c,
- * test/synsim/test_synsim.c): every test runs in a forked child on a fresh
+ * The runner of the emulators' own C tests (test/emu/hlsim/test_hlsim.c,
+ * test/emu/synsim/test_synsim.c): every test runs in a forked child on a fresh
  * emulated node (its own HLSIM_ROOT) with the environment it names; a
  * failed CHECK reports its reason to the runner through a pipe. Prints
  * "PASS name" / "FAIL name: why" and finally "N passed, N failed".

@@ -2,7 +2,7 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * A process that uses SynapseAI itself and MPI at once, as a PyTorch job
- * does: it links libSynapse (the emulated one, test/synsim), acquires a
+ * does: it links libSynapse (the emulated one, test/emu/synsim), acquires a
  * device, allocates with synDeviceMalloc and copies on its own stream;
  * then MPI (pml ucx) moves those buffers between two ranks while its own
  * stream keeps copying. The module finds SynapseAI loaded, takes its

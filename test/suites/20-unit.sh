@@ -1,6 +1,7 @@
-# Unit tests of the base layer (shim, discovery, mapping table, selection,
-# ownership); each device test re-runs itself in a fresh process with its
-# own emulated node (test/gtest/base/gaudi_unit.cc)
+# Unit tests of the hl/ and dev/ layers (shim, driver identity, discovery,
+# mapping table, selection, ownership: test/gtest/{hl,dev}); each device
+# test re-runs itself in a fresh process with its own emulated node
+# (test/gtest/common/gaudi_unit.cc)
 . "$(dirname "$0")/lib.sh"
 emulator_only "each unit test runs on a fresh emulated node and uses its fault injection and device-status control"
-"$GAUDI_UCX_BUILD/test/gtest/base/gaudi_unit"
+"$GAUDI_UCX_BUILD/test/gtest/gaudi_unit"

@@ -1,7 +1,7 @@
 # The SynapseAI loader and wrappers of the base layer (gaudi_syn.c) against
-# the emulated libSynapse (test/synsim); each device test re-runs itself in
+# the emulated libSynapse (test/emu/synsim); each device test re-runs itself in
 # a fresh process with its own emulated node
-# (test/gtest/base/gaudi_syn_test.cc)
+# (test/gtest/syn/gaudi_syn_test.cc)
 . "$(dirname "$0")/lib.sh"
-SYNSIM_LIB="$GAUDI_UCX_BUILD/test/synsim/.libs/libSynapse.so" \
-    "$GAUDI_UCX_BUILD/test/gtest/base/gaudi_syn_test"
+SYNSIM_LIB="$GAUDI_UCX_BUILD/test/emu/synsim/.libs/libSynapse.so" \
+    "$GAUDI_UCX_BUILD/test/gtest/gaudi_syn_test"

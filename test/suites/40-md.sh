@@ -1,6 +1,6 @@
-# gaudi_copy memory domain gtests (test/gtest/md), once per ASIC model, each
-# on a fresh emulated node. Prints both gtest runs, then one summary in gtest's
-# format for the harness.
+# gaudi_copy memory domain gtests (test/gtest/copy/gaudi_md_test.cc), once
+# per ASIC model, each on a fresh emulated node. Prints both gtest runs,
+# then one summary in gtest's format for the harness.
 . "$(dirname "$0")/lib.sh"
 emulator_only "the MD gtests use the emulator's fault injection and counters and re-exec themselves with it"
 
@@ -10,7 +10,7 @@ emulator_only "the MD gtests use the emulator's fault injection and counters and
 # VM_UNMAPPED. The rcache tests need those events: use UCX's default.
 export UCX_MEM_MMAP_HOOK_MODE=bistro
 
-gtest=$GAUDI_UCX_BUILD/test/gtest/md/gaudi_md_test
+gtest=$GAUDI_UCX_BUILD/test/gtest/gaudi_md_test
 
 # Every driver flavour with the ASICs it has (docs/hlsim.md): habana
 # (default) x Gaudi1/2/3, upstream and legacy (Linux 6.1) x Gaudi1/2;
@@ -50,7 +50,7 @@ for asic in gaudi3 gaudi2 gaudi1; do
     log=$(mktemp); tmpdirs+=("$log")
     echo "=== UCX_GAUDI_COPY_BACKEND=synapse HLSIM_ASIC=$asic"
     HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=1 UCX_GAUDI_COPY_BACKEND=synapse \
-        UCX_GAUDI_SYNAPSE_LIB=$GAUDI_UCX_BUILD/test/synsim/.libs/libSynapse.so \
+        UCX_GAUDI_SYNAPSE_LIB=$GAUDI_UCX_BUILD/test/emu/synsim/.libs/libSynapse.so \
         on_emulator "$gtest" \
         --gtest_filter='*:-*bad_input:*driver_faults:*borrowed_fd*:*dmabuf_held*:*deferred_teardown*:*unmap_busy*:*stable_over*' \
         2>&1 | tee "$log"

@@ -1,16 +1,16 @@
-# DMA engine and gaudi_cpy transport tests (test/gtest/dma) on the emulated
-# node, once per ASIC model and driver flavour: Gaudi2 (user CBs, PDMA
-# queues), Gaudi1 (kernel CBs, DMA_0_x/DMA_1_x), Gaudi3 (refusal only) on
-# Habana's driver, Gaudi2 and Gaudi1 on the upstream and Linux 6.1 drivers;
-# then gaudi_cpy on the SynapseAI copy backend (the emulated libSynapse,
-# test/synsim) on Gaudi3 and Gaudi2.
+# DMA engine and gaudi_cpy transport tests (test/gtest/dma, test/gtest/copy)
+# on the emulated node, once per ASIC model and driver flavour: Gaudi2 (user
+# CBs, PDMA queues), Gaudi1 (kernel CBs, DMA_0_x/DMA_1_x), Gaudi3 (refusal
+# only) on Habana's driver, Gaudi2 and Gaudi1 on the upstream and Linux 6.1
+# drivers; then gaudi_cpy on the SynapseAI copy backend (the emulated
+# libSynapse, test/emu/synsim) on Gaudi3 and Gaudi2.
 # Prints gtest's own output, then one gtest-style summary over all runs for
 # contrib/test.sh.
 . "$(dirname "$0")/lib.sh"
 emulator_only "the DMA gtests inject DMA errors, CS timeouts and resets, and gaudi_cpy_test requires the emulator"
 
-dma_test=$GAUDI_UCX_BUILD/test/gtest/dma/gaudi_dma_test
-cpy_test=$GAUDI_UCX_BUILD/test/gtest/dma/gaudi_cpy_test
+dma_test=$GAUDI_UCX_BUILD/test/gtest/gaudi_dma_test
+cpy_test=$GAUDI_UCX_BUILD/test/gtest/gaudi_cpy_test
 
 # run_asic [FLAVOUR:]ASIC GTEST FILTER (flavours: lib.sh with_flavour)
 run_asic() {
@@ -35,7 +35,7 @@ run_asic() {
 }
 
 # run_syn ASIC GTEST FILTER: run_asic on the SynapseAI copy backend
-synsim_lib=$GAUDI_UCX_BUILD/test/synsim/.libs/libSynapse.so
+synsim_lib=$GAUDI_UCX_BUILD/test/emu/synsim/.libs/libSynapse.so
 run_syn() {
     UCX_GAUDI_COPY_BACKEND=synapse UCX_GAUDI_SYNAPSE_LIB=$synsim_lib \
         run_asic "$@"

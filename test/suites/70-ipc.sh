@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 emulator_only "the IPC gtests use the emulator's counters and switch driver flavours"
 
-gtest=$UCX_GAUDI_BUILD/test/gtest/ipc/gaudi_ipc_test
+gtest=$UCX_GAUDI_BUILD/test/gtest/gaudi_ipc_test
 
 for run in gaudi2:habana gaudi2:upstream gaudi1:habana gaudi1:upstream \
            gaudi2:legacy gaudi1:legacy; do
@@ -38,7 +38,7 @@ for run in auto:gaudi3 synapse:gaudi2 synapse:gaudi1 auto:gaudi3:synapse; do
          "UCX_GAUDI_DEVICE_MEM=${mem:-auto}"
     HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=3 \
         UCX_GAUDI_COPY_BACKEND=$backend UCX_GAUDI_DEVICE_MEM=${mem:-auto} \
-        UCX_GAUDI_SYNAPSE_LIB=$UCX_GAUDI_BUILD/test/synsim/.libs/libSynapse.so \
+        UCX_GAUDI_SYNAPSE_LIB=$UCX_GAUDI_BUILD/test/emu/synsim/.libs/libSynapse.so \
         on_emulator "$gtest" 2>&1 | tee "$log"
     gtest_add "$asic $backend ${mem:-auto}" "$log" "${PIPESTATUS[0]}"
 done

@@ -85,10 +85,10 @@ HLSIM_NODES=legacy NOERR=1 PROG=$rma run_mpi \
 # failure) or deliver wrong data. The counts place the fault in the put
 # phase (6, import: 3) or in the get phase (38) of "gg". A CS timeout is
 # survivable with reset_on_lockup=0; a DMA error and a reset are hard
-# resets, in which the driver kills the device's user (test/hlsim).
+# resets, in which the driver kills the device's user (test/emu/hlsim).
 # The SynapseAI copy backend (emulated libSynapse): Gaudi3 (auto) and
 # Gaudi2 (explicit), the MPI test and UCP RMA
-synsim_lib=$GAUDI_UCX_BUILD/test/synsim/.libs/libSynapse.so
+synsim_lib=$GAUDI_UCX_BUILD/test/emu/synsim/.libs/libSynapse.so
 # (HLSIM_ASIC also for mpirun: the first process on a node records it)
 for run in auto:gaudi3 synapse:gaudi2; do
     export HLSIM_ASIC=${run#*:}

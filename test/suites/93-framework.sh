@@ -1,6 +1,6 @@
 # A framework process (PyTorch with vLLM's NIXL connector) on Gaudi:
 # UCX starts first (MPI_Init with pml ucx, NIXL's UCP context), then the
-# framework dlopen()s SynapseAI (the emulated one, test/synsim), acquires
+# framework dlopen()s SynapseAI (the emulated one, test/emu/synsim), acquires
 # its device and allocates synDeviceMalloc tensors and synHostMalloc
 # pinned memory; MPI tag messages and NIXL's RMA pattern (PEER endpoints,
 # ucp_mem_map without flags, put/get with the memh, flush) move the

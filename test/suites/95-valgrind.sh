@@ -27,10 +27,10 @@ vg_run() {
 }
 
 vg_run "memcheck: gaudi_copy MD" on_emulator \
-    "$GAUDI_UCX_BUILD/test/gtest/md/.libs/gaudi_md_test" \
+    "$GAUDI_UCX_BUILD/test/gtest/.libs/gaudi_md_test" \
     'gaudi_md.alloc_free_sizes:gaudi_md.host_reg_unaligned_overlapping:gaudi_md.device_reg_and_rkey:gaudi_md.rcache_hit_miss:gaudi_md.dmabuf_export:gaudi_md.bad_input:gaudi_md.driver_faults'
 vg_run "memcheck: gaudi_cpy transport" on_node \
-    "$GAUDI_UCX_BUILD/test/gtest/dma/gaudi_cpy_test" \
+    "$GAUDI_UCX_BUILD/test/gtest/gaudi_cpy_test" \
     'cpy_test.caps:cpy_test.short_all_directions:cpy_test.bcopy:cpy_test.bad_input'
 
 finish

@@ -1,4 +1,4 @@
-# GPUDirect RDMA on the emulated NIC (test/nicsim, docs/gdr.md), sourced
+# GPUDirect RDMA on the emulated NIC (test/emu/nicsim, docs/gdr.md), sourced
 # after lib.sh by 94-gdr.sh and ucx-version.sh. The caller sets:
 #   run          how a program runs on the current node with the module
 #   gdr_mpi_env  mpirun arguments that make UCX load the module (-x ...)
@@ -21,7 +21,7 @@
 # wrong fd, offset or length for the module's dma-buf must make the test
 # fail visibly.
 
-gdr_nic=$GAUDI_UCX_BUILD/test/nicsim/.libs/libuct_nicsim.so
+gdr_nic=$GAUDI_UCX_BUILD/test/emu/nicsim/.libs/libuct_nicsim.so
 gdr_suites=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # gdr_available: the NIC was built (UCX with dma-buf registration)
@@ -170,7 +170,7 @@ gdr_suite() {
     # uct level, one node: gaudi_copy's dma-buf registered and moved
     new_node
     HLSIM_NUM_DEVICES=1 run \
-        "$GAUDI_UCX_BUILD/test/nicsim/nicsim_uct_test" > "$out" 2>&1
+        "$GAUDI_UCX_BUILD/test/emu/nicsim/nicsim_uct_test" > "$out" 2>&1
     if grep -q '^[0-9]* passed, 0 failed$' "$out"; then
         pass "uct: the NIC registers the module's dma-buf, put/get$(
               ) byte-checked ($(tail -1 "$out"))"

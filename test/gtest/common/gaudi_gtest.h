@@ -3,7 +3,7 @@
  *
  * Helpers shared by the project's gtest programs (libgaudi_gtest.la):
  * fd counting, UCX log capture, and control of the habanalabs emulator
- * (test/hlsim), which
+ * (test/emu/hlsim), which
  * the tests run on. The emulator is preloaded, never linked: its control
  * API is looked up at run time.
  */
@@ -11,7 +11,7 @@
 #ifndef GAUDI_GTEST_H_
 #define GAUDI_GTEST_H_
 
-#include "../../hlsim/hlsim.h"
+#include "../../emu/hlsim/hlsim.h"
 
 extern "C" {
 #include <ucs/config/types.h>

@@ -2,7 +2,7 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * DMA engine tests (src/uct/gaudi/dma/gaudi_dma*), run on the habanalabs
- * emulator (test/hlsim) for the ASIC of HLSIM_ASIC: data read back and
+ * emulator (test/emu/hlsim) for the ASIC of HLSIM_ASIC: data read back and
  * compared for every direction, sizes 1 B .. 64 MiB, unaligned offsets,
  * multi-transfer copies, the in-flight window, faults, Gaudi3 refusal.
  * Device memory is only ever touched by DMA: its addresses are never

@@ -1,7 +1,7 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * gaudi_ipc tests on the habanalabs emulator (test/hlsim): two processes,
+ * gaudi_ipc tests on the habanalabs emulator (test/emu/hlsim): two processes,
  * each on its own emulated device. This program is the importer (gtest);
  * it starts itself again with --exporter as the peer that allocates,
  * registers, fills and checks buffers on command (stdin/stdout lines).
@@ -23,7 +23,7 @@ extern "C" {
 #include <uct/api/v2/uct_v2.h>
 #include <ucs/async/async.h>
 #include <ucs/time/time.h>
-#include "../../hlsim/hlsim.h"
+#include "../../emu/hlsim/hlsim.h"
 }
 
 #include <dirent.h>

@@ -3,8 +3,8 @@
  *
  * habanalabs driver ABI: the one place that knows ioctl request codes,
  * node names and the struct forms newer than the installed 6.1 uapi header.
- * Shared by the ioctl shim (src/uct/gaudi/base) and the emulator (test/hlsim);
- * it has no UCX dependency on purpose.
+ * Shared by the ioctl shim (src/uct/gaudi/hl) and the emulator
+ * (test/emu/hlsim); it has no UCX dependency on purpose.
  *
  * Facts: docs/driver-facts.md ("facts N.M" below = its section N.M);
  * upstream Linux 6.12 include/uapi/drm/habanalabs_accel.h (UAPI) and

@@ -3,7 +3,7 @@
  *
  * QMAN packet encodings used by the DMA engine: LIN_DMA and NOP. The one
  * place in the plugin that knows packet bits (the emulator keeps its own
- * parser-side copy, test/hlsim/hlsim_packets.h, derived independently from
+ * parser-side copy, test/emu/hlsim/hlsim_packets.h, derived independently from
  * the facts so that a mistake in one is caught by the other). No UCX
  * dependency.
  *

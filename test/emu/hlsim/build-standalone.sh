@@ -1,6 +1,6 @@
 #!/bin/sh
 # Build libhlsim.so and test_hlsim without the autotools tree.
-# Usage: test/hlsim/build-standalone.sh [outdir]   (default: ./build-hlsim)
+# Usage: test/emu/hlsim/build-standalone.sh [outdir]   (default: ./build-hlsim)
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)

@@ -2,7 +2,7 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * Unit tests of src/uct/gaudi/base against the habanalabs emulator
- * (test/hlsim, LD_PRELOAD). The emulator reads its HLSIM_* environment
+ * (test/emu/hlsim, LD_PRELOAD). The emulator reads its HLSIM_* environment
  * once per process, so every test that touches a device re-runs itself in
  * a fresh process (exec of this binary, filtered to the one test) with a
  * fresh HLSIM_ROOT: see GAUDI_UNIT_CHILD().

@@ -7,7 +7,7 @@
  * gaudi_syn_test, which loads the emulated libSynapse.
  */
 
-#include "gaudi_unit.h"
+#include "common/gaudi_unit.h"
 
 #include <string.h>
 

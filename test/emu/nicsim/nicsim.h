@@ -1,7 +1,7 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * The emulated RDMA NIC (test/nicsim, libuct_nicsim.so): what a test can
+ * The emulated RDMA NIC (test/emu/nicsim, libuct_nicsim.so): what a test can
  * read of it. Tests reach it with dlsym(RTLD_DEFAULT,
  * "uct_nicsim_counters_get") when the NIC is preloaded. docs/gdr.md.
  */

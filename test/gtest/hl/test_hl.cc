@@ -5,7 +5,7 @@
  * flavours, errno -> status mapping and the messages of failures.
  */
 
-#include "gaudi_unit.h"
+#include "common/gaudi_unit.h"
 
 #include <errno.h>
 #include <fcntl.h>

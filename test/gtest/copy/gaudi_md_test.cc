@@ -1,7 +1,7 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * gaudi_copy memory domain tests, on the habanalabs emulator (test/hlsim).
+ * gaudi_copy memory domain tests, on the habanalabs emulator (test/emu/hlsim).
  * Run by test/suites/40-md.sh once per ASIC model (HLSIM_ASIC). The program
  * preloads libhlsim.so itself (re-exec) when it is not loaded yet, and uses
  * a fresh HLSIM_ROOT when none is given.
@@ -17,7 +17,7 @@ extern "C" {
 #include <uct/api/uct.h>
 #include <ucs/debug/log_def.h>
 #include <ucs/memory/memtype_cache.h>
-#include "../../hlsim/hlsim.h"
+#include "../../emu/hlsim/hlsim.h"
 }
 
 #include <dirent.h>

@@ -6,7 +6,7 @@
  * itself checked with get_mempolicy, and the DMA engine's host area.
  */
 
-#include "gaudi_unit.h"
+#include "common/gaudi_unit.h"
 
 extern "C" {
 #include <uct/gaudi/dev/gaudi_numa.h>

@@ -6,7 +6,7 @@
  * umem_dmabuf.c: dma_buf_get, dma_buf_dynamic_attach, then
  * dma_buf_map_attachment for the scatter list of the exporter's pages) and
  * then moves data with peer-to-peer DMA to and from those pages. Test
- * entry points for the emulated NIC (test/nicsim); docs/hlsim.md,
+ * entry points for the emulated NIC (test/emu/nicsim); docs/hlsim.md,
  * "Dma-buf importers".
  */
 

@@ -82,7 +82,7 @@ int hlsim_pdma_copy(int fd, uint64_t dst, uint64_t src, uint64_t size);
 
 /*
  * Dma-buf importers other than the habanalabs driver (test entry points
- * for the emulated RDMA NIC, test/nicsim): attach to the dma-buf @fd as
+ * for the emulated RDMA NIC, test/emu/nicsim): attach to the dma-buf @fd as
  * another device's driver does (dma_buf_get + attach + map: the exporter's
  * pages as a scatter list), holding its own reference to it. Returns a
  * handle >= 0 and the dma-buf's size in @size_p; -EBADF: @fd is not open;

@@ -6,7 +6,7 @@
  * and its use next to the op 99 probe.
  */
 
-#include "gaudi_unit.h"
+#include "common/gaudi_unit.h"
 
 #include <errno.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * GAUDI_MAPPING_TABLE parser, driven directly (no device needed).
  */
 
-#include "gaudi_unit.h"
+#include "common/gaudi_unit.h"
 
 #include <string.h>
 

@@ -5,7 +5,7 @@
  * (UCX_GAUDI_*), ownership and sharing of the device context.
  */
 
-#include "gaudi_unit.h"
+#include "common/gaudi_unit.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

@@ -2,8 +2,8 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * Tests of the SynapseAI loader and wrappers (src/uct/gaudi/syn/
- * gaudi_syn.c) against the emulated libSynapse (test/synsim) on the
- * habanalabs emulator (test/hlsim). Every test that touches a device
+ * gaudi_syn.c) against the emulated libSynapse (test/emu/synsim) on the
+ * habanalabs emulator (test/emu/hlsim). Every test that touches a device
  * re-runs itself in a fresh process with its own emulated node
  * (GAUDI_UNIT_CHILD, gaudi_unit.h), since both emulators read their
  * environment once per process.
@@ -22,7 +22,7 @@ extern "C" {
 #include <ucs/debug/log_def.h>
 }
 
-#include "gaudi_unit.h"
+#include "common/gaudi_unit.h"
 
 #include <gtest/gtest.h>
 
