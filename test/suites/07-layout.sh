@@ -1,7 +1,8 @@
 # The source tree keeps its layers (docs/base.md, "Layers"): a folder of
 # src/uct/gaudi includes only from its own layer or the layers below it,
 # copy/ and ipc/ never from each other, and no folder grows past a size a
-# reader can take in at once.
+# reader can take in at once; the gtest sources mirror those folders
+# (test/gtest/<layer>, README.md "Layout").
 . "$(dirname "$0")/lib.sh"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 src=$top/src/uct/gaudi
@@ -57,6 +58,20 @@ for d in "$src"/*/; do
     d=$(basename "$d")
     [ -n "$(rank_of "$d")" ] ||
         fail "folder $d/ has a layer" "not in the list of this suite"
+done
+
+# every folder of test/gtest but common/ (shared) and ucx/ (UCX's own
+# suites) is named after a layer, and holds tests
+for d in "$top"/test/gtest/*/; do
+    d=$(basename "$d")
+    case $d in common|ucx) continue ;; esac
+    if [ -z "$(rank_of "$d")" ]; then
+        fail "test/gtest/$d/ mirrors a layer" "no folder $src/$d"
+    elif ! ls "$top/test/gtest/$d"/*.cc >/dev/null 2>&1; then
+        fail "test/gtest/$d/ mirrors a layer" "it holds no test source"
+    else
+        pass "test/gtest/$d/ mirrors src/uct/gaudi/$d/"
+    fi
 done
 
 finish

@@ -13,12 +13,21 @@ extern "C" {
 #include <ucs/debug/log.h>
 }
 
+#include <fstream>
+#include <sstream>
+
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 
 namespace gaudi_gtest {
@@ -198,6 +207,125 @@ std::string log_capture::dump() const
         s += "\n  [" + std::to_string(e.level) + "] " + e.text;
     }
     return s.empty() ? "\n  (nothing logged)" : s;
+}
+
+std::string current_test()
+{
+    const ::testing::TestInfo *info =
+            ::testing::UnitTest::GetInstance()->current_test_info();
+
+    return std::string(info->test_suite_name()) + "." + info->name();
+}
+
+bool child_result::passed() const
+{
+    return WIFEXITED(status) && (WEXITSTATUS(status) == 0) && ran;
+}
+
+static bool child_env_dropped(const std::string &var, const env_t &env,
+                              const char *const *scrub)
+{
+    std::string name = var.substr(0, var.find('='));
+
+    if ((name == "LD_PRELOAD") || (env.find(name) != env.end())) {
+        return true;
+    }
+    for (; (scrub != NULL) && (*scrub != NULL); ++scrub) {
+        if (!name.compare(0, strlen(*scrub), *scrub)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The child's environment: this one's, less what is dropped, plus @a env
+ * and the emulator in front of LD_PRELOAD */
+static std::vector<std::string>
+child_environment(const env_t &env, const char *const *scrub)
+{
+    std::vector<std::string> vars;
+
+    for (char **e = environ; *e != NULL; ++e) {
+        if (!child_env_dropped(*e, env, scrub)) {
+            vars.push_back(*e);
+        }
+    }
+    vars.push_back("LD_PRELOAD=" + hlsim_preload(getenv("LD_PRELOAD")));
+    for (auto &kv : env) {
+        vars.push_back(kv.first + "=" + kv.second);
+    }
+    return vars;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+                        struct FTW *ftw)
+{
+    return remove(path);
+}
+
+/* fork and exec this program filtered to @a name; its output to @a out */
+static pid_t child_start(const std::string &name,
+                         std::vector<std::string> &vars,
+                         const std::string &out)
+{
+    std::string self = "/proc/self/exe", filter = "--gtest_filter=" + name;
+    std::vector<char*> argv = { &self[0], &filter[0], NULL }, envp;
+    pid_t pid;
+    int fd;
+
+    for (auto &v : vars) {
+        envp.push_back(&v[0]);
+    }
+    envp.push_back(NULL);
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid == 0) {
+        fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execve(self.c_str(), argv.data(), envp.data());
+        _exit(127);
+    }
+    return pid;
+}
+
+child_result run_test_in_child(const std::string &name, const env_t &env,
+                               bool fresh_node, const char *const *scrub)
+{
+    char dir[] = "/tmp/gaudi_gtest.XXXXXX";
+    std::vector<std::string> vars;
+    std::stringstream text;
+    env_t all = env;
+    child_result r;
+    pid_t pid;
+
+    if (mkdtemp(dir) == NULL) {
+        ADD_FAILURE() << "mkdtemp: " << strerror(errno);
+        return r;
+    }
+    if (fresh_node) {
+        all["HLSIM_ROOT"] = std::string(dir) + "/node";
+    }
+    vars = child_environment(all, scrub);
+
+    pid = child_start(name, vars, std::string(dir) + "/output");
+    if (pid < 0) {
+        ADD_FAILURE() << "fork: " << strerror(errno);
+    } else if (waitpid(pid, &r.status, 0) != pid) {
+        ADD_FAILURE() << "waitpid: " << strerror(errno);
+    }
+
+    text << std::ifstream(std::string(dir) + "/output").rdbuf();
+    r.output  = text.str();
+    r.skipped = r.output.find("[  SKIPPED ] " + name) != std::string::npos;
+    r.ran     = r.skipped ||
+                (r.output.find("[       OK ] " + name) != std::string::npos);
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return r;
 }
 
 } // namespace gaudi_gtest

@@ -2,10 +2,10 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * Helpers shared by the project's gtest programs (libgaudi_gtest.la):
- * fd counting, UCX log capture, and control of the habanalabs emulator
- * (test/emu/hlsim), which
- * the tests run on. The emulator is preloaded, never linked: its control
- * API is looked up at run time.
+ * fd counting, UCX log capture, the runner of a test in a child process,
+ * and control of the habanalabs emulator (test/emu/hlsim), which the
+ * tests run on. The emulator is preloaded, never linked: its control API
+ * is looked up at run time.
  */
 
 #ifndef GAUDI_GTEST_H_
@@ -18,6 +18,7 @@ extern "C" {
 }
 
 #include <stdint.h>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,34 @@ private:
  * fresh node (HLSIM_ROOT=/tmp/<name>.XXXXXX) when HLSIM_ROOT is unset.
  */
 void hlsim_setup(char **argv, const char *name);
+
+/* "Suite.name" of the test running now */
+std::string current_test();
+
+typedef std::map<std::string, std::string> env_t;
+
+/* How a test ran in a child process */
+struct child_result {
+    int         status = -1;  /* its wait status */
+    std::string output;       /* its stdout and stderr */
+    bool        ran = false;  /* gtest reported the test: OK or SKIPPED */
+    bool        skipped = false;
+
+    /* exit 0 alone is no pass: a filter that matched nothing exits 0 too */
+    bool passed() const;
+};
+
+/*
+ * Run test @a name of this program in a child: the program exec'ed,
+ * filtered to that test, with the emulator preloaded, the variables that
+ * start with one of @a scrub (NULL-terminated, may be NULL) removed from
+ * the environment and those of @a env set. With @a fresh_node the child
+ * gets a node of its own (HLSIM_ROOT in a fresh directory, removed after),
+ * else it shares this process's.
+ */
+child_result run_test_in_child(const std::string &name, const env_t &env,
+                               bool fresh_node = true,
+                               const char *const *scrub = NULL);
 
 } // namespace gaudi_gtest
 

@@ -1,29 +1,22 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * Test support: re-run in a child process, log capture (see gaudi_unit.h;
- * fd counting and emulator control are in test/gtest/common).
+ * Test support of gaudi_unit and gaudi_syn_test (see gaudi_unit.h): each
+ * device test re-run in a child on a fresh node, through the runner of
+ * gaudi_gtest.h, and a process that holds a node open.
  */
 
 #include "gaudi_unit.h"
 
-#include <fstream>
-#include <sstream>
-
 #include <fcntl.h>
-#include <ftw.h>
-#include <signal.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 #define GAUDI_UNIT_CHILD_ENV "GAUDI_UNIT_CHILD"
 
 /* Variables a child must not inherit from the test runner's environment */
-static const char *gaudi_unit_scrubbed[] = {
+static const char *const gaudi_unit_scrubbed[] = {
     "HLSIM_", "UCX_GAUDI_", "GAUDI_MAPPING_TABLE", "OMPI_COMM_WORLD_LOCAL_RANK",
     "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
     "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID", "LOCAL_RANK", "SYNSIM_INFO",
@@ -33,33 +26,10 @@ static const char *gaudi_unit_scrubbed[] = {
 
 namespace gaudi_unit {
 
-static bool scrubbed(const char *var)
-{
-    for (const char **p = gaudi_unit_scrubbed; *p != NULL; ++p) {
-        if (!strncmp(var, *p, strlen(*p))) {
-            return true;
-        }
-    }
-    return false;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag,
-                    struct FTW *ftw)
-{
-    return remove(path);
-}
-
 int in_child(const env_t &env)
 {
-    const ::testing::TestInfo *info =
-            ::testing::UnitTest::GetInstance()->current_test_info();
-    std::vector<std::string> vars;
-    std::vector<char*> envp, argv;
-    char root[] = "/tmp/gaudi_unit.XXXXXX";
-    std::string filter, self, out, name;
-    bool passed, ran, skipped;
-    int status;
-    pid_t pid;
+    gaudi_gtest::env_t vars = env;
+    gaudi_gtest::child_result r;
 
     if (getenv(GAUDI_UNIT_CHILD_ENV) != NULL) {
         if (!gaudi_gtest::hlsim_loaded()) {
@@ -69,69 +39,15 @@ int in_child(const env_t &env)
         return IN_CHILD;
     }
 
-    if (mkdtemp(root) == NULL) {
-        ADD_FAILURE() << "mkdtemp: " << strerror(errno);
-        return PARENT_DONE;
-    }
-
-    for (char **e = environ; *e != NULL; ++e) {
-        if (!scrubbed(*e) && strncmp(*e, "LD_PRELOAD=", 11)) {
-            vars.push_back(*e);
-        }
-    }
-    vars.push_back(std::string("LD_PRELOAD=") +
-                   gaudi_gtest::hlsim_preload(getenv("LD_PRELOAD")));
-    vars.push_back(std::string("HLSIM_ROOT=") + root + "/node");
-    vars.push_back(GAUDI_UNIT_CHILD_ENV "=1");
-    for (auto &kv : env) {
-        vars.push_back(kv.first + "=" + kv.second);
-    }
-    for (auto &v : vars) {
-        envp.push_back(&v[0]);
-    }
-    envp.push_back(NULL);
-
-    self   = "/proc/self/exe";
-    name   = std::string(info->test_suite_name()) + "." + info->name();
-    filter = "--gtest_filter=" + name;
-    argv.push_back(&self[0]);
-    argv.push_back(&filter[0]);
-    argv.push_back(NULL);
-
-    /* the child's output is shown only if it fails */
-    out = std::string(root) + "/output";
-    fflush(stdout);
-    fflush(stderr);
-    pid = fork();
-    if (pid == 0) {
-        int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execve(self.c_str(), argv.data(), envp.data());
-        _exit(127);
-    }
-
-    EXPECT_GT(pid, 0);
-    EXPECT_EQ(pid, waitpid(pid, &status, 0));
-    std::ifstream f(out);
-    std::stringstream text;
-    text << f.rdbuf();
-    /* exit 0 alone is no pass: the child must have run this very test
-     * (a filter that matched nothing also exits 0) */
-    skipped = text.str().find("[  SKIPPED ] " + name) != std::string::npos;
-    ran     = skipped ||
-              (text.str().find("[       OK ] " + name) != std::string::npos);
-    passed  = WIFEXITED(status) && (WEXITSTATUS(status) == 0) && ran;
-    if (!passed) {
+    vars[GAUDI_UNIT_CHILD_ENV] = "1";
+    r = gaudi_gtest::run_test_in_child(gaudi_gtest::current_test(), vars,
+                                       true, gaudi_unit_scrubbed);
+    if (!r.passed()) {
         ADD_FAILURE() << "the test failed in its child process (status "
-                      << status << (ran ? "" : ", test did not run")
-                      << "), its output:\n" << text.str();
+                      << r.status << (r.ran ? "" : ", test did not run")
+                      << "), its output:\n" << r.output;
     }
-    nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    return (passed && skipped) ? PARENT_SKIPPED : PARENT_DONE;
+    return (r.passed() && r.skipped) ? PARENT_SKIPPED : PARENT_DONE;
 }
 
 node_holder::node_holder(int minor) : m_pid(-1), m_pipe(-1), m_ok(false)

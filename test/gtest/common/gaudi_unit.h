@@ -31,7 +31,7 @@ extern "C" {
 
 namespace gaudi_unit {
 
-typedef std::map<std::string, std::string> env_t;
+typedef gaudi_gtest::env_t env_t;
 
 enum {
     PARENT_DONE    = 0,  /* the child ran the test (and it was checked) */

@@ -784,28 +784,17 @@ protected:
         }
     }
 
-    /* Run this test in a child with @a fault_case and @a dfa set; its
-     * wait status */
-    int run_case(const char *fault_case, const char *dfa) {
-        const ::testing::TestInfo *info =
-            ::testing::UnitTest::GetInstance()->current_test_info();
-        std::string filter = std::string("--gtest_filter=") +
-                             info->test_suite_name() + "." + info->name();
-        int st = -1;
-        pid_t pid;
+    /* Run this test in a child, on this node, with @a fault_case and
+     * @a dfa set */
+    gaudi_gtest::child_result run_case(const char *fault_case,
+                                       const char *dfa) {
+        gaudi_gtest::env_t env = {{GAUDI_CPY_SYN_FAULT, fault_case}};
 
-        pid = fork();
-        if (pid == 0) {
-            setenv(GAUDI_CPY_SYN_FAULT, fault_case, 1);
-            if (dfa != NULL) {
-                setenv("TERMINATE_SYNAPSE_UPON_DFA", dfa, 1);
-            }
-            execl("/proc/self/exe", "gaudi_cpy_test", filter.c_str(),
-                  (char*)NULL);
-            _exit(127);
+        if (dfa != NULL) {
+            env["TERMINATE_SYNAPSE_UPON_DFA"] = dfa;
         }
-        EXPECT_EQ(pid, waitpid(pid, &st, 0));
-        return st;
+        return gaudi_gtest::run_test_in_child(gaudi_gtest::current_test(),
+                                              env, false);
     }
 
     /* The child's part: the copies of @a fault_case */
@@ -882,15 +871,17 @@ TEST_F(cpy_syn_fault_test, synapse_faults) {
     /* by default SynapseAI's failure handler SIGKILLs the process, for an
      * asynchronous copy and a synchronous one alike */
     for (const char *c : {"kill_async", "kill_sync"}) {
-        int st = run_case(c, NULL);
-        EXPECT_TRUE(WIFSIGNALED(st) && (WTERMSIG(st) == SIGKILL))
-            << c << ": child status 0x" << std::hex << st;
+        gaudi_gtest::child_result r = run_case(c, NULL);
+        EXPECT_TRUE(WIFSIGNALED(r.status) && (WTERMSIG(r.status) == SIGKILL))
+            << c << ": child status 0x" << std::hex << r.status << "\n"
+            << r.output;
     }
     /* the handler disabled, and a page fault: the child's own checks */
     for (const char *c : {"disabled", "page_fault"}) {
-        int st = run_case(c, "0");
-        EXPECT_TRUE(WIFEXITED(st) && (WEXITSTATUS(st) == 0))
-            << c << ": child status 0x" << std::hex << st;
+        gaudi_gtest::child_result r = run_case(c, "0");
+        EXPECT_TRUE(r.passed() && !r.skipped)
+            << c << ": child status 0x" << std::hex << r.status << "\n"
+            << r.output;
     }
 }
 

@@ -1127,37 +1127,10 @@ TEST_F(gaudi_md, unmap_busy_defers_chunk_release)
  */
 TEST_F(gaudi_md, borrowed_fd)
 {
-    char root[] = "/tmp/gaudi_md_borrow.XXXXXX";
-    ASSERT_TRUE(mkdtemp(root) != NULL);
-    int pfd[2];
-    ASSERT_EQ(0, pipe(pfd));
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(pfd[1], 1);
-        dup2(pfd[1], 2);
-        close(pfd[0]);
-        setenv("HLSIM_ROOT", root, 1);
-        setenv("GAUDI_MD_TEST_BORROW", "1", 1);
-        execl("/proc/self/exe", "gaudi_md_test",
-              "--gtest_filter=gaudi_md.borrowed_fd_child", (char*)NULL);
-        _exit(3);
-    }
-    close(pfd[1]);
-    std::string out;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(pfd[0], buf, sizeof(buf))) > 0) {
-        out.append(buf, n);
-    }
-    close(pfd[0]);
-    int st;
-    waitpid(pid, &st, 0);
-    std::string cmd = std::string("rm -rf ") + root;
-    (void)system(cmd.c_str());
+    gaudi_gtest::child_result r = gaudi_gtest::run_test_in_child(
+            "gaudi_md.borrowed_fd_child", {{"GAUDI_MD_TEST_BORROW", "1"}});
 
-    EXPECT_TRUE(WIFEXITED(st) && (WEXITSTATUS(st) == 0)) << out;
-    EXPECT_NE(std::string::npos,
-              out.find("[       OK ] gaudi_md.borrowed_fd_child")) << out;
+    EXPECT_TRUE(r.passed() && !r.skipped) << r.output;
 }
 
 TEST_F(gaudi_md, borrowed_fd_child)
@@ -1205,37 +1178,11 @@ TEST_F(gaudi_md, dmabuf_held_at_teardown)
         GTEST_SKIP() << "Gaudi1: chunks are never unmapped";
     }
 
-    char root[] = "/tmp/gaudi_md_teardown.XXXXXX";
-    ASSERT_TRUE(mkdtemp(root) != NULL);
-    int pfd[2];
-    ASSERT_EQ(0, pipe(pfd));
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(pfd[1], 1);
-        close(pfd[0]);
-        setenv("HLSIM_ROOT", root, 1);
-        setenv("GAUDI_MD_TEST_TEARDOWN_CHILD", "1", 1);
-        execl("/proc/self/exe", "gaudi_md_test",
-              "--gtest_filter=gaudi_md.deferred_teardown_child", (char*)NULL);
-        _exit(3);
-    }
-    close(pfd[1]);
-    std::string out;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(pfd[0], buf, sizeof(buf))) > 0) {
-        out.append(buf, n);
-    }
-    close(pfd[0]);
-    int st;
-    waitpid(pid, &st, 0);
-    std::string cmd = std::string("rm -rf ") + root;
-    (void)system(cmd.c_str());
+    gaudi_gtest::child_result r = gaudi_gtest::run_test_in_child(
+            "gaudi_md.deferred_teardown_child",
+            {{"GAUDI_MD_TEST_TEARDOWN_CHILD", "1"}});
 
-    EXPECT_TRUE(WIFEXITED(st) && (WEXITSTATUS(st) == 0)) << out;
-    EXPECT_NE(std::string::npos,
-              out.find("[       OK ] gaudi_md.deferred_teardown_child"))
-            << out;
+    EXPECT_TRUE(r.passed() && !r.skipped) << r.output;
 }
 
 TEST_F(gaudi_md, deferred_teardown_child)
