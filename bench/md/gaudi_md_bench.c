@@ -3,11 +3,15 @@
  *
  * gaudi_copy registration cost: uct_md_mem_reg + uct_md_mem_dereg of host
  * memory with a registration-cache hit, with a miss, and with the cache
- * off, in one run. Usage: gaudi_md_bench [iterations [buffer_bytes]].
+ * off, in one run, in a process that uses a Gaudi device (it allocates
+ * device memory first, as an application does); and, before that, the
+ * same with no device in use yet, where a registration only records the
+ * range (docs/md.md). Usage: gaudi_md_bench [iterations [buffer_bytes]].
  * Run on the emulator by bench/md/run.sh. No assertions: it reports.
  */
 
 #include <uct/api/uct.h>
+#include <uct/gaudi/api/uct_gaudi.h>
 #include <ucs/time/time.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,8 +94,9 @@ int main(int argc, char **argv)
                              NULL};
     const char *off_kv[]  = {"RCACHE", "no", NULL};
     uct_component_h comp;
-    double hit, miss, off;
+    double nodev, hit, miss, off;
     char *bufs[2];
+    void *dev;
     uct_md_h md;
 
     comp = bench_component();
@@ -105,6 +110,16 @@ int main(int argc, char **argv)
     memset(bufs[0], 1, size);
     memset(bufs[1], 1, size);
 
+    /* no device in use: each registration looks for the application's */
+    md    = bench_md_open(comp, hit_kv);
+    nodev = md ? bench_run(md, bufs, 1, size, iters / 10) : -1;
+    if (md) uct_md_close(md);
+
+    /* the process takes its device, as an application of Gaudi memory */
+    if (uct_gaudi_mem_alloc(4096, &dev) != UCS_OK) {
+        fprintf(stderr, "device memory allocation failed\n");
+        return 1;
+    }
     md   = bench_md_open(comp, hit_kv);
     hit  = md ? bench_run(md, bufs, 1, size, iters) : -1;
     if (md) uct_md_close(md);
@@ -119,8 +134,10 @@ int main(int argc, char **argv)
     printf("%-24s %12.1f\n", "rcache hit", hit);
     printf("%-24s %12.1f\n", "rcache miss", miss);
     printf("%-24s %12.1f\n", "rcache off", off);
+    printf("%-24s %12.1f\n", "no device in use yet", nodev);
     printf("hit/miss ratio: %.2f%% (goal <= 5%%), buffer %zu bytes, "
            "%ld iterations\n", 100.0 * hit / miss, size, iters);
+    uct_gaudi_mem_free(dev);
     free(bufs[0]);
     free(bufs[1]);
     return 0;

@@ -3,7 +3,7 @@
 # Usage: test/emu/hlsim/build-standalone.sh [outdir]   (default: ./build-hlsim)
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/../.." && pwd)
+top=$(cd "$here/../../.." && pwd)
 out=${1:-build-hlsim}
 mkdir -p "$out"
 CC=${CC:-gcc}

@@ -86,8 +86,13 @@ TEST(gaudi_syn_load, missing_library)
 {
     log_capture log;
     uct_gaudi_syn_t syn;
+    uint64_t absent_at = 0;
 
-    EXPECT_FALSE(uct_gaudi_syn_is_loaded("libSynapse-not-there.so"));
+    EXPECT_FALSE(uct_gaudi_syn_is_loaded("libSynapse-not-there.so",
+                                         &absent_at));
+    EXPECT_NE(0u, absent_at);                     /* remembered */
+    EXPECT_FALSE(uct_gaudi_syn_is_loaded("libSynapse-not-there.so",
+                                         &absent_at));
     EXPECT_EQ(UCS_ERR_UNSUPPORTED,
               uct_gaudi_syn_load("libSynapse-not-there.so",
                                  uct_gaudi_device_minor_known, &syn));
@@ -116,8 +121,9 @@ TEST(gaudi_syn_load, own_reference)
 {
     GAUDI_UNIT_CHILD();
     uct_gaudi_syn_t syn;
+    uint64_t absent_at = 0;
 
-    EXPECT_FALSE(uct_gaudi_syn_is_loaded(NULL));
+    EXPECT_FALSE(uct_gaudi_syn_is_loaded(NULL, &absent_at));
     ASSERT_EQ(UCS_OK, uct_gaudi_syn_load(syn_lib(),
                                          uct_gaudi_device_minor_known, &syn));
     EXPECT_FALSE(syn.preloaded);
@@ -126,9 +132,10 @@ TEST(gaudi_syn_load, own_reference)
     EXPECT_NE(nullptr, (void*)syn.ops.memcpy_async_multiple);
     /* local: it never preempts the application's symbols */
     EXPECT_EQ(nullptr, dlsym(RTLD_DEFAULT, "synDeviceGetInfo"));
-    EXPECT_TRUE(uct_gaudi_syn_is_loaded(NULL));   /* found by its soname */
+    /* found by its soname, the remembered absence being stale */
+    EXPECT_TRUE(uct_gaudi_syn_is_loaded(NULL, &absent_at));
     uct_gaudi_syn_unload(&syn);
-    EXPECT_FALSE(uct_gaudi_syn_is_loaded(NULL));
+    EXPECT_FALSE(uct_gaudi_syn_is_loaded(NULL, &absent_at));
 }
 
 /* By its default name, found like any library (LD_LIBRARY_PATH here) */
@@ -157,17 +164,22 @@ TEST(gaudi_syn_load, default_name)
 TEST(gaudi_syn_load, preloaded)
 {
     GAUDI_UNIT_CHILD();
-    void *app = dlopen(syn_lib(), RTLD_NOW | RTLD_GLOBAL);
+    uint64_t absent_at = 0;
     uct_gaudi_syn_t syn;
+    void *app;
 
+    /* absent, remembered; the application's load makes that stale */
+    EXPECT_FALSE(uct_gaudi_syn_is_loaded(NULL, &absent_at));
+    EXPECT_NE(0u, absent_at);
+    app = dlopen(syn_lib(), RTLD_NOW | RTLD_GLOBAL);
     ASSERT_NE(nullptr, app) << dlerror();
-    EXPECT_TRUE(uct_gaudi_syn_is_loaded(NULL));
+    EXPECT_TRUE(uct_gaudi_syn_is_loaded(NULL, &absent_at));
     ASSERT_EQ(UCS_OK, uct_gaudi_syn_load(NULL, uct_gaudi_device_minor_known,
                                          &syn));
     EXPECT_TRUE(syn.preloaded);
     EXPECT_EQ(dlsym(app, "synMemCopyAsync"), (void*)syn.ops.memcpy_async);
     uct_gaudi_syn_unload(&syn);
-    EXPECT_TRUE(uct_gaudi_syn_is_loaded(NULL));   /* the app's stays */
+    EXPECT_TRUE(uct_gaudi_syn_is_loaded(NULL, &absent_at)); /* app's stays */
     dlclose(app);
 }
 

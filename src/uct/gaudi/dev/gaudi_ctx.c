@@ -110,6 +110,13 @@ static ucs_status_t uct_gaudi_ctx_create(const uct_gaudi_dev_info_t *info,
                                          const char *source,
                                          uct_gaudi_ctx_t **ctx_p);
 
+/* Whether the process has loaded SynapseAI @a libname */
+static int uct_gaudi_ctx_syn_loaded(const char *libname)
+{
+    return uct_gaudi_syn_is_loaded(libname,
+                                   &uct_gaudi_process.backend.syn_absent_at);
+}
+
 /*
  * The backend for a device of @a asic: UCX_GAUDI_COPY_BACKEND, or in auto
  * SynapseAI when the process already loaded it (its stream work and ours
@@ -128,7 +135,7 @@ static void uct_gaudi_ctx_choose(uct_gaudi_asic_t asic,
         ucs_snprintf_zero(choice->why, sizeof(choice->why),
                           "UCX_GAUDI_COPY_BACKEND=%s",
                           uct_gaudi_backend_names[config->copy_backend]);
-    } else if (uct_gaudi_syn_is_loaded(config->synapse_lib)) {
+    } else if (uct_gaudi_ctx_syn_loaded(config->synapse_lib)) {
         choice->backend = UCT_GAUDI_BACKEND_SYNAPSE;
         ucs_snprintf_zero(choice->why, sizeof(choice->why),
                           "auto: %s is loaded in the process",
@@ -920,7 +927,7 @@ static ucs_status_t uct_gaudi_ctx_get_selected(int may_open,
                              &choice);
         if ((choice.backend == UCT_GAUDI_BACKEND_SYNAPSE) &&
             (config->synapse != UCS_NO) &&
-            uct_gaudi_syn_is_loaded(config->synapse_lib)) {
+            uct_gaudi_ctx_syn_loaded(config->synapse_lib)) {
             status = uct_gaudi_ctx_syn_open(info, &choice,
                                             config->open_timeout,
                                             info != NULL, may_open, ctx_p);
@@ -1123,7 +1130,7 @@ uct_gaudi_backend_t uct_gaudi_ctx_expected_backend(uct_gaudi_asic_t asic)
     if (uct_gaudi_process.backend.value < 0) {
         uct_gaudi_ctx_choose(asic, &choice);
         if ((choice.backend == UCT_GAUDI_BACKEND_SYNAPSE) &&
-            !uct_gaudi_syn_is_loaded(libname)) {
+            !uct_gaudi_ctx_syn_loaded(libname)) {
             /* SynapseAI is to copy: the library must load (auto falls
              * back to the kernel backend, as at the take); it stays
              * loaded, as the take will use it */

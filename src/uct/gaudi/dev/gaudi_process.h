@@ -33,6 +33,9 @@
  *   8. backend.lock      the expected copy backend        (process)
  *   9. discovery.lock, config.lock: leaves, never nested in each other
  *
+ * backend.syn_absent_at is read and written atomically, under any lock
+ * or none.
+ *
  * The table is claimed for a selection or an open, not locked: ctx.lock
  * is held only to claim, release and count references, and a back-off
  * releases the claim while it sleeps (gaudi_ctx.c, uct_gaudi_ctx_wait).
@@ -69,6 +72,8 @@ typedef struct uct_gaudi_process {
         pthread_mutex_t lock;
         int             value;              /* uct_gaudi_backend_t, -1 */
         uct_gaudi_syn_t syn;                /* kept loaded for the take */
+        uint64_t        syn_absent_at;      /* atomic, no lock:
+                                               uct_gaudi_syn_is_loaded */
     } backend;                              /* gaudi_ctx.c */
 } uct_gaudi_process_t;
 

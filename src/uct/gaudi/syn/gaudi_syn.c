@@ -193,12 +193,40 @@ static ucs_status_t uct_gaudi_syn_fail(const char *call,
     })
 
 
-int uct_gaudi_syn_is_loaded(const char *libname)
+static int uct_gaudi_syn_loads_cb(struct dl_phdr_info *info, size_t size,
+                                  void *arg)
 {
-    void *handle = dlopen((libname != NULL) ? libname :
-                          UCT_GAUDI_SYN_LIB_DEFAULT, RTLD_NOW | RTLD_NOLOAD);
+    *(uint64_t*)arg = info->dlpi_adds;
+    return 1;
+}
 
+/* How many objects the process has loaded so far (dlpi_adds) */
+static uint64_t uct_gaudi_syn_loads(void)
+{
+    uint64_t loads = 0;
+
+    dl_iterate_phdr(uct_gaudi_syn_loads_cb, &loads);
+    return loads;
+}
+
+int uct_gaudi_syn_is_loaded(const char *libname, uint64_t *absent_at)
+{
+    /* counted before the search: a load during it makes the entry stale */
+    uint64_t loads = uct_gaudi_syn_loads();
+    void *handle;
+
+    /* dlopen(RTLD_NOLOAD) of a bare name searches the library path each
+     * time (about ten failed opens); a process with no device asks at
+     * every registration */
+    if ((loads != 0) && (__atomic_load_n(absent_at, __ATOMIC_RELAXED) ==
+                         loads)) {
+        return 0;
+    }
+
+    handle = dlopen((libname != NULL) ? libname : UCT_GAUDI_SYN_LIB_DEFAULT,
+                    RTLD_NOW | RTLD_NOLOAD);
     if (handle == NULL) {
+        __atomic_store_n(absent_at, loads, __ATOMIC_RELAXED);
         return 0;
     }
     dlclose(handle);

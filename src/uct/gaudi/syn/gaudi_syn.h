@@ -14,6 +14,7 @@
 #include <ucs/type/status.h>
 
 #include <stddef.h>
+#include <stdint.h>
 
 
 /* Default library name, looked up like any dlopen() name */
@@ -85,8 +86,14 @@ typedef struct uct_gaudi_syn {
 } uct_gaudi_syn_t;
 
 
-/* Whether the process has already loaded @a libname (RTLD_NOLOAD) */
-int uct_gaudi_syn_is_loaded(const char *libname);
+/*
+ * Whether the process has already loaded @a libname (RTLD_NOLOAD).
+ * @a absent_at, the caller's and read and written atomically, remembers
+ * how many objects the process had loaded when the library was last
+ * found absent (0: never): while none has been loaded since, the answer
+ * stands without a search of the library path.
+ */
+int uct_gaudi_syn_is_loaded(const char *libname, uint64_t *absent_at);
 
 /*
  * Load @a libname (NULL: UCT_GAUDI_SYN_LIB_DEFAULT): the copy the process
