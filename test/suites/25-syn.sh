@@ -3,5 +3,5 @@
 # a fresh process with its own emulated node
 # (test/gtest/syn/gaudi_syn_test.cc)
 . "$(dirname "$0")/lib.sh"
-SYNSIM_LIB="$GAUDI_UCX_BUILD/test/emu/synsim/.libs/libSynapse.so" \
+SYNSIM_LIB="$synsim_lib" \
     "$GAUDI_UCX_BUILD/test/gtest/gaudi_syn_test"

@@ -29,7 +29,7 @@ for asic in gaudi3 gaudi2; do
     new_node
     echo "=== HLSIM_ASIC=$asic UCX_GAUDI_COPY_BACKEND=synapse"
     HLSIM_ASIC=$asic UCX_GAUDI_COPY_BACKEND=synapse \
-        UCX_GAUDI_SYNAPSE_LIB=$GAUDI_UCX_BUILD/test/emu/synsim/.libs/libSynapse.so \
+        UCX_GAUDI_SYNAPSE_LIB=$synsim_lib \
         run_prog gaudi_dmabuf_test
 done
 for d in "${tmpdirs[@]}"; do rm -rf "$d"; done

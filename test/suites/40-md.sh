@@ -50,7 +50,7 @@ for asic in gaudi3 gaudi2 gaudi1; do
     log=$(mktemp); tmpdirs+=("$log")
     echo "=== UCX_GAUDI_COPY_BACKEND=synapse HLSIM_ASIC=$asic"
     HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=1 UCX_GAUDI_COPY_BACKEND=synapse \
-        UCX_GAUDI_SYNAPSE_LIB=$GAUDI_UCX_BUILD/test/emu/synsim/.libs/libSynapse.so \
+        UCX_GAUDI_SYNAPSE_LIB=$synsim_lib \
         on_emulator "$gtest" \
         --gtest_filter='*:-*bad_input:*driver_faults:*borrowed_fd*:*dmabuf_held*:*deferred_teardown*:*unmap_busy*:*stable_over*' \
         2>&1 | tee "$log"

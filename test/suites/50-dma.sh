@@ -35,7 +35,6 @@ run_asic() {
 }
 
 # run_syn ASIC GTEST FILTER: run_asic on the SynapseAI copy backend
-synsim_lib=$GAUDI_UCX_BUILD/test/emu/synsim/.libs/libSynapse.so
 run_syn() {
     UCX_GAUDI_COPY_BACKEND=synapse UCX_GAUDI_SYNAPSE_LIB=$synsim_lib \
         run_asic "$@"

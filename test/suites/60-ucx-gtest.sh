@@ -15,7 +15,7 @@ need_free_devices 1
 # backend (the emulated libSynapse): Gaudi3, where auto picks it, and
 # Gaudi2 with UCX_GAUDI_COPY_BACKEND=synapse
 export HLSIM_NUM_DEVICES=2
-export UCX_GAUDI_SYNAPSE_LIB=$GAUDI_UCX_BUILD/test/emu/synsim/.libs/libSynapse.so
+export UCX_GAUDI_SYNAPSE_LIB=$synsim_lib
 for run in kernel:gaudi2 auto:gaudi3 synapse:gaudi2; do
     echo "=== UCX_GAUDI_COPY_BACKEND=${run%%:*} HLSIM_ASIC=${run#*:}"
     new_node

@@ -38,7 +38,7 @@ for run in auto:gaudi3 synapse:gaudi2 synapse:gaudi1 auto:gaudi3:synapse; do
          "UCX_GAUDI_DEVICE_MEM=${mem:-auto}"
     HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=3 \
         UCX_GAUDI_COPY_BACKEND=$backend UCX_GAUDI_DEVICE_MEM=${mem:-auto} \
-        UCX_GAUDI_SYNAPSE_LIB=$UCX_GAUDI_BUILD/test/emu/synsim/.libs/libSynapse.so \
+        UCX_GAUDI_SYNAPSE_LIB=$synsim_lib \
         on_emulator "$gtest" 2>&1 | tee "$log"
     gtest_add "$asic $backend ${mem:-auto}" "$log" "${PIPESTATUS[0]}"
 done

@@ -138,7 +138,7 @@ done
 # picks it, and Gaudi2 with UCX_GAUDI_COPY_BACKEND=synapse; UCP eager and
 # rendezvous (gaudi_ipc) in every direction, latency, and the UCT loops
 if ! in_device_mode; then
-    export UCX_GAUDI_SYNAPSE_LIB=$GAUDI_UCX_BUILD/test/emu/synsim/.libs/libSynapse.so
+    export UCX_GAUDI_SYNAPSE_LIB=$synsim_lib
     for run in auto:gaudi3 synapse:gaudi2; do
         new_node
         export HLSIM_ASIC=${run#*:} UCX_GAUDI_COPY_BACKEND=${run%%:*}

@@ -88,7 +88,6 @@ HLSIM_NODES=legacy NOERR=1 PROG=$rma run_mpi \
 # resets, in which the driver kills the device's user (test/emu/hlsim).
 # The SynapseAI copy backend (emulated libSynapse): Gaudi3 (auto) and
 # Gaudi2 (explicit), the MPI test and UCP RMA
-synsim_lib=$GAUDI_UCX_BUILD/test/emu/synsim/.libs/libSynapse.so
 # (HLSIM_ASIC also for mpirun: the first process on a node records it)
 for run in auto:gaudi3 synapse:gaudi2; do
     export HLSIM_ASIC=${run#*:}

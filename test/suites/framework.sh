@@ -21,7 +21,7 @@
 # get on gaudi_ipc (one node) or on tcp, never gaudi_ipc (two nodes).
 
 fw_prog=$GAUDI_UCX_BUILD/test/mpi/gaudi_fw_test
-fw_synapse=$GAUDI_UCX_BUILD/test/emu/synsim/.libs/libSynapse.so
+fw_synapse=$synsim_lib
 fw_suites=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # fw_paths LOG OP: the transports of the last size range of every

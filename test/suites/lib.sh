@@ -9,6 +9,8 @@ UCX_GAUDI_BUILD=$GAUDI_UCX_BUILD
 HLSIM_LIB=${HLSIM_LIB:-$GAUDI_UCX_BUILD/lib/libhlsim.so}
 GAUDI_UCX_RUN=${GAUDI_UCX_RUN:-$GAUDI_UCX_BUILD/contrib/ucx-gaudi-run}
 export GAUDI_UCX_LIBDIR=${GAUDI_UCX_LIBDIR:-$GAUDI_UCX_BUILD/lib}
+# the build's emulated libSynapse (test/emu/synsim)
+synsim_lib=$GAUDI_UCX_BUILD/test/emu/synsim/.libs/libSynapse.so
 
 . "$(dirname "${BASH_SOURCE[0]}")/wait.sh"
 
