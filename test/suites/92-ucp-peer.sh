@@ -124,10 +124,11 @@ unset HLSIM_DMA_GBPS
 # receives; FAULTS_ROLE<n> is that role's HLSIM_FAULTS). Each either fails
 # a request or leaves the data intact, or the receiver's data check finds
 # what a failed copy lost (UCX 1.13 drops the status of memory-type
-# copies), and no process aborts. The counts land in: the receiver's unpack of an eager
-# message into Gaudi memory (put_short, cs 5), the sender's pack of a
-# stream message (get_short, cs 6), the receiver's rendezvous get on
-# gaudi_ipc (cs 8, cs_timeout 8, mem_reg_dmabuf 2 = the first import);
+# copies), and no process aborts. The counts land in: the receiver's
+# unpack of an eager message into Gaudi memory (put_short, cs 5), the
+# sender's pack of a stream message (get_short, cs 6), the receiver's
+# rendezvous get on gaudi_ipc (cs 8, cs_timeout 8, mem_reg_dmabuf 2 = the
+# first import);
 # mem_export 1 is the export probe at MD open (that process cannot
 # export: gaudi_ipc is unreachable both ways), 2 the first registration.
 export HLSIM_RESET_ON_LOCKUP=0

@@ -213,10 +213,28 @@ static void uct_gaudi_iface_desc_complete(void *arg, ucs_status_t status)
         (_cap).max_iov         = (_max_iov); \
     } while (0)
 
+size_t uct_gaudi_iface_bounce_size(uct_gaudi_iface_t *iface)
+{
+    size_t bounce = 0;
+
+    /* short: one bounce-buffer step; longer short ops still work
+     * (bounce-sized steps, for UCP's memtype pack/unpack) but cost one CS
+     * round trip each, which zcopy avoids. Before the engine exists: the
+     * size it will have (both backends default to the same) */
+    if (iface->dma != NULL) {
+        (void)uct_gaudi_dma_bounce(iface->dma, &bounce);
+    } else if (iface->no_dma == NULL) {
+        bounce = (iface->dma_params.bounce_size != 0) ?
+                 iface->dma_params.bounce_size :
+                 UCT_GAUDI_IFACE_DEF_BOUNCE;
+    }
+    return bounce;
+}
+
 void uct_gaudi_iface_query(uct_gaudi_iface_t *iface, size_t max_iov,
                            uct_iface_attr_t *iface_attr)
 {
-    size_t bounce = 0;
+    size_t bounce = uct_gaudi_iface_bounce_size(iface);
 
     uct_base_iface_query(&iface->super, iface_attr);
 
@@ -238,17 +256,6 @@ void uct_gaudi_iface_query(uct_gaudi_iface_t *iface, size_t max_iov,
     iface_attr->bandwidth.dedicated = 0;
     iface_attr->priority            = 0;
 
-    /* short: one bounce-buffer step; longer short ops still work
-     * (bounce-sized steps, for UCP's memtype pack/unpack) but cost one CS
-     * round trip each, which zcopy avoids. Before the engine exists: the
-     * size it will have (both backends default to the same) */
-    if (iface->dma != NULL) {
-        (void)uct_gaudi_dma_bounce(iface->dma, &bounce);
-    } else if (iface->no_dma == NULL) {
-        bounce = (iface->dma_params.bounce_size != 0) ?
-                 iface->dma_params.bounce_size :
-                 UCT_GAUDI_IFACE_DEF_BOUNCE;
-    }
     UCT_GAUDI_IFACE_RMA_CAP(iface_attr->cap.put, max_iov, bounce);
     UCT_GAUDI_IFACE_RMA_CAP(iface_attr->cap.get, max_iov, bounce);
 }

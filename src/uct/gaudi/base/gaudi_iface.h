@@ -187,6 +187,13 @@ void uct_gaudi_iface_query(uct_gaudi_iface_t *iface, size_t max_iov,
                            uct_iface_attr_t *iface_attr);
 
 /**
+ * The largest short or bcopy operation (max_short, max_bcopy): the
+ * engine's bounce buffer, or before the engine exists the size it will
+ * have; 0 when the iface cannot copy.
+ */
+size_t uct_gaudi_iface_bounce_size(uct_gaudi_iface_t *iface);
+
+/**
  * Apply the engine settings both transports have to @a params (auto keeps
  * the backend's default).
  */

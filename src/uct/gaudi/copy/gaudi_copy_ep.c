@@ -175,13 +175,13 @@ uct_gaudi_copy_put_bcopy_host(uct_gaudi_copy_iface_t *iface,
                               uct_pack_callback_t pack_cb, void *arg,
                               uint64_t remote_addr, uct_rkey_t rkey)
 {
-    uct_iface_attr_t attr;
     ucs_status_t status;
     size_t length;
     void *buf;
 
-    uct_gaudi_iface_query(&iface->super, 0, &attr);
-    buf = ucs_malloc(attr.cap.put.max_bcopy, "gaudi_cpy put_bcopy");
+    /* max_bcopy, as the iface reports it */
+    buf = ucs_malloc(uct_gaudi_iface_bounce_size(&iface->super),
+                     "gaudi_cpy put_bcopy");
     if (buf == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
