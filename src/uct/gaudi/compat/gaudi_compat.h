@@ -225,16 +225,13 @@ ucs_status_t uct_gaudi_md_query_v2(uct_md_h md, uct_md_attr_v2_t *md_attr,
                                    uct_gaudi_md_query_v1_func_t query,
                                    uct_gaudi_md_query_ext_func_t query_ext);
 #  define UCT_GAUDI_MD_QUERY_ADAPTER(_name, _query, _query_ext) \
-    static ucs_status_t _name(uct_md_h md, \
-                                             uct_md_attr_v2_t *md_attr) \
+    static ucs_status_t _name(uct_md_h md, uct_md_attr_v2_t *md_attr) \
     { \
-        return uct_gaudi_md_query_v2(md, md_attr, _query, \
-                                     _query_ext); \
+        return uct_gaudi_md_query_v2(md, md_attr, _query, _query_ext); \
     }
 #else
 #  define UCT_GAUDI_MD_QUERY_ADAPTER(_name, _query, _query_ext) \
-    static ucs_status_t _name(uct_md_h md, \
-                                             uct_md_attr_t *md_attr) \
+    static ucs_status_t _name(uct_md_h md, uct_md_attr_t *md_attr) \
     { \
         (void)_query_ext; /* nothing to report it in */ \
         return _query(md, md_attr); \
@@ -258,9 +255,9 @@ uct_gaudi_mem_reg_params_flags(const uct_md_mem_reg_params_t *params,
     }
 #else
 #  define UCT_GAUDI_MEM_REG_ADAPTER(_name, _mem_reg) \
-    static ucs_status_t _name(uct_md_h md, void *address, \
-                                            size_t length, unsigned flags, \
-                                            uct_mem_h *memh_p) \
+    static ucs_status_t _name( \
+            uct_md_h md, void *address, size_t length, unsigned flags, \
+            uct_mem_h *memh_p) \
     { \
         return _mem_reg(md, address, length, flags, memh_p); \
     }
@@ -289,8 +286,7 @@ uct_gaudi_mkey_pack_params_check(const uct_md_mkey_pack_params_t *params);
     }
 #else
 #  define UCT_GAUDI_MKEY_PACK_ADAPTER(_name, _mkey_pack) \
-    static ucs_status_t _name(uct_md_h md, uct_mem_h memh, \
-                                              void *buffer) \
+    static ucs_status_t _name(uct_md_h md, uct_mem_h memh, void *buffer) \
     { \
         uct_md_mkey_pack_params_t params = {.field_mask = 0}; \
         return _mkey_pack(md, memh, &params, buffer); \
@@ -350,7 +346,7 @@ void uct_gaudi_mem_attr_dmabuf(uct_md_mem_attr_t *mem_attr,
             return UCS_ERR_UNSUPPORTED; \
         } \
         return _mem_alloc(md, length_p, address_p, mem_type, flags, \
-                              alloc_name, memh_p); \
+                          alloc_name, memh_p); \
     }
 #else
 #  define UCT_GAUDI_MEM_ALLOC_ADAPTER(_name, _mem_alloc, _md_sys_dev) \
@@ -361,7 +357,7 @@ void uct_gaudi_mem_attr_dmabuf(uct_md_mem_attr_t *mem_attr,
     { \
         (void)_md_sys_dev; \
         return _mem_alloc(md, length_p, address_p, mem_type, flags, \
-                              alloc_name, memh_p); \
+                          alloc_name, memh_p); \
     }
 #endif
 
