@@ -63,6 +63,11 @@ typedef enum {
                                     DMAs (LIN_DMA, CB fetch, PDMA copy) */
     HLSIM_COUNTER_DMABUF_ATTACHMENTS, /* live hlsim_dmabuf_attach()
                                          handles (process) */
+    HLSIM_COUNTER_STALE_PIN_DMAS, /* DMAs through a USERPTR mapping whose
+                                     host pages are no longer the ones
+                                     pinned at MAP (process) */
+    HLSIM_COUNTER_POLLS_IN_FLIGHT, /* WAIT_CS polls (timeout 0) that found
+                                      their CS still running (process) */
     HLSIM_COUNTER_LAST
 } hlsim_counter_t;
 

@@ -26,7 +26,7 @@
 #define HLSIM_ACCEL_MAJOR    261  /* DRM accel major (facts 1.1) */
 #define HLSIM_CTL_MAJOR      511  /* habanalabs' own chrdev (model) */
 #define HLSIM_LEGACY_MAJOR   510  /* misc era hlN/hl_controlDN (model) */
-#define HLSIM_SHM_MAGIC      0x484c534d32ULL
+#define HLSIM_SHM_MAGIC      0x484c534d33ULL
 #define HLSIM_DMABUF_MAGIC   0x48444d4142554631ULL
 #define HLSIM_MAX_QUEUES     8
 /* queues 0-3 / 4-7 are the streams of DMA engine 0 / 1 (docs/hlsim.md) */
@@ -124,6 +124,10 @@ typedef struct {
     uint64_t drop_parsing;
     uint64_t drop_in_reset;
     uint64_t page_faults;     /* MMU page faults of DMAs, every process */
+    uint64_t stale_pin_dmas;  /* DMAs through stale USERPTR pins, every
+                                 process (HLSIM_COUNTER_STALE_PIN_DMAS) */
+    uint64_t polls_in_flight; /* WAIT_CS polls that found the CS running,
+                                 every process */
 } hlsim_shdev_t;
 
 typedef struct {
