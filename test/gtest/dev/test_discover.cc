@@ -568,15 +568,89 @@ TEST_F(ownership, device_fd_not_a_device)
     log_capture log;
     int fd;
 
+    /* refused once when the settings are read; UCX opens a device */
     fd = open("/dev/accel/accel_controlD0", O_RDWR | O_CLOEXEC);
     ASSERT_GE(fd, 0);
     snprintf(value, sizeof(value), "%d", fd);
     setenv("UCX_GAUDI_DEVICE_FD", value, 1);
     uct_gaudi_global_config_reset();
-    EXPECT_NE(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
-    EXPECT_NE("", log.find({"UCX_GAUDI_DEVICE_FD fd", "not a usable"}))
-            << log.dump();
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_STREQ("opened", ctx->source);
+    uct_gaudi_ctx_put(ctx);
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    uct_gaudi_ctx_put(ctx);
+    EXPECT_NE("", log.find({std::string("UCX_GAUDI_DEVICE_FD=") + value +
+                            " is invalid (fd " + value + " is not a Gaudi "
+                            "compute node", "using -1"})) << log.dump();
+    EXPECT_EQ(1u, log.count(UCS_LOG_LEVEL_ERROR)) << log.dump();
     close(fd);
+}
+
+/*
+ * Each bad UCX_GAUDI_* value is refused on its own, once, naming the
+ * variable, the value and what is used instead; the other settings stay
+ * (UCX's own fill would drop them all).
+ */
+TEST_F(ownership, bad_settings_refused_one_by_one)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NUM_DEVICES", "3"}});
+    struct {
+        const char *var, *value, *why, *used;
+    } cases[] = {
+        {"UCX_GAUDI_DEVICE_FD", "abc", "expected integer", "-1"},
+        {"UCX_GAUDI_DEVICE_FD", "-5", "not -1 or an fd number", "-1"},
+        {"UCX_GAUDI_DEVICE_FD", "99999999999", "not -1 or an fd number",
+         "-1"},
+        {"UCX_GAUDI_DEVICE_FD", "1000", "is not open", "-1"},
+        {"UCX_GAUDI_OPEN_TIMEOUT", "-5s", "a negative time", "5s"},
+        {"UCX_GAUDI_COPY_BACKEND", "fast", "expected [auto|kernel|synapse]",
+         "auto"},
+        {"UCX_GAUDI_SYNAPSE", "perhaps", "expected", "try"},
+    };
+    char path[] = "/tmp/gaudi_cfg_XXXXXX";
+    int file = mkstemp(path);
+    uct_gaudi_ctx_t *ctx;
+    char value[16];
+
+    ASSERT_GE(file, 0);
+    unlink(path);
+    for (const auto &c : cases) {
+        log_capture log;
+        setenv("UCX_GAUDI_DEVICE", "2", 1);
+        setenv(c.var, c.value, 1);
+        uct_gaudi_global_config_reset();
+        ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx)) << c.var;
+        /* the valid setting beside the bad one still applies */
+        EXPECT_EQ(2, ctx->info->index) << c.var << "=" << c.value;
+        uct_gaudi_ctx_put(ctx);
+        EXPECT_NE("", log.find({std::string(c.var) + "=" + c.value +
+                                " is invalid (", c.why,
+                                std::string("); using ") + c.used}))
+                << log.dump();
+        EXPECT_EQ(1u, log.count(UCS_LOG_LEVEL_ERROR)) << log.dump();
+        unsetenv(c.var);
+    }
+
+    /* a regular file is no device node */
+    snprintf(value, sizeof(value), "%d", file);
+    log_capture log;
+    setenv("UCX_GAUDI_DEVICE_FD", value, 1);
+    uct_gaudi_global_config_reset();
+    EXPECT_EQ(-1, uct_gaudi_global_config()->device_fd);
+    EXPECT_NE("", log.find({"not a Gaudi compute node", "using -1"}))
+            << log.dump();
+    EXPECT_EQ(1u, log.count(UCS_LOG_LEVEL_ERROR)) << log.dump();
+    unsetenv("UCX_GAUDI_DEVICE_FD");
+    close(file);
+
+    /* "maybe" is UCX's own synonym of "try" for every ternary setting */
+    log_capture quiet;
+    setenv("UCX_GAUDI_SYNAPSE", "maybe", 1);
+    uct_gaudi_global_config_reset();
+    EXPECT_EQ(UCS_TRY, uct_gaudi_global_config()->synapse);
+    EXPECT_EQ(0u, quiet.count(UCS_LOG_LEVEL_ERROR)) << quiet.dump();
+    unsetenv("UCX_GAUDI_SYNAPSE");
+    uct_gaudi_global_config_reset();
 }
 
 TEST_F(ownership, synapse_fd_reused)

@@ -10,6 +10,7 @@
 #endif
 
 #include <uct/gaudi/dev/gaudi_process.h>
+#include <uct/gaudi/hl/gaudi_hl.h>
 
 #include <ucs/config/parser.h>
 #include <uct/gaudi/compat/gaudi_compat.h>
@@ -17,7 +18,14 @@
 #include <ucs/sys/preprocessor.h>
 #include <ucs/debug/log.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 
 const char *uct_gaudi_backend_names[] = {
@@ -100,24 +108,206 @@ UCS_CONFIG_REGISTER_TABLE(uct_gaudi_global_config_table, "Gaudi device",
                           &ucs_config_global_list)
 
 
+/* Bytes of the field at @a offset: up to the next field or the end */
+static size_t uct_gaudi_config_field_size(size_t offset)
+{
+    size_t size = sizeof(uct_gaudi_global_config_t) - offset;
+    ucs_config_field_t *f;
+
+    for (f = uct_gaudi_global_config_table; f->name != NULL; ++f) {
+        if ((f->offset > offset) && (f->offset - offset < size)) {
+            size = f->offset - offset;
+        }
+    }
+    return size;
+}
+
+static void uct_gaudi_config_var_name(const ucs_config_field_t *field,
+                                      char *buf, size_t max)
+{
+    snprintf(buf, max, UCS_DEFAULT_ENV_PREFIX "GAUDI_%s", field->name);
+}
+
+/* Parse @a value of @a field into @a var (cleared first); 1 if valid */
+static int uct_gaudi_config_parse(const ucs_config_field_t *field,
+                                  const char *value, void *var, size_t size)
+{
+    memset(var, 0, size);
+    return field->parser.read(value, var, field->parser.arg) == 1;
+}
+
+/*
+ * An UCX_GAUDI_DEVICE_FD that cannot be a device node: NULL if it may be
+ * one (attaching checks the rest), else why, in @a buf.
+ */
+static const char *uct_gaudi_config_check_fd(const char *value, char *buf,
+                                             size_t max)
+{
+    struct stat st;
+    char *end;
+    long fd;
+
+    errno = 0;
+    fd    = strtol(value, &end, 0);
+    if ((errno != 0) || (end == value) || (*end != '\0') ||
+        (fd > INT_MAX) || (fd < -1)) {
+        return "not -1 or an fd number";
+    } else if (fd < 0) {
+        return NULL;
+    } else if (fcntl(fd, F_GETFD) < 0) {
+        snprintf(buf, max, "fd %ld is not open: %m", fd);
+        return buf;
+    } else if (fstat(fd, &st) < 0) {
+        snprintf(buf, max, "fstat of fd %ld failed: %m", fd);
+        return buf;
+    } else if (!S_ISCHR(st.st_mode) ||
+               (uct_gaudi_hl_fd_compute_minor((int)fd) < 0)) {
+        snprintf(buf, max, "fd %ld is not a Gaudi compute node (accelN or "
+                 "hlN of the habanalabs driver)", fd);
+        return buf;
+    }
+    return NULL;
+}
+
+/*
+ * A value that UCX's parser takes but the module cannot use: NULL if it is
+ * fine, else why.
+ */
+static const char *uct_gaudi_config_check(const ucs_config_field_t *field,
+                                          const char *value, char *buf,
+                                          size_t max)
+{
+    const uct_gaudi_global_config_t *c = &uct_gaudi_process.config.values;
+
+    if (field->offset == ucs_offsetof(uct_gaudi_global_config_t,
+                                      open_timeout)) {
+        return (c->open_timeout < 0) ? "a negative time" : NULL;
+    } else if (field->offset == ucs_offsetof(uct_gaudi_global_config_t,
+                                             device_fd)) {
+        return uct_gaudi_config_check_fd(value, buf, max);
+    }
+    return NULL;
+}
+
+/* Put the default back in @a field, saying what was wrong and what is used */
+static void uct_gaudi_config_refuse(ucs_config_field_t *field,
+                                    const char *value, const char *why)
+{
+    char *var = (char*)&uct_gaudi_process.config.values + field->offset;
+    char name[64], used[64];
+
+    field->parser.release(var, field->parser.arg);
+    uct_gaudi_config_parse(field, field->dfl_value, var,
+                           uct_gaudi_config_field_size(field->offset));
+    if (field->parser.write(used, sizeof(used), var,
+                            field->parser.arg) != 1) {
+        snprintf(used, sizeof(used), "%s", field->dfl_value);
+    }
+    uct_gaudi_config_var_name(field, name, sizeof(name));
+    ucs_error("gaudi: %s=%s is invalid (%s); using %s", name, value, why,
+              used);
+}
+
+/* Whether every UCX_GAUDI_* that is set parses; each bad one is said */
+static int uct_gaudi_config_env_valid(void)
+{
+    char name[64], syntax[128];
+    ucs_config_field_t *field;
+    const char *value;
+    uint64_t tmp[8];
+    int valid = 1;
+
+    for (field = uct_gaudi_global_config_table; field->name != NULL;
+         ++field) {
+        uct_gaudi_config_var_name(field, name, sizeof(name));
+        value = getenv(name);
+        if (value == NULL) {
+            continue;
+        }
+        ucs_assert_always(uct_gaudi_config_field_size(field->offset) <=
+                          sizeof(tmp));
+        if (uct_gaudi_config_parse(field, value, tmp, sizeof(tmp))) {
+            field->parser.release(tmp, field->parser.arg);
+            continue;
+        }
+        strcpy(syntax, "expected ");
+        field->parser.help(syntax + strlen(syntax),
+                           sizeof(syntax) - strlen(syntax), field->parser.arg);
+        uct_gaudi_config_refuse(field, value, syntax);
+        valid = 0;
+    }
+    return valid;
+}
+
+/* Only the UCX_GAUDI_* values that parse, each over its default */
+static void uct_gaudi_config_apply_valid(void)
+{
+    char *opts = (char*)&uct_gaudi_process.config.values;
+    ucs_config_field_t *field;
+    const char *value;
+    uint64_t tmp[8];
+    char name[64];
+    size_t size;
+
+    for (field = uct_gaudi_global_config_table; field->name != NULL;
+         ++field) {
+        uct_gaudi_config_var_name(field, name, sizeof(name));
+        value = getenv(name);
+        size  = uct_gaudi_config_field_size(field->offset);
+        if ((value == NULL) ||
+            !uct_gaudi_config_parse(field, value, tmp, size)) {
+            continue;
+        }
+        field->parser.release(opts + field->offset, field->parser.arg);
+        memcpy(opts + field->offset, tmp, size);
+    }
+}
+
+/*
+ * UCX's fill drops the whole table for one bad value, so each value is
+ * checked on its own first; a bad one keeps its default and the others
+ * apply. With all values valid UCX's fill runs as usual: it also reads
+ * UCX's config file and marks the variables used.
+ */
 static void uct_gaudi_global_config_load(void)
 {
+    ucs_config_field_t *field;
     ucs_status_t status;
+    const char *value;
+    char name[64], buf[160], *why;
+    uint64_t tmp[8];
 
     status = UCT_GAUDI_CONFIG_FILL(&uct_gaudi_process.config.values,
                                    uct_gaudi_global_config_table,
-                                   UCS_DEFAULT_ENV_PREFIX, 0);
-    if (status == UCS_OK) {
-        return;
+                                   "UCX_GAUDI_DEFAULTS_ONLY_", 1);
+    ucs_assert_always(status == UCS_OK);
+
+    if (!uct_gaudi_config_env_valid()) {
+        uct_gaudi_config_apply_valid();
+    } else {
+        ucs_config_parser_release_opts(&uct_gaudi_process.config.values,
+                                       uct_gaudi_global_config_table);
+        status = UCT_GAUDI_CONFIG_FILL(&uct_gaudi_process.config.values,
+                                       uct_gaudi_global_config_table,
+                                       UCS_DEFAULT_ENV_PREFIX, 1);
+        ucs_assert_always(status == UCS_OK);
     }
 
-    /* a bad value was reported by the parser; fall back to the defaults */
-    ucs_error("gaudi: invalid " UCS_DEFAULT_ENV_PREFIX "GAUDI_* settings, "
-              "using the defaults");
-    status = UCT_GAUDI_CONFIG_FILL(&uct_gaudi_process.config.values,
-                                   uct_gaudi_global_config_table,
-                                   "UCX_GAUDI_IGNORED_", 1);
-    ucs_assert_always(status == UCS_OK);
+    /* values that parse but cannot be used (a bad one was said above) */
+    for (field = uct_gaudi_global_config_table; field->name != NULL;
+         ++field) {
+        uct_gaudi_config_var_name(field, name, sizeof(name));
+        value = getenv(name);
+        if ((value == NULL) ||
+            !uct_gaudi_config_parse(field, value, tmp, sizeof(tmp))) {
+            continue;
+        }
+        field->parser.release(tmp, field->parser.arg);
+        why = (char*)uct_gaudi_config_check(field, value, buf, sizeof(buf));
+        if (why != NULL) {
+            uct_gaudi_config_refuse(field, value, why);
+        }
+    }
 }
 
 const uct_gaudi_global_config_t *uct_gaudi_global_config(void)

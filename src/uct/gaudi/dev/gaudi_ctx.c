@@ -592,8 +592,8 @@ static ucs_status_t uct_gaudi_ctx_attach(int fd, const char *source,
 
     status = uct_gaudi_hl_attach_fd(fd, &hl);
     if (status != UCS_OK) {
-        ucs_error("gaudi: %s fd %d is not a usable Gaudi compute node",
-                  source, fd);
+        ucs_error("gaudi: %s fd %d is not a usable Gaudi compute node "
+                  "(%s: %m)", source, fd, ucs_status_string(status));
         return status;
     }
 
