@@ -70,13 +70,17 @@ count_results() {
     echo "${counts:-0 0}"
 }
 
+suite_times=()
+run_started=$SECONDS
+
 run_suite() {
     local name=$1; shift
-    local log="$logdir/$name.log" rc pass fail
+    local log="$logdir/$name.log" rc pass fail started=$SECONDS
     echo "=== $name: $*"
     # a suite that hangs is stopped and counted as failed
     timeout -k 10 "${GAUDI_UCX_SUITE_TIMEOUT:-1200}" "$@" >"$log" 2>&1
     rc=$?
+    suite_times+=("$(printf '%5d s  %s' $((SECONDS - started)) "$name")")
     # a whole suite that cannot apply says why: "SKIP (<what>): <why>"
     if [ "$rc" -eq 0 ] && grep -q '^SKIP ([^)]*): ' "$log"; then
         echo "    skipped: $(sed -n 's/^SKIP (\([^)]*\)): /\1: /p' "$log")"
@@ -125,8 +129,13 @@ for ver in $versions; do
     before_fail=$total_fail
     echo "=== UCX $ver: building (cached after the first run)"
     vlog="$logdir/build-ucx-$ver.log"
-    if ! vbuild=$(JOBS=${JOBS:-$(nproc)} "$top/contrib/build-ucx.sh" "$ver" \
-                  2>"$vlog"); then
+    started=$SECONDS
+    vbuild=$(JOBS=${JOBS:-$(nproc)} "$top/contrib/build-ucx.sh" "$ver" \
+             2>"$vlog")
+    vrc=$?
+    suite_times+=("$(printf '%5d s  %s' $((SECONDS - started)) \
+                   "build-ucx-$ver")")
+    if [ "$vrc" -ne 0 ]; then
         tail -n 30 "$vlog" | sed 's/^/    | /'
         echo "    building against UCX $ver failed (log $vlog)"
         failed_suites+=("build-ucx-$ver")
@@ -145,6 +154,9 @@ for ver in $versions; do
 done
 
 echo
+echo "time per suite (the build of the module and its tests before them):"
+printf '    %s\n' "${suite_times[@]}"
+echo "    total $((SECONDS - run_started)) s of suites, $SECONDS s in all"
 echo "per UCX version:"
 printf '    %s\n' "${per_version[@]}"
 if [ ${#skipped_suites[@]} -gt 0 ]; then
