@@ -191,7 +191,7 @@ static int uct_gaudi_hl_info_raw(int fd, gaudi_hl_abi_t abi, uint32_t op,
  * legacy code. A wrong guess is rejected harmlessly with ENOTTY by both
  * dispatchers (facts 1.5 "Recommended detection").
  */
-static ucs_status_t uct_gaudi_hl_detect_abi(uct_gaudi_hl_t *hl, int quiet)
+static ucs_status_t uct_gaudi_hl_detect_abi(uct_gaudi_hl_t *hl)
 {
     struct gaudi_hl_hw_ip_info hw_ip;
     gaudi_hl_abi_t abi;
@@ -206,7 +206,7 @@ static ucs_status_t uct_gaudi_hl_detect_abi(uct_gaudi_hl_t *hl, int quiet)
     }
 
     if (err != 0) {
-        return uct_gaudi_hl_fail(hl->name, err, quiet,
+        return uct_gaudi_hl_fail(hl->name, err, 0,
                                  "INFO HW_IP_INFO (ABI detection)");
     }
 
@@ -278,7 +278,7 @@ ucs_status_t uct_gaudi_hl_open(int minor, int control, unsigned flags,
     hl->fd      = fd;
     hl->owns_fd = 1;
 
-    status = uct_gaudi_hl_detect_abi(hl, 0);
+    status = uct_gaudi_hl_detect_abi(hl);
     if (status != UCS_OK) {
         err = errno;
         uct_gaudi_hl_close(hl);
@@ -396,16 +396,15 @@ ucs_status_t uct_gaudi_hl_attach_fd(int fd, uct_gaudi_hl_t *hl)
 
     uct_gaudi_hl_fd_node(fd, hl);
     if (hl->control) {
-        ucs_debug("gaudi %s: fd %d is a control node, not a compute node",
+        ucs_error("gaudi %s: fd %d is a control node, not a compute node",
                   hl->name, fd);
         errno = EINVAL;
         return UCS_ERR_INVALID_PARAM;
     }
 
-    /* the caller says once why the application's fd is refused */
-    status = uct_gaudi_hl_detect_abi(hl, 1);
+    status = uct_gaudi_hl_detect_abi(hl);
     if (status == UCS_ERR_UNSUPPORTED) {
-        ucs_debug("gaudi %s: fd %d is not a habanalabs device node",
+        ucs_error("gaudi %s: fd %d is not a habanalabs device node",
                   hl->name, fd);
         return UCS_ERR_INVALID_PARAM;
     } else if (status != UCS_OK) {
