@@ -8,7 +8,7 @@ set -euo pipefail
 
 pkgs=(build-essential g++ autoconf automake libtool pkg-config dpkg-dev
       libucx-dev ucx-utils libucx0 linux-libc-dev libcjson-dev libnuma-dev
-      libdrm-dev libgtest-dev openmpi-bin libopenmpi-dev valgrind)
+      libdrm-dev libgtest-dev openmpi-bin libopenmpi-dev valgrind python3)
 
 missing=()
 for p in "${pkgs[@]}"; do
