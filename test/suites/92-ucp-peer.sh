@@ -7,6 +7,8 @@
 # case expects and why.
 . "$(dirname "$0")/lib.sh"
 emulator_only "fault injection and a third device of the emulator"
+# peers die and faults hit while copies are in flight on the engines
+hlsim_covers_in_flight
 
 prog=$GAUDI_UCX_BUILD/test/mpi/gaudi_ucp_peer_test
 [ -x "$prog" ] || { fail "gaudi_ucp_peer_test" "not built"; finish; exit; }

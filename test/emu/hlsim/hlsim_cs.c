@@ -183,6 +183,16 @@ static void hlsim_queue_run_head(hlsim_ctx_t *ctx, int qi)
             pthread_cond_signal(&eng->cond);   /* the engine is free again */
         }
     }
+    if (abort == HLSIM_CS_RESET_AFTER) {
+        /* a page fault: the CS completes, the hard reset follows
+         * (hlsim_dma.c hlsim_fault_outcome) */
+        hlsim_job_done(ctx, job, 0);
+        pthread_mutex_unlock(&hlsim_lock);
+        hlsim_dev_reset(ctx->dev, hlsim_cfg.reset_ms,
+                        GAUDI_HL_DEVICE_STATUS_IN_RESET);
+        pthread_mutex_lock(&hlsim_lock);
+        return;
+    }
     if ((hlsim_cfg.dma_gbps > 0) && (abort != HLSIM_CS_STALL)) {
         /* engine model: the data has moved, the job completes at the end
          * of its model time (the worker reports it, or a poll) */

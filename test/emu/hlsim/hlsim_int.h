@@ -99,6 +99,7 @@ typedef struct {
     int            engine_clock; /* count the time jobs run (a measure) */
     int            no_drm;     /* Habana build without DRM accel (HLSIM_DRM=0) */
     int            page_fault; /* HLSIM_PAGE_FAULT: hlsim_pf_mode_t */
+    int            pf_cs_aborted; /* HLSIM_PAGE_FAULT_CS=aborted */
     unsigned       timeout_locked; /* HLSIM_TIMEOUT_LOCKED s, 0: default */
     int            verbose;
 } hlsim_config_t;
@@ -240,7 +241,8 @@ typedef enum {
     HLSIM_CS_DONE,
     HLSIM_CS_ABORTED,
     HLSIM_CS_TIMEDOUT,
-    HLSIM_CS_STALL        /* job outcome: the engine stopped on it */
+    HLSIM_CS_STALL,       /* job outcome: the engine stopped on it */
+    HLSIM_CS_RESET_AFTER  /* job outcome: completes, a hard reset follows */
 } hlsim_cs_state_t;
 
 /* Why an injected fault stops the engine on a CS (hlsim_cs_t.stall) */

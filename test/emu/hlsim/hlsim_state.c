@@ -544,6 +544,15 @@ static int hlsim_do_init(void)
         hlsim_cfg.engine_clock = v;
     }
     hlsim_cfg.verbose = getenv("HLSIM_VERBOSE") && atoi(getenv("HLSIM_VERBOSE"));
+    /* the CS of a page fault that resets: completed before the reset
+     * (default) or aborted by it (hlsim_dma.c hlsim_fault_outcome) */
+    if ((s = getenv("HLSIM_PAGE_FAULT_CS")) && *s) {
+        hlsim_cfg.pf_cs_aborted = !strcmp(s, "aborted");
+        if (strcmp(s, "aborted") && strcmp(s, "completed")) {
+            hlsim_log("HLSIM_PAGE_FAULT_CS=%s: want completed or aborted; "
+                      "using completed", s);
+        }
+    }
     if ((s = getenv("HLSIM_PAGE_FAULT")) && *s) {
         if (!strcmp(s, "stall")) {
             hlsim_cfg.page_fault = HLSIM_PF_STALL;

@@ -687,12 +687,13 @@ TEST_F(cpy_test, bad_input) {
 /*
  * The module's handling of a CS that fails. A CS timeout with
  * reset_on_lockup=1 resets the device and kills the process (gaudi_dma_test
- * fault_*_kills); with reset_on_lockup=0 the copy fails with TIMED_OUT and
- * the driver leaves the device NEEDS_RESET, every ioctl EBUSY until an
- * administrator resets it (K612 common/command_submission.c:838-842): the
- * following copies fail at once with IO_ERROR, said once, instead of
- * waiting for a reset that does not come. The test then plays the
- * administrator (hlsim's status API). A failed CS submission (EIO) fails
+ * fault_*_kills); with reset_on_lockup=0 the driver only marks the CS,
+ * which stays in flight, and leaves the device NEEDS_RESET, every ioctl
+ * EBUSY until an administrator resets it (K612
+ * common/command_submission.c:838-842, 3733-3734): the copy fails with
+ * IO_ERROR at the first EBUSY, the following copies at once, said once,
+ * instead of waiting for a reset that does not come. The test then plays
+ * the administrator (hlsim_admin_reset). A failed CS submission (EIO) fails
  * its operation and the iface goes on.
  */
 TEST_F(cpy_test, faults) {
@@ -707,10 +708,13 @@ TEST_F(cpy_test, faults) {
     fill(buf, 5);
     setenv("HLSIM_RESET_ON_LOCKUP", "0", 1);
     ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs_timeout", 1, ETIMEDOUT));
-    EXPECT_EQ(UCS_ERR_TIMED_OUT, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
     {
         gaudi_gtest::log_capture log(UCS_LOG_LEVEL_ERROR);
 
+        /* the CS stays in flight after its timeout, the device
+         * NEEDS_RESET: the copy fails when a poll gets EBUSY */
+        EXPECT_EQ(UCS_ERR_IO_ERROR, zcopy(true, &iov, 1, (uintptr_t)dev,
+                                          rkey));
         EXPECT_EQ(UCS_ERR_IO_ERROR, uct_ep_put_short(m_ep, buf.data(), 64,
                                                      (uintptr_t)dev, rkey));
         EXPECT_EQ(UCS_ERR_IO_ERROR, zcopy(true, &iov, 1, (uintptr_t)dev,
@@ -718,8 +722,7 @@ TEST_F(cpy_test, faults) {
         EXPECT_NE("", log.find({"needs a reset"})) << log.dump();
     }
     unsetenv("HLSIM_RESET_ON_LOCKUP");
-    ASSERT_EQ(0, gaudi_gtest::hlsim_set_device_status(0,
-                 GAUDI_HL_DEVICE_STATUS_OPERATIONAL));
+    ASSERT_EQ(0, gaudi_gtest::hlsim_admin_reset(0));
     /* a short copy is run again once (UCX 1.13's memory-type copies drop
      * its status): a fault of both runs is an error, of one is not */
     ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs", 1, EIO));
@@ -1281,7 +1284,7 @@ TEST_F(cpy_batch_test, batch_fault_fails_its_copies) {
         for (i = 0; i < n; ++i) {
             EXPECT_EQ((int)i, comps[i].order) << "round " << round;
             if (i > 0) {
-                EXPECT_EQ((round == 0) ? UCS_ERR_TIMED_OUT :
+                EXPECT_EQ((round == 0) ? UCS_ERR_IO_ERROR :
                           UCS_ERR_NO_MEMORY, comps[i].status)
                     << "round " << round << " copy " << i;
             }
@@ -1289,8 +1292,7 @@ TEST_F(cpy_batch_test, batch_fault_fails_its_copies) {
         if (round == 0) {
             /* the timeout left the device NEEDS_RESET (cpy_test.faults):
              * the administrator's reset, by hand */
-            ASSERT_EQ(0, gaudi_gtest::hlsim_set_device_status(0,
-                         GAUDI_HL_DEVICE_STATUS_OPERATIONAL));
+            ASSERT_EQ(0, gaudi_gtest::hlsim_admin_reset(0));
         }
     }
     unsetenv("HLSIM_RESET_ON_LOCKUP");
