@@ -47,7 +47,6 @@ protected:
         uct_component_h *comps;
         uct_component_attr_t cattr;
         uct_md_config_t *md_config;
-        uct_iface_config_t *if_config;
         uct_tl_resource_desc_t *tls;
         uct_md_attr_t md_attr;
         unsigned i, n, num_tls;
@@ -89,6 +88,13 @@ protected:
                                                    &m_async));
         ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
                                             &m_worker));
+        open_iface();
+    }
+
+    /* The gaudi_cpy iface of the MD's device and an ep to itself */
+    void open_iface() {
+        uct_iface_config_t *if_config;
+
         ASSERT_EQ(UCS_OK, uct_md_iface_config_read(m_md, "gaudi_cpy", NULL,
                                                    NULL, &if_config));
         uct_iface_params_t params = {};
@@ -377,6 +383,60 @@ TEST_F(cpy_test, zcopy_all_directions) {
 
 /* More outstanding copies than the transport holds (CS window times the
  * copies a CS takes): NO_RESOURCE + pending */
+/*
+ * Teardown with copies in flight: the ep and the iface go without a flush
+ * while large copies still run on the engines (copies progress only
+ * there). The close waits until the device is done with the buffers:
+ * nothing is left in flight when it returns and nothing was aborted; the
+ * data has landed, which a new iface on the same device reads back.
+ */
+TEST_F(cpy_test, close_with_copies_in_flight) {
+    SKIP_NO_TL();
+    const unsigned n = 8;
+    const size_t len = 8ul << 20;
+    uct_rkey_t rkey;
+    char *dev = (char*)dev_alloc(n * len, &rkey);
+    std::vector<uint8_t> src(n * len), back(n * len, 0);
+    uct_mem_h smemh = host_reg(src), bmemh = host_reg(back);
+    std::vector<comp_t> comps(n);
+    int64_t aborted0 = hlsim_counter(HLSIM_COUNTER_CS_ABORTED);
+    unsigned i, posted = 0;
+    ucs_status_t status;
+
+    fill(src, 31);
+    for (i = 0; i < n; ++i) {
+        uct_iov_t iov = { src.data() + i * len, len, smemh, 0, 1 };
+
+        comp_init(comps[i]);
+        status = uct_ep_put_zcopy(m_ep, &iov, 1, (uintptr_t)dev + i * len,
+                                  rkey, &comps[i].uct);
+        if (status == UCS_ERR_NO_RESOURCE) {
+            break;
+        }
+        ASSERT_EQ(UCS_INPROGRESS, status);
+        ++posted;
+    }
+    ASSERT_GT(posted, 0u);
+    EXPECT_GT(hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED) -
+              hlsim_counter(HLSIM_COUNTER_CS_COMPLETED) -
+              hlsim_counter(HLSIM_COUNTER_CS_ABORTED), 0)
+        << "no copy in flight at the close";
+    uct_ep_destroy(m_ep);
+    m_ep = NULL;
+    uct_iface_close(m_iface);
+    m_iface = NULL;
+    EXPECT_EQ(hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED),
+              hlsim_counter(HLSIM_COUNTER_CS_COMPLETED) +
+              hlsim_counter(HLSIM_COUNTER_CS_ABORTED))
+        << "the close returned with copies in flight";
+    EXPECT_EQ(aborted0, hlsim_counter(HLSIM_COUNTER_CS_ABORTED));
+
+    open_iface();
+    uct_iov_t iov = { back.data(), posted * len, bmemh, 0, 1 };
+    ASSERT_EQ(UCS_OK, zcopy(false, &iov, 1, (uintptr_t)dev, rkey));
+    EXPECT_EQ(0, memcmp(src.data(), back.data(), posted * len));
+}
+
 TEST_F(cpy_test, many_outstanding_pending) {
     SKIP_NO_TL();
     const unsigned max_n = 12000, len = 4096;

@@ -680,6 +680,80 @@ TEST_F(dma_test, sync_with_full_ring) {
     }
 }
 
+/*
+ * The engines of one device context share the driver's in-flight window
+ * (facts 5.2, Gaudi2: 64 CSs): with another engine's copies holding it,
+ * this engine's CS gets EAGAIN although its own ring has room. Its copies
+ * stay queued, async and sync alike, and go when the other engine's CSs
+ * complete on the device (which frees the window without anyone polling
+ * them); the data then lands. Copies progress only on the emulated
+ * engines, so the window is really full when this engine submits.
+ */
+TEST_F(dma_test, shared_window_eagain) {
+    SKIP_GAUDI3();
+    const size_t big = 32ul << 20, len = 4096;
+    const unsigned n = 8;
+    std::vector<uint8_t> src(n * len), dst(n * len, 0), back(len, 0);
+    uint64_t s = host_map(src), d = host_map(dst), b = host_map(back);
+    uct_gaudi_dma_t *other;
+    std::vector<comp> big_comps, comps(n);
+    int64_t ioctls0, cs0, refused;
+    unsigned i, nbig;
+
+    if (m_asic != UCT_GAUDI_ASIC_GAUDI2) {
+        GTEST_SKIP() << "two engines fill the window of 64 CSs on Gaudi2 "
+                        "only (Gaudi1: 16384)";
+    }
+    ASSERT_EQ(UCS_OK, uct_gaudi_dma_create(m_ctx, &m_params, &other));
+    big_comps.resize(uct_gaudi_dma_max_inflight(other) * 4);
+    fill(src, 21);
+    /* the other engine's ring full of long device copies */
+    for (nbig = 0; uct_gaudi_dma_can_submit(other); ++nbig) {
+        uct_gaudi_dma_xfer_t x = { m_dev, m_dev + (100ul << 20), big };
+        ASSERT_LT(nbig, big_comps.size());
+        ASSERT_EQ(UCS_INPROGRESS, uct_gaudi_dma_submit(other, &x, 1, "big",
+                                                       comp_cb,
+                                                       &big_comps[nbig]));
+    }
+    ioctls0 = hlsim_counter(HLSIM_COUNTER_CS_IOCTLS);
+    cs0     = hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED);
+    /* this engine: the window's last slot, then EAGAIN; copies wait */
+    for (i = 0; i < n; ++i) {
+        uct_gaudi_dma_xfer_t x = { s + i * len, m_dev + i * len, len };
+        ucs_status_t status;
+
+        EXPECT_TRUE(uct_gaudi_dma_can_submit(m_dma)) << "own ring has room";
+        while ((status = uct_gaudi_dma_submit(m_dma, &x, 1, "small", comp_cb,
+                                              &comps[i])) ==
+               UCS_ERR_NO_RESOURCE) {
+            uct_gaudi_dma_progress(m_dma, 64);
+        }
+        ASSERT_EQ(UCS_INPROGRESS, status);
+        uct_gaudi_dma_progress(m_dma, 64);
+    }
+    /* a synchronous copy waits for the window too */
+    ASSERT_EQ(UCS_OK, copy1(s, m_dev + n * len, len, false));
+    for (i = 0; i < n; ++i) {
+        progress_until(comps[i].done);
+        EXPECT_EQ(UCS_OK, comps[i].status) << "copy " << i;
+    }
+    refused = (hlsim_counter(HLSIM_COUNTER_CS_IOCTLS) - ioctls0) -
+              (hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED) - cs0);
+    EXPECT_GT(refused, 0) << "the driver's window was never full";
+    for (i = 0; i < nbig; ++i) {
+        for (int k = 0; !big_comps[i].done && (k < 100000000); ++k) {
+            uct_gaudi_dma_progress(other, 64);
+        }
+        ASSERT_TRUE(big_comps[i].done);
+        EXPECT_EQ(UCS_OK, big_comps[i].status);
+    }
+    uct_gaudi_dma_destroy(other);
+    ASSERT_EQ(UCS_OK, copy1(m_dev, d, n * len, true));
+    EXPECT_EQ(src, dst);
+    ASSERT_EQ(UCS_OK, copy1(m_dev + n * len, b, len, false));
+    EXPECT_EQ(0, memcmp(src.data(), back.data(), len));
+}
+
 TEST_F(dma_test, bad_input) {
     SKIP_GAUDI3();
     std::vector<uct_gaudi_dma_xfer_t> x(uct_gaudi_dma_max_xfers(m_dma) + 1,
