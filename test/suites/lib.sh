@@ -182,11 +182,10 @@ no_page_faults() {
 # suite appends its node's totals at exit to HLSIM_TOTALS_FILE (nodes that
 # their creators remove, e.g. the gtests' per-test nodes); the nodes under
 # tmpdirs are read as they are at the end (hlsim_totals tool), which also
-# counts processes that were killed.
-if [ -z "${HLSIM_TOTALS_FILE:-}" ] && ! in_device_mode; then
+# counts processes that were killed. One file per suite.
+if ! in_device_mode; then
     HLSIM_TOTALS_FILE=$(mktemp /tmp/hlsim-totals.XXXXXX)
     export HLSIM_TOTALS_FILE
-    hlsim_totals_own=1
 fi
 hlsim_provoked=""
 hlsim_want_in_flight=0
@@ -274,7 +273,7 @@ hlsim_totals_check() {
 hlsim_totals_cleanup() {
     local d
     for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
-    if [ "${hlsim_totals_own:-0}" = 1 ]; then rm -f "$HLSIM_TOTALS_FILE"; fi
+    if [ -n "${HLSIM_TOTALS_FILE:-}" ]; then rm -f "$HLSIM_TOTALS_FILE"; fi
 }
 
 # gtest_summary TITLE: print the summary of every run, clean up, exit

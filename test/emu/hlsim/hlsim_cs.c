@@ -255,9 +255,11 @@ static int hlsim_engine_tdr(hlsim_ctx_t *ctx, hlsim_engine_t *eng,
 {
     int dev = ctx->dev;
 
-    hlsim_log("dev%d: CS %llu timed out after %u s (timeout_locked)%s", dev,
+    hlsim_log("dev%d: CS %llu timed out after %.1f s (%s)%s", dev,
               (unsigned long long)cs->seq,
-              (unsigned)((cs->tdr_ns - cs->submit_ns) / 1000000000ULL),
+              (cs->tdr_ns - cs->submit_ns) / 1e9,
+              (cs->stall == HLSIM_STALL_HANG) ? "fault cs_timeout" :
+              "timeout_locked",
               hlsim_reset_on_lockup() ? ", hard reset" : "");
     eng->tdr_done = 1;
     cs->fail      = HLSIM_CS_TIMEDOUT;   /* what the rollback reports */

@@ -417,19 +417,30 @@ TEST_F(cpy_test, close_with_copies_in_flight) {
         ++posted;
     }
     ASSERT_GT(posted, 0u);
-    EXPECT_GT(hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED) -
-              hlsim_counter(HLSIM_COUNTER_CS_COMPLETED) -
-              hlsim_counter(HLSIM_COUNTER_CS_ABORTED), 0)
-        << "no copy in flight at the close";
+    /* kernel backend: the CSs are the copies in flight (SynapseAI's
+     * streams are the emulated library's) */
+    void *syn = synapse_lib();
+    bool kernel = (syn == NULL);
+    if (syn != NULL) {
+        dlclose(syn);
+    }
+    if (kernel) {
+        EXPECT_GT(hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED) -
+                  hlsim_counter(HLSIM_COUNTER_CS_COMPLETED) -
+                  hlsim_counter(HLSIM_COUNTER_CS_ABORTED), 0)
+            << "no copy in flight at the close";
+    }
     uct_ep_destroy(m_ep);
     m_ep = NULL;
     uct_iface_close(m_iface);
     m_iface = NULL;
-    EXPECT_EQ(hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED),
-              hlsim_counter(HLSIM_COUNTER_CS_COMPLETED) +
-              hlsim_counter(HLSIM_COUNTER_CS_ABORTED))
-        << "the close returned with copies in flight";
-    EXPECT_EQ(aborted0, hlsim_counter(HLSIM_COUNTER_CS_ABORTED));
+    if (kernel) {
+        EXPECT_EQ(hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED),
+                  hlsim_counter(HLSIM_COUNTER_CS_COMPLETED) +
+                  hlsim_counter(HLSIM_COUNTER_CS_ABORTED))
+            << "the close returned with copies in flight";
+        EXPECT_EQ(aborted0, hlsim_counter(HLSIM_COUNTER_CS_ABORTED));
+    }
 
     open_iface();
     uct_iov_t iov = { back.data(), posted * len, bmemh, 0, 1 };
