@@ -1,7 +1,8 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * hlsim_totals ROOT...: print the node-wide totals of the emulated nodes
+ * hlsim_totals ROOT... (hlsim-totals.c, not hlsim_*.c: not part of the
+ * library): print the node-wide totals of the emulated nodes
  * under the given HLSIM_ROOT directories, summed, as one line
  * "hlsim totals: page_faults=N stale_pin_dmas=N polls_in_flight=N"
  * (docs/hlsim.md, "Totals"). Reads each node's state file; not an
