@@ -64,6 +64,9 @@ skipped_suites=()
 # Count a suite's results from its own summary line (gtest's, or
 # "N passed, N failed"): gtest_counts of test/suites/lib.sh
 . "$top/test/suites/lib.sh"
+# each suite keeps its own emulator totals (lib.sh): none here
+hlsim_totals_cleanup
+unset HLSIM_TOTALS_FILE
 count_results() {
     local counts
     counts=$(gtest_counts "$1")

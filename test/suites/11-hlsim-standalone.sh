@@ -15,7 +15,8 @@ elif ! CFLAGS="-O0 -w" bash "$top/test/emu/hlsim/build-standalone.sh" \
 else
     pass "standalone build"
     new_node
-    if LD_PRELOAD="$out/libhlsim.so" "$out/test_hlsim" nodes_accel \
+    if TEST_RUNNER_DIR=$out HLSIM_TEST_KEEP=1 \
+            LD_PRELOAD="$out/libhlsim.so" "$out/test_hlsim" nodes_accel \
             dma_gaudi2 > "$out/test.log" 2>&1; then
         expect_match "standalone tests ran" "$out/test.log" \
             '^[1-9][0-9]* passed, 0 failed$'

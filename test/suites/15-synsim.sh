@@ -2,8 +2,7 @@
 # habanalabs emulator: every call of the API subset, what it rejects,
 # ordering per stream, events, and a process borrowing its device fd
 . "$(dirname "$0")/lib.sh"
-new_node
-LD_PRELOAD="$HLSIM_LIB" "$GAUDI_UCX_BUILD/test/emu/synsim/test_synsim"
-rc=$?
-for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
-exit $rc
+# page_fault and reject_unmapped copy to unmapped addresses on purpose
+hlsim_provokes page_faults
+run_test_program test_synsim \
+    "$GAUDI_UCX_BUILD/test/emu/synsim/test_synsim"

@@ -4,4 +4,9 @@
 # (test/gtest/common/gaudi_unit.cc)
 . "$(dirname "$0")/lib.sh"
 emulator_only "each unit test runs on a fresh emulated node and uses its fault injection and device-status control"
-"$GAUDI_UCX_BUILD/test/gtest/gaudi_unit"
+log=$(mktemp); tmpdirs+=("$log")
+"$GAUDI_UCX_BUILD/test/gtest/gaudi_unit" > "$log" 2>&1
+rc=$?
+cat "$log"
+gtest_add gaudi_unit "$log" "$rc"
+gtest_summary "gaudi_unit"

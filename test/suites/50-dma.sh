@@ -8,6 +8,10 @@
 # contrib/test.sh.
 . "$(dirname "$0")/lib.sh"
 emulator_only "the DMA gtests inject DMA errors, CS timeouts and resets, and gaudi_cpy_test requires the emulator"
+# copies complete on the emulated engines, never in a poll: the in-flight
+# paths (full ring and window, late completions, flush and teardown with
+# copies outstanding) must have run
+hlsim_covers_in_flight
 
 dma_test=$GAUDI_UCX_BUILD/test/gtest/gaudi_dma_test
 cpy_test=$GAUDI_UCX_BUILD/test/gtest/gaudi_cpy_test

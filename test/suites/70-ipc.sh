@@ -8,6 +8,8 @@
 # harness.
 . "$(dirname "$0")/lib.sh"
 emulator_only "the IPC gtests use the emulator's counters and switch driver flavours"
+# copies complete on the emulated engines only: polls met them in flight
+hlsim_covers_in_flight
 
 gtest=$UCX_GAUDI_BUILD/test/gtest/gaudi_ipc_test
 

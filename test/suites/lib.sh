@@ -178,14 +178,119 @@ no_page_faults() {
     return $ok
 }
 
+# Emulator totals (docs/hlsim.md, "Totals"). Every emulated process of the
+# suite appends its node's totals at exit to HLSIM_TOTALS_FILE (nodes that
+# their creators remove, e.g. the gtests' per-test nodes); the nodes under
+# tmpdirs are read as they are at the end (hlsim_totals tool), which also
+# counts processes that were killed. One file per suite.
+if ! in_device_mode; then
+    HLSIM_TOTALS_FILE=$(mktemp /tmp/hlsim-totals.XXXXXX)
+    export HLSIM_TOTALS_FILE
+fi
+hlsim_provoked=""
+hlsim_want_in_flight=0
+
+# hlsim_provokes WHAT...: this suite makes page_faults or stale_pin_dmas on
+# purpose (its tests check what follows): they do not fail it
+hlsim_provokes() { hlsim_provoked="$hlsim_provoked $*"; }
+
+# hlsim_covers_in_flight: this suite claims to run the module's in-flight
+# paths: it fails unless some WAIT_CS poll found its CS still running
+hlsim_covers_in_flight() { hlsim_want_in_flight=1; }
+
+# hlsim_roots: the emulated nodes under the suite's tmpdirs
+hlsim_roots() {
+    local d s
+    for d in "${tmpdirs[@]}"; do
+        find "$d" -maxdepth 4 -name state -type f 2>/dev/null
+    done | while read -r s; do
+        [ -f "${s%/state}/config" ] && echo "${s%/state}"
+    done
+}
+
+# hlsim_totals: print "hlsim totals: page_faults=N stale_pin_dmas=N
+# polls_in_flight=N", summed over the suite's nodes, and set
+# tot_page_faults, tot_stale_pin_dmas, tot_polls_in_flight. Returns 1 if
+# a node could not be read.
+hlsim_totals() {
+    local roots live rc=0
+    tot_page_faults=0; tot_stale_pin_dmas=0; tot_polls_in_flight=0
+    if in_device_mode; then
+        echo "hlsim totals: none (device mode: no emulator)"
+        return 0
+    fi
+    mapfile -t roots < <(hlsim_roots)
+    live=$("$GAUDI_UCX_BUILD/test/emu/hlsim/hlsim_totals" "${roots[@]}") ||
+        rc=1
+    read -r tot_page_faults tot_stale_pin_dmas tot_polls_in_flight < <(
+        { printf '%s\n' "${roots[@]}" | sed 's/^/live=/'
+          cat "$HLSIM_TOTALS_FILE" 2>/dev/null
+          echo "$live" | sed 's/^hlsim totals: /sum /'; } |
+        awk '/^live=/ { live[substr($0, 6)] = 1; next }
+             /^sum / { for (i = 2; i <= NF; i++) { split($i, kv, "=");
+                                                   t[kv[1]] += kv[2] } }
+             /^root=/ { r = substr($1, 6); if (r in live) next
+                        for (i = 2; i <= NF; i++) { split($i, kv, "=");
+                                                    last[r, kv[1]] = kv[2] }
+                        roots[r] = 1 }
+             END { for (r in roots) {
+                       t["page_faults"] += last[r, "page_faults"]
+                       t["stale_pin_dmas"] += last[r, "stale_pin_dmas"]
+                       t["polls_in_flight"] += last[r, "polls_in_flight"] }
+                   print t["page_faults"] + 0, t["stale_pin_dmas"] + 0,
+                         t["polls_in_flight"] + 0 }')
+    echo "hlsim totals: page_faults=$tot_page_faults" \
+         "stale_pin_dmas=$tot_stale_pin_dmas" \
+         "polls_in_flight=$tot_polls_in_flight"
+    return $rc
+}
+
+# hlsim_totals_check: print the totals line, then each reason to fail the
+# suite on a line of its own (none: clean): page faults or stale-pin DMAs
+# it did not provoke, no poll that met a copy in flight when it claims to
+# cover them, nodes that could not be read
+hlsim_totals_check() {
+    local rc=0
+    hlsim_totals || rc=1
+    if in_device_mode; then return 0; fi
+    [ "$rc" -eq 0 ] || echo "the totals of a node could not be read"
+    if [ "$tot_page_faults" -gt 0 ] &&
+       [[ " $hlsim_provoked " != *" page_faults "* ]]; then
+        echo "$tot_page_faults MMU page faults: DMAs to unmapped addresses"
+    fi
+    if [ "$tot_stale_pin_dmas" -gt 0 ] &&
+       [[ " $hlsim_provoked " != *" stale_pin_dmas "* ]]; then
+        echo "$tot_stale_pin_dmas DMAs through stale USERPTR pins"
+    fi
+    if [ "$hlsim_want_in_flight" = 1 ] && [ "$tot_polls_in_flight" -eq 0 ]
+    then
+        echo "no WAIT_CS poll found a copy in flight: the in-flight paths" \
+             "did not run"
+    fi
+}
+
+# hlsim_totals_cleanup: remove the suite's nodes and totals file
+hlsim_totals_cleanup() {
+    local d
+    for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
+    if [ -n "${HLSIM_TOTALS_FILE:-}" ]; then rm -f "$HLSIM_TOTALS_FILE"; fi
+}
+
 # gtest_summary TITLE: print the summary of every run, clean up, exit
 gtest_summary() {
-    local d t
-    if ! no_page_faults; then
+    local d t why
+    if [[ " $hlsim_provoked " != *" page_faults "* ]] && ! no_page_faults
+    then
         gt_fail=$((gt_fail + 1))
         gt_failed+=("MMU page faults: DMAs to unmapped addresses")
     fi
-    for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
+    while read -r why; do
+        case $why in
+        "hlsim totals:"*) echo "$why" ;;
+        ?*) gt_fail=$((gt_fail + 1)); gt_failed+=("hlsim totals: $why") ;;
+        esac
+    done < <(hlsim_totals_check)
+    hlsim_totals_cleanup
     echo "=== $1"
     echo "[  PASSED  ] $gt_pass tests."
     if [ "$gt_fail" -ne 0 ]; then
@@ -197,9 +302,44 @@ gtest_summary() {
 }
 
 finish() {
-    local d
-    no_page_faults || fail page_faults "DMAs to unmapped addresses"
-    for d in "${tmpdirs[@]}"; do rm -rf "$d"; done
+    local why
+    if [[ " $hlsim_provoked " != *" page_faults "* ]]; then
+        no_page_faults || fail page_faults "DMAs to unmapped addresses"
+    fi
+    while read -r why; do
+        case $why in
+        "hlsim totals:"*) echo "$why" ;;
+        ?*) fail hlsim_totals "$why" ;;
+        esac
+    done < <(hlsim_totals_check)
+    hlsim_totals_cleanup
     echo "$npass passed, $nfail failed"
     [ "$nfail" -eq 0 ]
+}
+
+# run_test_program NAME CMD...: a test program of test/common/test_runner.h
+# (its own "PASS"/"FAIL" lines and "N passed, N failed") on the emulator
+# (LD_PRELOAD, as the program's tests need), its nodes kept
+# in a directory of the suite for the hlsim totals; ends the suite with
+# the program's counts plus the totals' failures, like finish
+run_test_program() {
+    local name=$1 d log rc p f why
+    shift
+    d=$(mktemp -d /dev/shm/hlsim-suite.XXXXXX 2>/dev/null) ||
+        d=$(mktemp -d /tmp/hlsim-suite.XXXXXX)
+    tmpdirs+=("$d")
+    log=$(mktemp /tmp/hlsim-suite-log.XXXXXX)
+    TEST_RUNNER_DIR=$d HLSIM_TEST_KEEP=1 LD_PRELOAD="$HLSIM_LIB" "$@" \
+        > "$log" 2>&1
+    rc=$?
+    grep -v '^[0-9]* passed, [0-9]* failed$' "$log"
+    read -r p f < <(gtest_counts "$log")
+    rm -f "$log"
+    if [ -z "$p$f" ]; then
+        p=0; f=1; echo "FAIL $name: no summary (exit $rc)"
+    elif [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then
+        f=1; echo "FAIL $name: exit $rc"
+    fi
+    npass=$((npass + p)); nfail=$((nfail + f))
+    finish
 }

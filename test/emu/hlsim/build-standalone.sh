@@ -1,5 +1,5 @@
 #!/bin/sh
-# Build libhlsim.so and test_hlsim without the autotools tree.
+# Build libhlsim.so, test_hlsim and hlsim_totals without the autotools tree.
 # Usage: test/emu/hlsim/build-standalone.sh [outdir]   (default: ./build-hlsim)
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,4 +13,5 @@ $CC -std=gnu11 $CFLAGS -fPIC -shared $inc -o "$out/libhlsim.so" \
     "$here"/hlsim_*.c -ldl -lpthread
 $CC -std=gnu11 $CFLAGS $inc -o "$out/test_hlsim" "$here/test_hlsim.c" \
     -ldl -lpthread
-echo "built $out/libhlsim.so $out/test_hlsim"
+$CC -std=gnu11 $CFLAGS $inc -o "$out/hlsim_totals" "$here/hlsim-totals.c"
+echo "built $out/libhlsim.so $out/test_hlsim $out/hlsim_totals"

@@ -107,8 +107,7 @@ static hlsim_engine_t *hlsim_queue_engine(hlsim_ctx_t *ctx, int qi)
  * the emulated engines were, and how fast they copied while busy, are the
  * measure of what the instrument itself can deliver (docs/hlsim.md).
  */
-static void hlsim_queue_exec(hlsim_ctx_t *ctx, hlsim_job_t *job, int waiter,
-                             int *abort)
+static void hlsim_queue_exec(hlsim_ctx_t *ctx, hlsim_job_t *job, int *abort)
 {
     uint64_t start, ns;
 
@@ -123,10 +122,6 @@ static void hlsim_queue_exec(hlsim_ctx_t *ctx, hlsim_job_t *job, int waiter,
     ns    = hlsim_now_ns() - start;
     __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_ENGINE_NS], ns,
                        __ATOMIC_RELAXED);
-    if (waiter) {
-        __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_WAITER_NS], ns,
-                           __ATOMIC_RELAXED);
-    }
 }
 
 /* The first stream of engine @a e with a job, from its round-robin start */
@@ -148,11 +143,10 @@ static int hlsim_engine_pick(hlsim_ctx_t *ctx, int e)
 
 /*
  * Run the job at the head of queue @a qi, in order: one job of an engine
- * at a time, whichever of its streams it comes from; @a waiter: in a
- * WAIT_CS caller's thread, not the engine's worker.
- * hlsim_lock held; dropped while the job moves data.
+ * at a time, whichever of its streams it comes from, on the engine's
+ * worker. hlsim_lock held; dropped while the job moves data.
  */
-static void hlsim_queue_run_head(hlsim_ctx_t *ctx, int qi, int waiter)
+static void hlsim_queue_run_head(hlsim_ctx_t *ctx, int qi)
 {
     hlsim_queue_t  *q   = &ctx->queues[qi];
     hlsim_engine_t *eng = hlsim_queue_engine(ctx, qi);
@@ -174,19 +168,30 @@ static void hlsim_queue_run_head(hlsim_ctx_t *ctx, int qi, int waiter)
         (hlsim_gen(ctx->dev) != cs->gen)) {
         abort = fail ? fail : HLSIM_CS_ABORTED;   /* do not execute */
     } else if (cs->stall) {
-        abort = HLSIM_CS_STALL;   /* injected DMA error */
-        hlsim_log("dev%d: DMA engine %d error on CS %llu: the engine stops",
+        abort = HLSIM_CS_STALL;   /* injected DMA error or hang */
+        hlsim_log("dev%d: DMA engine %d %s on CS %llu: the engine stops",
                   ctx->dev, qi / HLSIM_ENGINE_STREAMS,
-                  (unsigned long long)job->seq);
+                  (cs->stall == HLSIM_STALL_HANG) ? "hangs (injected CS "
+                  "timeout)" : "error", (unsigned long long)job->seq);
     } else {
         eng->busy = 1;
         pthread_mutex_unlock(&hlsim_lock);
-        hlsim_queue_exec(ctx, job, waiter, &abort);
+        hlsim_queue_exec(ctx, job, &abort);
         pthread_mutex_lock(&hlsim_lock);
         eng->busy = 0;
         if (hlsim_engine_pick(ctx, qi / HLSIM_ENGINE_STREAMS) >= 0) {
             pthread_cond_signal(&eng->cond);   /* the engine is free again */
         }
+    }
+    if (abort == HLSIM_CS_RESET_AFTER) {
+        /* a page fault: the CS completes, the hard reset follows
+         * (hlsim_dma.c hlsim_fault_outcome) */
+        hlsim_job_done(ctx, job, 0);
+        pthread_mutex_unlock(&hlsim_lock);
+        hlsim_dev_reset(ctx->dev, hlsim_cfg.reset_ms,
+                        GAUDI_HL_DEVICE_STATUS_IN_RESET);
+        pthread_mutex_lock(&hlsim_lock);
+        return;
     }
     if ((hlsim_cfg.dma_gbps > 0) && (abort != HLSIM_CS_STALL)) {
         /* engine model: the data has moved, the job completes at the end
@@ -235,37 +240,37 @@ static void hlsim_engine_wait(hlsim_engine_t *eng, uint64_t until_ns)
 }
 
 /*
- * The CS timeout (TDR) of a CS that stopped its engine, lock held: the
- * CS is TIMEDOUT and, with reset_on_lockup, the device hard-resets (K612
- * common/command_submission.c:838-846, 890-892). The engine restarts
- * with the reset. Returns 1 if the lock was dropped.
+ * The CS timeout (TDR) of a CS that stopped its engine, lock held. With
+ * reset_on_lockup the device hard-resets (K612
+ * common/command_submission.c:843-846), whose rollback ends the CS with
+ * ETIMEDOUT (:783-784). Without, the TDR only marks the CS timed out and
+ * the device NEEDS_RESET (:838-842, K61 :818-822): the CS stays in flight,
+ * holding its context (:921, released in cs_do_release :803), so a
+ * blocked WAIT_CS runs to its own timeout and reports BUSY (:2688-2717,
+ * 3199-3213), later ones EBUSY (:3733-3734), and the last close finds the
+ * context in use (hlsim_ioctl.c). Returns 1 if the lock was dropped.
  */
 static int hlsim_engine_tdr(hlsim_ctx_t *ctx, hlsim_engine_t *eng,
                             hlsim_cs_t *cs)
 {
     int dev = ctx->dev;
 
-    hlsim_log("dev%d: CS %llu timed out after %u s (timeout_locked)%s", dev,
-              (unsigned long long)cs->seq, hlsim_timeout_locked_s(dev),
+    hlsim_log("dev%d: CS %llu timed out after %.1f s (%s)%s", dev,
+              (unsigned long long)cs->seq,
+              (cs->tdr_ns - cs->submit_ns) / 1e9,
+              (cs->stall == HLSIM_STALL_HANG) ? "fault cs_timeout" :
+              "timeout_locked",
               hlsim_reset_on_lockup() ? ", hard reset" : "");
     eng->tdr_done = 1;
+    cs->fail      = HLSIM_CS_TIMEDOUT;   /* what the rollback reports */
     if (hlsim_reset_on_lockup()) {
-        /* the reset's rollback ends the CS (:783-784): the device is in
-         * reset before anyone can see it TIMEDOUT */
-        cs->fail = HLSIM_CS_TIMEDOUT;
         pthread_mutex_unlock(&hlsim_lock);
         hlsim_dev_reset(dev, hlsim_cfg.reset_ms,
                         GAUDI_HL_DEVICE_STATUS_IN_RESET);
         pthread_mutex_lock(&hlsim_lock);
         return 1;
     }
-    cs->state   = HLSIM_CS_TIMEDOUT;   /* the engine stays stopped */
-    cs->tdr_seen = 1;
-    hlsim_dev_needs_reset(dev);
-    cs->done_ns = hlsim_now_ns();
-    ctx->in_flight--;
-    hlsim_counters[HLSIM_COUNTER_CS_ABORTED]++;
-    pthread_cond_broadcast(&hlsim_cond);
+    hlsim_dev_needs_reset(dev);   /* the engine stays stopped */
     return 0;
 }
 
@@ -288,7 +293,7 @@ static void hlsim_engine_stopped(hlsim_ctx_t *ctx, hlsim_engine_t *eng)
         pthread_cond_signal(&eng->cond);
         return;
     }
-    tdr = cs->submit_ns + hlsim_timeout_locked_s(ctx->dev) * 1000000000ULL;
+    tdr = cs->tdr_ns;
     if (!eng->tdr_done && (now >= tdr) && hlsim_engine_tdr(ctx, eng, cs)) {
         return;
     }
@@ -347,41 +352,11 @@ static void *hlsim_worker(void *arg)
         if (qi < 0) {
             break;
         }
-        hlsim_queue_run_head(ctx, qi, 0);
+        hlsim_queue_run_head(ctx, qi);
     }
     hlsim_engine_report(ctx, eng, 1);
     pthread_mutex_unlock(&hlsim_lock);
     return NULL;
-}
-
-/*
- * A waiter whose CS is queued on an idle engine runs it (and what is
- * queued before it) itself. The engines are threads competing for the same
- * cores as the polling caller: handing a queued job over to a sleeping
- * thread costs a wake-up per CS, and the caller's spin takes the CPU the
- * engine needs. Order per queue is kept; only jobs up to @a seq run, and
- * never with the bandwidth model on (a poll must not sleep).
- * hlsim_lock held.
- */
-static void hlsim_wait_cs_run(hlsim_ctx_t *ctx, hlsim_cs_t *cs, uint64_t seq)
-{
-    hlsim_engine_t *eng;
-    hlsim_queue_t  *q;
-    int             qi;
-
-    if (!hlsim_cfg.wait_runs || (hlsim_cfg.dma_gbps > 0)) {
-        return;
-    }
-    for (qi = 0; qi < HLSIM_MAX_QUEUES; qi++) {
-        q   = &ctx->queues[qi];
-        eng = hlsim_queue_engine(ctx, qi);
-        while ((cs->seq == seq) && (cs->state == HLSIM_CS_PENDING) &&
-               (q->head != NULL) && !eng->busy && !eng->stop &&
-               (eng->held == NULL) &&
-               (q->head->seq <= seq)) {
-            hlsim_queue_run_head(ctx, qi, 1);
-        }
-    }
 }
 
 static int hlsim_queue_push(hlsim_ctx_t *ctx, int qi, hlsim_job_t *job)
@@ -511,6 +486,13 @@ static int hlsim_dma_error_resets(int dev)
 {
     return (hlsim_cfg.dev[dev].asic != HLSIM_GAUDI1) && !hlsim_cfg.legacy;
 }
+
+/*
+ * The TDR of a CS the fault cs_timeout hangs, after its submission: not at
+ * once, so that a waiter that waits from the submission on sees what it
+ * would on the device, where timeout_locked is seconds (emulator's choice)
+ */
+#define HLSIM_HANG_TDR_NS 100000000ULL
 
 static void hlsim_drop(hlsim_ctx_t *ctx, int which)
 {
@@ -651,12 +633,17 @@ int hlsim_cs(hlsim_file_t *f, union hl_cs_args *a)
             fail  = HLSIM_CS_ABORTED;
             reset = 1;
         } else {
-            stall = 1;
+            stall = HLSIM_STALL_ERROR;
         }
     }
     if ((err = hlsim_fault_hit("cs_timeout"))) {
-        fail  = HLSIM_CS_TIMEDOUT;
-        reset = hlsim_reset_on_lockup();
+        if (hlsim_reset_on_lockup()) {
+            fail  = HLSIM_CS_TIMEDOUT;
+            reset = 1;
+        } else {
+            /* the engine hangs on it and its TDR comes soon after */
+            stall = HLSIM_STALL_HANG;
+        }
     }
     /* the CS that triggers an injected reset is among those it aborts */
     if (hlsim_fault_hit("reset") != 0) {
@@ -673,6 +660,9 @@ int hlsim_cs(hlsim_file_t *f, union hl_cs_args *a)
     cs->fail      = fail;
     cs->stall     = stall;
     cs->submit_ns = hlsim_now_ns();
+    cs->tdr_ns    = cs->submit_ns + ((stall == HLSIM_STALL_HANG) ?
+                    HLSIM_HANG_TDR_NS :
+                    hlsim_timeout_locked_s(f->dev) * 1000000000ULL);
     cs->gen       = hlsim_gen(f->dev);
     ctx->in_flight++;
     hlsim_counters[HLSIM_COUNTER_CS_SUBMITTED]++;
@@ -825,7 +815,8 @@ int hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a)
         a->out.flags  = HL_WAIT_CS_STATUS_FLAG_GONE;
         return 0;
     }
-    hlsim_wait_cs_run(ctx, cs, seq);
+    /* a poll only reads the CS's state: completion_done() (K612
+     * common/command_submission.c:2688-2689); the engines run on */
     next = hlsim_model_report(ctx, cs);
     while ((cs->state == HLSIM_CS_PENDING) && (tmo != 0) &&
            (cs->seq == seq)) {
@@ -850,14 +841,12 @@ int hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a)
     if ((state == HLSIM_CS_DONE) && ts) {
         a->out.timestamp_nsec = cs->done_ns;
     }
-    /* An injected timeout ends the CS at once, a real one after
-     * timeout_locked, when its submitter is waiting already: the device
-     * needs a reset from the report of the timeout on, so the waiter gets
-     * ETIMEDOUT and later ioctls EBUSY, as on the device */
-    if ((state == HLSIM_CS_TIMEDOUT) && (cs->seq == seq) && !cs->tdr_seen &&
-        !hlsim_reset_on_lockup()) {
-        cs->tdr_seen = 1;
-        hlsim_dev_needs_reset(f->dev);
+    if ((tmo == 0) && (state == HLSIM_CS_PENDING)) {
+        /* a poll that found its CS in flight: the suites' proof that the
+         * module's in-flight paths ran (HLSIM_COUNTER_POLLS_IN_FLIGHT) */
+        hlsim_counters[HLSIM_COUNTER_POLLS_IN_FLIGHT]++;
+        __atomic_add_fetch(&hlsim_shm->dev[f->dev].polls_in_flight, 1,
+                           __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&hlsim_lock);
 

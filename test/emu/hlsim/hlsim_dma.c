@@ -276,14 +276,24 @@ static int hlsim_lin_dma(hlsim_ctx_t *ctx, const struct hlsim_pkt_lin_dma *p,
 }
 
 /*
- * What a page fault does to the job: a hard reset (the CS is aborted by
- * it), the engine stops on the job (hlsim_cs.c: busy until the CS
- * timeout), or nothing (the transfer is gone, the job goes on)
+ * What a page fault does to the job: a hard reset, the engine stops on the
+ * job (hlsim_cs.c: busy until the CS timeout), or nothing (the transfer is
+ * gone, the job goes on). The reset is delayed (HL_DRV_RESET_DELAY, K61
+ * gaudi2/gaudi2.c:8583; K612 gaudi2/gaudi2.c:10264-10270) and blocks CS
+ * completions only after the delay (K612 common/device.c:1728-1736): the
+ * engine, not stopped, completes the CS first, which WAIT_CS reports
+ * COMPLETED, and the reset follows (HLSIM_PAGE_FAULT_CS=completed, the
+ * default: the outcome a module cannot take for a failure); or the reset
+ * comes first and aborts it (=aborted).
  */
 static int hlsim_fault_outcome(hlsim_ctx_t *ctx, int pf, int *abort)
 {
     switch (pf - 1) {
     case HLSIM_PF_RESET:
+        if (!hlsim_cfg.pf_cs_aborted) {
+            *abort = HLSIM_CS_RESET_AFTER;   /* the job goes on */
+            return 0;
+        }
         hlsim_dev_reset(ctx->dev, hlsim_cfg.reset_ms,
                         GAUDI_HL_DEVICE_STATUS_IN_RESET);
         *abort = HLSIM_CS_ABORTED;

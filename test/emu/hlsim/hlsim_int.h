@@ -96,10 +96,10 @@ typedef struct {
     unsigned       kill_delay_ms;  /* hard reset: SIGKILL of fd holders */
     double         dma_gbps;
     uint64_t       dma_job_ns; /* engine model: fixed cost of a job */
-    int            wait_runs;  /* a waiter runs its CS's queued jobs */
     int            engine_clock; /* count the time jobs run (a measure) */
     int            no_drm;     /* Habana build without DRM accel (HLSIM_DRM=0) */
     int            page_fault; /* HLSIM_PAGE_FAULT: hlsim_pf_mode_t */
+    int            pf_cs_aborted; /* HLSIM_PAGE_FAULT_CS=aborted */
     unsigned       timeout_locked; /* HLSIM_TIMEOUT_LOCKED s, 0: default */
     int            verbose;
 } hlsim_config_t;
@@ -241,8 +241,15 @@ typedef enum {
     HLSIM_CS_DONE,
     HLSIM_CS_ABORTED,
     HLSIM_CS_TIMEDOUT,
-    HLSIM_CS_STALL        /* job outcome: the engine stopped on it */
+    HLSIM_CS_STALL,       /* job outcome: the engine stopped on it */
+    HLSIM_CS_RESET_AFTER  /* job outcome: completes, a hard reset follows */
 } hlsim_cs_state_t;
+
+/* Why an injected fault stops the engine on a CS (hlsim_cs_t.stall) */
+enum {
+    HLSIM_STALL_ERROR = 1,   /* DMA error (fault dma_error) */
+    HLSIM_STALL_HANG         /* hangs: its TDR soon after (cs_timeout) */
+};
 
 typedef struct hlsim_cs {
     uint64_t seq;
@@ -252,9 +259,9 @@ typedef struct hlsim_cs {
     uint64_t gen;         /* device reset generation at submit */
     int64_t  done_ns;
     int      timestamp;   /* submitted with HL_CS_FLAGS_TIMESTAMP */
-    int      stall;       /* injected DMA error that stops the engine */
+    int      stall;       /* injected: the engine stops (HLSIM_STALL_*) */
     uint64_t submit_ns;   /* start of the CS timeout (TDR) */
-    int      tdr_seen;    /* its timeout was reported (NEEDS_RESET) */
+    uint64_t tdr_ns;      /* when its TDR fires if its engine stopped */
 } hlsim_cs_t;
 
 /* Outcomes of timestamped CSs that left the window (facts 9.11) */

@@ -299,7 +299,12 @@ void hlsim_ctx_release(hlsim_ctx_t *ctx)
         ms = (hlsim_now_ns() - __atomic_load_n(&sd->last_open_ns,
                                                __ATOMIC_ACQUIRE)) / 1000000;
         __atomic_store_n(&sd->last_session_ms, ms, __ATOMIC_RELEASE);
-        hlsim_release_reset(dev);
+        /* Linux 6.1 never releases a context a stuck CS holds (K61
+         * common/device.c:478-480): no reset upon release, a device that
+         * needs a reset keeps needing one */
+        if (!(hlsim_cfg.legacy && cs)) {
+            hlsim_release_reset(dev);
+        }
         __atomic_store_n(&sd->compute_active, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&sd->owner_pid, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&sd->in_release, 0, __ATOMIC_RELEASE);

@@ -540,14 +540,19 @@ static int hlsim_do_init(void)
     if (!hlsim_env_int("HLSIM_DRM", 1, 0, 1, &v)) {
         hlsim_cfg.no_drm = !v;
     }
-    hlsim_cfg.wait_runs = 1;
-    if (!hlsim_env_int("HLSIM_WAIT_RUNS", 1, 0, 1, &v)) {
-        hlsim_cfg.wait_runs = v;
-    }
     if (!hlsim_env_int("HLSIM_ENGINE_CLOCK", 0, 0, 1, &v)) {
         hlsim_cfg.engine_clock = v;
     }
     hlsim_cfg.verbose = getenv("HLSIM_VERBOSE") && atoi(getenv("HLSIM_VERBOSE"));
+    /* the CS of a page fault that resets: completed before the reset
+     * (default) or aborted by it (hlsim_dma.c hlsim_fault_outcome) */
+    if ((s = getenv("HLSIM_PAGE_FAULT_CS")) && *s) {
+        hlsim_cfg.pf_cs_aborted = !strcmp(s, "aborted");
+        if (strcmp(s, "aborted") && strcmp(s, "completed")) {
+            hlsim_log("HLSIM_PAGE_FAULT_CS=%s: want completed or aborted; "
+                      "using completed", s);
+        }
+    }
     if ((s = getenv("HLSIM_PAGE_FAULT")) && *s) {
         if (!strcmp(s, "stall")) {
             hlsim_cfg.page_fault = HLSIM_PF_STALL;
@@ -1006,4 +1011,69 @@ int64_t hlsim_get_counter(hlsim_counter_t counter, int dev)
 const char *hlsim_root(void)
 {
     return hlsim_root_path();
+}
+
+/*
+ * Totals of what a clean run must not do (page faults, DMAs through stale
+ * USERPTR pins) and of the proof that polls met copies in flight: @a out
+ * gets the sums over the node's devices (node-wide, every process)
+ */
+static void hlsim_node_totals(uint64_t out[3])
+{
+    unsigned i;
+
+    out[0] = out[1] = out[2] = 0;
+    for (i = 0; (hlsim_shm != NULL) && (i < hlsim_cfg.num_dev); i++) {
+        out[0] += __atomic_load_n(&hlsim_shm->dev[i].page_faults,
+                                  __ATOMIC_ACQUIRE);
+        out[1] += __atomic_load_n(&hlsim_shm->dev[i].stale_pin_dmas,
+                                  __ATOMIC_ACQUIRE);
+        out[2] += __atomic_load_n(&hlsim_shm->dev[i].polls_in_flight,
+                                  __ATOMIC_ACQUIRE);
+    }
+}
+
+/*
+ * At exit of a process that used the node: with HLSIM_TOTALS_FILE, append
+ * the node's totals so far ("root=<dir> page_faults=N ..."; the suites
+ * sum the last line of each root, test/suites/lib.sh), which outlives a
+ * node its creator removes; with HLSIM_TOTALS=1, print this process's own
+ * on stderr. A process killed or ending in _exit() writes nothing: the
+ * node's state file keeps its counts (hlsim_totals ROOT).
+ */
+__attribute__((destructor)) static void hlsim_totals_at_exit(void)
+{
+    const char *file = getenv("HLSIM_TOTALS_FILE");
+    const char *env  = getenv("HLSIM_TOTALS");
+    uint64_t    t[3];
+    char        line[4400];
+    int         fd, n;
+
+    if (hlsim_shm == NULL) {
+        return;   /* never used the emulated driver */
+    }
+    if ((env != NULL) && !strcmp(env, "1")) {
+        fprintf(stderr, "hlsim totals: page_faults=%lld stale_pin_dmas=%lld "
+                "polls_in_flight=%lld (pid %d)\n",
+                (long long)hlsim_counters[HLSIM_COUNTER_PAGE_FAULTS],
+                (long long)hlsim_counters[HLSIM_COUNTER_STALE_PIN_DMAS],
+                (long long)hlsim_counters[HLSIM_COUNTER_POLLS_IN_FLIGHT],
+                (int)getpid());
+    }
+    if ((file == NULL) || (*file == '\0')) {
+        return;
+    }
+    hlsim_node_totals(t);
+    n  = snprintf(line, sizeof(line), "root=%s page_faults=%llu "
+                  "stale_pin_dmas=%llu polls_in_flight=%llu\n",
+                  hlsim_cfg.root, (unsigned long long)t[0],
+                  (unsigned long long)t[1], (unsigned long long)t[2]);
+    fd = hlsim_real.open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+                         0666);
+    if ((fd < 0) || (write(fd, line, n) != n)) {
+        hlsim_log("cannot append the totals to %s: %m", file);
+    }
+    if (fd >= 0) {
+        hlsim_real.close(fd);
+    }
 }

@@ -2137,13 +2137,11 @@ static void t_cs_gaudi3(void)
 }
 
 /*
- * CSs on one queue run in submission order, whoever runs them: the engine
- * thread, or a caller of WAIT_CS (HLSIM_WAIT_RUNS) that runs the queued
- * jobs up to its own CS. Alternate copies of two patterns into one buffer;
- * polling only the last CS must leave the last pattern, and every earlier
- * CS must be complete by then.
+ * CSs on one queue run in submission order, on the engine. Alternate
+ * copies of two patterns into one buffer; polling only the last CS must
+ * leave the last pattern, and every earlier CS must be complete by then.
  */
-static void t_wait_runs_order(void)
+static void t_engine_order(void)
 {
     const size_t n = MB;
     const int    num = 16;
@@ -2185,6 +2183,62 @@ static void t_wait_runs_order(void)
     close(fd);
     free(a);
     free(b);
+    free(d);
+}
+
+/*
+ * A WAIT_CS poll (timeout 0) only reads the CS's state, as the driver's
+ * completion_done() (K612 common/command_submission.c:2688-2689): queued
+ * 32 MiB copies are still in flight at the first poll, they complete on
+ * the engine while the caller only polls, and each poll that found its CS
+ * running is counted, in the process and node-wide (hlsim_totals).
+ */
+static void t_poll_in_flight(void)
+{
+    const size_t n = 32 * MB;
+    const int    num = 8;
+    uint8_t     *a = malloc(n), *d = malloc(n);
+    uint64_t     ava, dva, seq[8];
+    uint32_t     status = 0;
+    int64_t      polls0, polls, busy = 0;
+    hcb_t        cb;
+    int          fd, i;
+
+    CHECK(a && d, "alloc");
+    CHECK_OK(fd = open_dev(0), "open");
+    cb = hcb_new(fd, 4096);
+    fill(a, n, 7);
+    memset(d, 0, n);
+    CHECK_OK(map_host(fd, a, n, &ava), "map a");
+    CHECK_OK(map_host(fd, d, n, &dva), "map d");
+    pkt_lin(&cb.cb, ava, dva, n, 0, 0);
+    polls0 = API(hlsim_get_counter)(HLSIM_COUNTER_POLLS_IN_FLIGHT, 0);
+    for (i = 0; i < num; i++) {
+        CHECK_OK(submit(fd, cb.va, cb.cb.len, 0,
+                        HL_CS_CHUNK_FLAGS_USER_ALLOC_CB, &seq[i]), "CS");
+    }
+    CHECK_OK(wait_cs(fd, seq[num - 1], 0, &status, NULL), "first poll");
+    CHECK(status == HL_WAIT_CS_STATUS_BUSY,
+          "256 MiB queued: still in flight at the first poll (status %u)",
+          status);
+    busy++;
+    do {
+        CHECK_OK(wait_cs(fd, seq[num - 1], 0, &status, NULL), "poll");
+        busy += (status == HL_WAIT_CS_STATUS_BUSY);
+    } while ((status == HL_WAIT_CS_STATUS_BUSY) && (busy < 100000000));
+    CHECK(status == HL_WAIT_CS_STATUS_COMPLETED, "done: %u", status);
+    CHECK(!memcmp(a, d, n), "copied by the engine");
+    polls = API(hlsim_get_counter)(HLSIM_COUNTER_POLLS_IN_FLIGHT, 0);
+    CHECK(polls - polls0 == busy, "%lld polls in flight counted, %lld seen",
+          (long long)(polls - polls0), (long long)busy);
+    /* a blocking wait is not a poll */
+    CHECK_OK(submit(fd, cb.va, cb.cb.len, 0,
+                    HL_CS_CHUNK_FLAGS_USER_ALLOC_CB, &seq[0]), "CS");
+    CHECK_OK(wait_cs(fd, seq[0], 5000000, &status, NULL), "wait");
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_POLLS_IN_FLIGHT, 0) == polls,
+          "a blocking wait is not counted");
+    close(fd);
+    free(a);
     free(d);
 }
 
@@ -2233,7 +2287,8 @@ static void t_engine_clock(void)
         CHECK(waiter == 0, "no job in a waiter under the model: %lld",
               (long long)waiter);
     } else {
-        CHECK((eng > 0) && (waiter >= 0) && (waiter <= eng),
+        /* a WAIT_CS never runs a job (K612 command_submission.c:2688) */
+        CHECK((eng > 0) && (waiter == 0),
               "counted: %lld ns, %lld ns by waiters", (long long)eng,
               (long long)waiter);
     }
@@ -2396,9 +2451,17 @@ static void t_cs_inflight(void)
 static unsigned dev_status(int dev)
 {
     struct hl_info_device_status ds = {0};
-    int cfd = open_ctl(dev);
+    struct hl_info_args a = {0};
+    char p[64];
+    int cfd;
 
-    if ((cfd < 0) || info(cfd, HL_INFO_DEVICE_STATUS, &ds, sizeof(ds))) {
+    snprintf(p, sizeof(p), "/dev/hl_controlD%d", dev);
+    cfd = hl_legacy_nodes() ? open(p, O_RDWR | O_CLOEXEC) : open_ctl(dev);
+    a.return_pointer = (uintptr_t)&ds;
+    a.return_size    = sizeof(ds);
+    a.op             = HL_INFO_DEVICE_STATUS;
+    if ((cfd < 0) || ioctl(cfd, hl_legacy_nodes() ?
+                           GAUDI_HL_LEGACY_IOCTL_INFO : INFO_CODE, &a)) {
         ds.status = ~0u;
     }
     if (cfd >= 0) {
@@ -2412,7 +2475,7 @@ static void t_wait_errors(void)
     int (*add)(const char *, unsigned, int) = API(hlsim_fault_add);
     uint8_t *buf = malloc(8192);
     uint64_t va, seq, i;
-    uint32_t status, flags;
+    uint32_t status, flags, hard;
     int64_t  ncs, nwait;
     hcb_t    cb;
     int      fd;
@@ -2440,25 +2503,49 @@ static void t_wait_errors(void)
     CHECK_OK(wait_cs(fd, 70, 0, &status, &flags), "recent seq");
     CHECK(!(flags & HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD),
           "no timestamp unless asked for");
-    /* reset_on_lockup=0 (HLSIM_RESET_ON_LOCKUP=0): a timeout, no reset,
-     * the device needs one: not operational until the reset on release */
+    /* reset_on_lockup=0 (HLSIM_RESET_ON_LOCKUP=0): the TDR only marks the
+     * CS and the device (K612 common/command_submission.c:838-842); the CS
+     * stays in flight: its waiter gets BUSY at its own timeout
+     * (:2688-2717, 3199-3213), later ioctls EBUSY (:3733-3734) */
     CHECK_OK(add("cs_timeout", 1, ETIMEDOUT), "fault");
-    CHECK_ERR(g2_dma(fd, &cb, 0, va, va + 4096, 4096, 0, &status),
-              ETIMEDOUT, "timeout");
-    CHECK(status == HL_WAIT_CS_STATUS_TIMEDOUT, "status 2");
+    cb.cb.len = 0;
+    pkt_lin(&cb.cb, va, va + 4096, 4096, 0, 0);
+    pkt_short(&cb.cb, HLSIM_PKT_NOP, 0);
+    CHECK_OK(submit(fd, cb.va, cb.cb.len, 0,
+                    HL_CS_CHUNK_FLAGS_USER_ALLOC_CB, &seq), "CS");
+    CHECK_OK(wait_cs(fd, seq, 300000, &status, NULL), "blocked waiter");
+    CHECK(status == HL_WAIT_CS_STATUS_BUSY, "BUSY at its timeout: %u",
+          status);
     CHECK(dev_status(0) == GAUDI_HL_DEVICE_STATUS_NEEDS_RESET, "needs reset");
     CHECK_ERR(submit(fd, cb.va, cb.cb.len, 0,
                      HL_CS_CHUNK_FLAGS_USER_ALLOC_CB, &seq), EBUSY,
               "CS while the device needs a reset");
     CHECK_ERR(wait_cs(fd, 70, 0, NULL, NULL), EBUSY, "WAIT_CS");
     CHECK_ERR(open_dev(0), EPERM, "open while the device needs a reset");
-    (void)seq;
+    hard = reset_count().hard_reset_cnt;
     close(fd);
-    /* Gaudi2 resets on release, which ends NEEDS_RESET */
-    CHECK(dev_status(0) == GAUDI_HL_DEVICE_STATUS_OPERATIONAL,
-          "operational after the reset on release");
-    CHECK_OK(fd = open_dev(0), "open after the reset on release");
-    close(fd);
+    if (hl_legacy_nodes()) {
+        /* Linux 6.1: the stuck CS holds the context, which is never
+         * released: no reset, NEEDS_RESET stays (K61 device.c:478-480) */
+        CHECK(dev_status(0) == GAUDI_HL_DEVICE_STATUS_NEEDS_RESET,
+              "6.1: still needs a reset after the close");
+        CHECK(reset_count().hard_reset_cnt == hard, "6.1: no reset");
+        CHECK_ERR(open_dev(0), EPERM, "6.1: open still refused");
+    } else {
+        /* accel and Habana: the context is still in use at the last
+         * close: a hard reset (K612 common/device.c:618-622) */
+        CHECK(reset_count().hard_reset_cnt == hard + 1,
+              "hard reset at the close: %u -> %u", hard,
+              reset_count().hard_reset_cnt);
+        for (i = 0; (i < 1000) && (dev_status(0) !=
+                                   GAUDI_HL_DEVICE_STATUS_OPERATIONAL); i++) {
+            usleep(10000);
+        }
+        CHECK(dev_status(0) == GAUDI_HL_DEVICE_STATUS_OPERATIONAL,
+              "operational after the hard reset");
+        CHECK_OK(fd = open_dev(0), "open after the hard reset");
+        close(fd);
+    }
     free(buf);
 }
 
@@ -2617,12 +2704,17 @@ static void t_wait_old_outcome(void)
     CHECK(flags & HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD, "timestamp");
     CHECK_OK(add("cs_timeout", 1, ETIMEDOUT), "fault");
     CHECK_OK(submit_ts(fd, &cb, va, va + 4096, 64, &s_bad), "CS ts, fails");
-    CHECK_ERR(wait_cs(fd, s_bad, 5000000, &status, NULL), ETIMEDOUT,
-              "timed out");
+    /* reset_on_lockup=0: in flight after its TDR, until a reset */
+    CHECK_OK(wait_cs(fd, s_bad, 300000, &status, NULL), "waiter");
+    CHECK(status == HL_WAIT_CS_STATUS_BUSY, "in flight after its TDR: %u",
+          status);
     CHECK_ERR(submit_ts(fd, &cb, va, va + 4096, 64, &s_plain), EBUSY,
               "needs a reset");
     /* the administrator's reset (which would end this process) by hand,
-     * to look at the stored outcomes */
+     * to look at the stored outcomes: its rollback ends the timed-out CS
+     * with ETIMEDOUT (K612 common/command_submission.c:783-784) */
+    CHECK_OK(API(hlsim_set_device_status)(0,
+             GAUDI_HL_DEVICE_STATUS_IN_RESET), "reset");
     CHECK_OK(API(hlsim_set_device_status)(0,
              GAUDI_HL_DEVICE_STATUS_OPERATIONAL), "operational");
     CHECK_OK(g2_dma(fd, &cb, 0, va, va + 4096, 64, 0, &status), "plain");
@@ -2878,7 +2970,6 @@ static void engine_fault_child(int wfd)
     } else {
         API(hlsim_fault_add)(fault, 1, EIO);
     }
-    setenv("HLSIM_WAIT_RUNS", "0", 1);
     if (submit_dma(fd, src, dst, 4096, &seq)) {
         _exit(4);
     }
@@ -2925,6 +3016,10 @@ static void t_engine_fault(void)
     int         stall  = !strcmp(expect, "stall");
     int         drop   = !strcmp(expect, "drop");
     int         pf     = !strcmp(getenv("HLSIM_TEST_FAULT"), "page_fault");
+    const char *pf_cs  = getenv("HLSIM_PAGE_FAULT_CS");
+    /* a page fault's reset comes after its CS completed (default) */
+    int         done   = drop || (pf && !stall && !((pf_cs != NULL) &&
+                                                   !strcmp(pf_cs, "aborted")));
     int         pfd[2], st;
     char        r[2] = { 0, 0 };
     pid_t       pid;
@@ -2941,10 +3036,11 @@ static void t_engine_fault(void)
     if (!pf) {
         CHECK(r[0] == (stall ? 'p' : 'n'), "first poll: %c", r[0]);
     }
-    /* a reset: the waiter sees its CS aborted (EIO) or, if it came
-     * later, the device in reset (EBUSY) */
-    CHECK(r[1] == (drop ? 'c' : stall ? 't' : (r[1] == 'i') ? 'i' : 'e'),
-          "outcome %c", r[1]);
+    /* a reset: the waiter sees its CS completed (a page fault's, whose
+     * reset comes after) or aborted (EIO) or, if it came after the reset
+     * began, the device in reset (EBUSY) */
+    CHECK((r[1] == (done ? 'c' : stall ? 't' : 'i')) ||
+          (!drop && !stall && (r[1] == 'e')), "outcome %c", r[1]);
     if (drop) {
         kill(pid, SIGTERM);
     }
@@ -2999,7 +3095,6 @@ static void t_close_inflight(void)
 
     CHECK_OK(fd = open_dev(0), "open");
     CHECK_OK(map_host(fd, buf, 2 * MB, &va), "map");
-    setenv("HLSIM_WAIT_RUNS", "0", 1);
     CHECK_OK(submit_dma(fd, is_gaudi1() ? 0x20000000ULL : va, va + MB,
                         256 * 1024, &seq), "CS");
     close(fd);
@@ -3483,8 +3578,8 @@ static const test_t tests[] = {
     { "cs_errors", t_cs_errors, "" },
     { "cs_gaudi3", t_cs_gaudi3, "HLSIM_ASIC=gaudi3" },
     { "cs_inflight", t_cs_inflight, "HLSIM_DMA_GBPS=0.001" },
-    { "wait_runs_order", t_wait_runs_order, "" },
-    { "wait_runs_order_off", t_wait_runs_order, "HLSIM_WAIT_RUNS=0" },
+    { "engine_order", t_engine_order, "" },
+    { "poll_in_flight", t_poll_in_flight, "" },
     { "engine_clock_off", t_engine_clock, "" },
     { "engine_clock", t_engine_clock, "HLSIM_ENGINE_CLOCK=1" },
     { "engine_clock_model", t_engine_clock,
@@ -3493,6 +3588,10 @@ static const test_t tests[] = {
     { "engine_streams_gaudi1", t_engine_streams,
       "HLSIM_DMA_GBPS=1 HLSIM_ASIC=gaudi1" },
     { "wait_errors", t_wait_errors, "HLSIM_RESET_ON_LOCKUP=0" },
+    { "wait_errors_upstream", t_wait_errors,
+      "HLSIM_RESET_ON_LOCKUP=0 HLSIM_FLAVOUR=upstream" },
+    { "wait_errors_linux61", t_wait_errors,
+      "HLSIM_RESET_ON_LOCKUP=0 HLSIM_NODES=legacy" },
     { "wait_old_outcome", t_wait_old_outcome, "HLSIM_RESET_ON_LOCKUP=0" },
     { "dram_page_768m", t_dram_page_768m, "HLSIM_DRAM_PAGE_SIZE=768M" },
     { "hard_reset_dma_error", t_hard_reset, "HLSIM_TEST_FAULT=dma_error" },
@@ -3503,6 +3602,9 @@ static const test_t tests[] = {
       "HLSIM_TEST_FAULT=cs_timeout HLSIM_ASIC=gaudi1" },
     { "page_fault_reset", t_engine_fault,
       "HLSIM_TEST_FAULT=page_fault HLSIM_TEST_EXPECT=reset" },
+    { "page_fault_reset_aborted", t_engine_fault,
+      "HLSIM_TEST_FAULT=page_fault HLSIM_TEST_EXPECT=reset "
+      "HLSIM_PAGE_FAULT_CS=aborted" },
     { "page_fault_reset_gaudi1", t_engine_fault,
       "HLSIM_TEST_FAULT=page_fault HLSIM_TEST_EXPECT=reset HLSIM_ASIC=gaudi1" },
     { "page_fault_upstream", t_engine_fault, "HLSIM_FLAVOUR=upstream "
@@ -3569,7 +3671,8 @@ static const char *const test_unset[] = {
     "HLSIM_NUM_DEVICES", "HLSIM_ASIC", "HLSIM_FAULTS", "HLSIM_NODES",
     "HLSIM_FLAVOUR", "HLSIM_MODULE_IDS", "HLSIM_NUMA_NODE", "HLSIM_DRM",
     "HLSIM_HBM_SIZE", "HLSIM_DRAM_PAGE_SIZE", "HLSIM_DMA_GBPS",
-    "HLSIM_WAIT_RUNS", "HLSIM_ENGINE_CLOCK", NULL
+    "HLSIM_ENGINE_CLOCK", "HLSIM_TOTALS_FILE", "HLSIM_TOTALS",
+    "HLSIM_PAGE_FAULT_CS", NULL
 };
 
 static const test_env_t test_env = {test_unset, "HLSIM_RELEASE_RESET_MS=0"};

@@ -6,6 +6,8 @@
 
 #include "gaudi_gtest.h"
 
+#include <uct/gaudi/hl/gaudi_hl_abi.h>
+
 #include <gtest/gtest.h>
 
 extern "C" {
@@ -99,6 +101,14 @@ int hlsim_reset_device(int dev, unsigned ms)
 {
     auto f = hlsim_api<int (*)(int, unsigned)>("hlsim_reset_device");
     return f ? f(dev, ms) : -ENOSYS;
+}
+
+int hlsim_admin_reset(int dev)
+{
+    int rc = hlsim_set_device_status(dev, GAUDI_HL_DEVICE_STATUS_IN_RESET);
+
+    return rc ? rc :
+           hlsim_set_device_status(dev, GAUDI_HL_DEVICE_STATUS_OPERATIONAL);
 }
 
 std::string hlsim_preload(const char *current)

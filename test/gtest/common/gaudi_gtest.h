@@ -43,6 +43,11 @@ int hlsim_fault_clear();
 int64_t hlsim_counter(hlsim_counter_t counter, int dev = 0);
 int hlsim_set_device_status(int dev, unsigned status);
 int hlsim_reset_device(int dev, unsigned ms);
+/* The administrator's reset of a device that needs one, by hand (a real
+ * reset would kill this process): the reset ends the CSs in flight (a CS
+ * that timed out under reset_on_lockup=0 stays in flight until one),
+ * then the device is operational */
+int hlsim_admin_reset(int dev);
 
 /* LD_PRELOAD value with the emulator (HLSIM_LIB, else the build tree's)
  * in front of @a current, unchanged when it is there already */

@@ -40,6 +40,12 @@ int in_child(const env_t &env)
     }
 
     vars[GAUDI_UNIT_CHILD_ENV] = "1";
+    /* the suite's record of the emulator's totals (test/suites/lib.sh)
+     * outlives the child's node */
+    if ((getenv("HLSIM_TOTALS_FILE") != NULL) &&
+        (vars.find("HLSIM_TOTALS_FILE") == vars.end())) {
+        vars["HLSIM_TOTALS_FILE"] = getenv("HLSIM_TOTALS_FILE");
+    }
     r = gaudi_gtest::run_test_in_child(gaudi_gtest::current_test(), vars,
                                        true, gaudi_unit_scrubbed);
     if (!r.passed()) {

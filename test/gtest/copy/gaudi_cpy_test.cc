@@ -47,7 +47,6 @@ protected:
         uct_component_h *comps;
         uct_component_attr_t cattr;
         uct_md_config_t *md_config;
-        uct_iface_config_t *if_config;
         uct_tl_resource_desc_t *tls;
         uct_md_attr_t md_attr;
         unsigned i, n, num_tls;
@@ -89,6 +88,13 @@ protected:
                                                    &m_async));
         ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
                                             &m_worker));
+        open_iface();
+    }
+
+    /* The gaudi_cpy iface of the MD's device and an ep to itself */
+    void open_iface() {
+        uct_iface_config_t *if_config;
+
         ASSERT_EQ(UCS_OK, uct_md_iface_config_read(m_md, "gaudi_cpy", NULL,
                                                    NULL, &if_config));
         uct_iface_params_t params = {};
@@ -377,6 +383,71 @@ TEST_F(cpy_test, zcopy_all_directions) {
 
 /* More outstanding copies than the transport holds (CS window times the
  * copies a CS takes): NO_RESOURCE + pending */
+/*
+ * Teardown with copies in flight: the ep and the iface go without a flush
+ * while large copies still run on the engines (copies progress only
+ * there). The close waits until the device is done with the buffers:
+ * nothing is left in flight when it returns and nothing was aborted; the
+ * data has landed, which a new iface on the same device reads back.
+ */
+TEST_F(cpy_test, close_with_copies_in_flight) {
+    SKIP_NO_TL();
+    const unsigned n = 8;
+    const size_t len = 8ul << 20;
+    uct_rkey_t rkey;
+    char *dev = (char*)dev_alloc(n * len, &rkey);
+    std::vector<uint8_t> src(n * len), back(n * len, 0);
+    uct_mem_h smemh = host_reg(src), bmemh = host_reg(back);
+    std::vector<comp_t> comps(n);
+    int64_t aborted0 = hlsim_counter(HLSIM_COUNTER_CS_ABORTED);
+    unsigned i, posted = 0;
+    ucs_status_t status;
+
+    fill(src, 31);
+    for (i = 0; i < n; ++i) {
+        uct_iov_t iov = { src.data() + i * len, len, smemh, 0, 1 };
+
+        comp_init(comps[i]);
+        status = uct_ep_put_zcopy(m_ep, &iov, 1, (uintptr_t)dev + i * len,
+                                  rkey, &comps[i].uct);
+        if (status == UCS_ERR_NO_RESOURCE) {
+            break;
+        }
+        ASSERT_EQ(UCS_INPROGRESS, status);
+        ++posted;
+    }
+    ASSERT_GT(posted, 0u);
+    /* kernel backend: the CSs are the copies in flight (SynapseAI's
+     * streams are the emulated library's) */
+    void *syn = synapse_lib();
+    bool kernel = (syn == NULL);
+    if (syn != NULL) {
+        dlclose(syn);
+    }
+    if (kernel) {
+        EXPECT_GT(hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED) -
+                  hlsim_counter(HLSIM_COUNTER_CS_COMPLETED) -
+                  hlsim_counter(HLSIM_COUNTER_CS_ABORTED), 0)
+            << "no copy in flight at the close";
+    }
+    uct_ep_destroy(m_ep);
+    m_ep = NULL;
+    uct_iface_close(m_iface);
+    m_iface = NULL;
+    if (kernel) {
+        EXPECT_EQ(hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED),
+                  hlsim_counter(HLSIM_COUNTER_CS_COMPLETED) +
+                  hlsim_counter(HLSIM_COUNTER_CS_ABORTED))
+            << "the close returned with copies in flight";
+        EXPECT_EQ(aborted0, hlsim_counter(HLSIM_COUNTER_CS_ABORTED));
+    }
+
+    open_iface();
+    uct_iov_t iov = { back.data(), posted * len, bmemh, 0, 1 };
+    ASSERT_EQ(UCS_OK, zcopy(false, &iov, 1, (uintptr_t)dev, rkey));
+    EXPECT_EQ(0, memcmp(src.data(), back.data(), posted * len));
+}
+
 TEST_F(cpy_test, many_outstanding_pending) {
     SKIP_NO_TL();
     const unsigned max_n = 12000, len = 4096;
@@ -687,12 +758,13 @@ TEST_F(cpy_test, bad_input) {
 /*
  * The module's handling of a CS that fails. A CS timeout with
  * reset_on_lockup=1 resets the device and kills the process (gaudi_dma_test
- * fault_*_kills); with reset_on_lockup=0 the copy fails with TIMED_OUT and
- * the driver leaves the device NEEDS_RESET, every ioctl EBUSY until an
- * administrator resets it (K612 common/command_submission.c:838-842): the
- * following copies fail at once with IO_ERROR, said once, instead of
- * waiting for a reset that does not come. The test then plays the
- * administrator (hlsim's status API). A failed CS submission (EIO) fails
+ * fault_*_kills); with reset_on_lockup=0 the driver only marks the CS,
+ * which stays in flight, and leaves the device NEEDS_RESET, every ioctl
+ * EBUSY until an administrator resets it (K612
+ * common/command_submission.c:838-842, 3733-3734): the copy fails with
+ * IO_ERROR at the first EBUSY, the following copies at once, said once,
+ * instead of waiting for a reset that does not come. The test then plays
+ * the administrator (hlsim_admin_reset). A failed CS submission (EIO) fails
  * its operation and the iface goes on.
  */
 TEST_F(cpy_test, faults) {
@@ -707,10 +779,13 @@ TEST_F(cpy_test, faults) {
     fill(buf, 5);
     setenv("HLSIM_RESET_ON_LOCKUP", "0", 1);
     ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs_timeout", 1, ETIMEDOUT));
-    EXPECT_EQ(UCS_ERR_TIMED_OUT, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
     {
         gaudi_gtest::log_capture log(UCS_LOG_LEVEL_ERROR);
 
+        /* the CS stays in flight after its timeout, the device
+         * NEEDS_RESET: the copy fails when a poll gets EBUSY */
+        EXPECT_EQ(UCS_ERR_IO_ERROR, zcopy(true, &iov, 1, (uintptr_t)dev,
+                                          rkey));
         EXPECT_EQ(UCS_ERR_IO_ERROR, uct_ep_put_short(m_ep, buf.data(), 64,
                                                      (uintptr_t)dev, rkey));
         EXPECT_EQ(UCS_ERR_IO_ERROR, zcopy(true, &iov, 1, (uintptr_t)dev,
@@ -718,8 +793,7 @@ TEST_F(cpy_test, faults) {
         EXPECT_NE("", log.find({"needs a reset"})) << log.dump();
     }
     unsetenv("HLSIM_RESET_ON_LOCKUP");
-    ASSERT_EQ(0, gaudi_gtest::hlsim_set_device_status(0,
-                 GAUDI_HL_DEVICE_STATUS_OPERATIONAL));
+    ASSERT_EQ(0, gaudi_gtest::hlsim_admin_reset(0));
     /* a short copy is run again once (UCX 1.13's memory-type copies drop
      * its status): a fault of both runs is an error, of one is not */
     ASSERT_EQ(0, gaudi_gtest::hlsim_fault_add("cs", 1, EIO));
@@ -1281,7 +1355,7 @@ TEST_F(cpy_batch_test, batch_fault_fails_its_copies) {
         for (i = 0; i < n; ++i) {
             EXPECT_EQ((int)i, comps[i].order) << "round " << round;
             if (i > 0) {
-                EXPECT_EQ((round == 0) ? UCS_ERR_TIMED_OUT :
+                EXPECT_EQ((round == 0) ? UCS_ERR_IO_ERROR :
                           UCS_ERR_NO_MEMORY, comps[i].status)
                     << "round " << round << " copy " << i;
             }
@@ -1289,8 +1363,7 @@ TEST_F(cpy_batch_test, batch_fault_fails_its_copies) {
         if (round == 0) {
             /* the timeout left the device NEEDS_RESET (cpy_test.faults):
              * the administrator's reset, by hand */
-            ASSERT_EQ(0, gaudi_gtest::hlsim_set_device_status(0,
-                         GAUDI_HL_DEVICE_STATUS_OPERATIONAL));
+            ASSERT_EQ(0, gaudi_gtest::hlsim_admin_reset(0));
         }
     }
     unsetenv("HLSIM_RESET_ON_LOCKUP");
