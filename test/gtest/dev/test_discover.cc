@@ -361,6 +361,8 @@ TEST_F(select_dev, linux61_exporter_holding_is_busy)
     pid = fork();
     if (pid == 0) {
         /* the exporter: Gaudi1 exports physical user DRAM (facts 4.1) */
+        close(to_child[1]);
+        close(to_parent[0]);
         if ((uct_gaudi_hl_open(0, 0, 0, &hl) == UCS_OK) &&
             (uct_gaudi_hl_export_dmabuf(&hl, 0x20000000, 2 << 20, 0,
                                         O_RDWR | O_CLOEXEC, &dmabuf) ==
