@@ -51,7 +51,7 @@ static void hlsim_hw_ip(int dev, struct gaudi_hl_hw_ip_info *hw)
 /*
  * OPEN_STATS' context flags (K612 common/habanalabs_ioctl.c:540-541, K61
  * :527-528). The dma-buf of a closed exporter keeps it active: on accel
- * and Habana's driver it holds the file (K612 common/memory.c:1877-1884);
+ * and Habana's driver it holds the file (K612 common/memory.c:1877-1885);
  * on Linux 6.1 the flag is cleared only in hpriv_release (K61
  * common/device.c:419), after the last dma-buf, and compute_ctx_in_release
  * stays set from the close (device.c:476) until then (:422).

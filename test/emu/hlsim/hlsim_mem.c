@@ -54,9 +54,9 @@ static uint64_t hlsim_va_align(uint64_t va, uint64_t align)
  * the smallest that fits wins, the lowest on a tie (best fit, :671-676).
  * A hint is taken when it is aligned and lies in a fitting gap, with one
  * byte to spare before the gap's end (the driver compares against the
- * gap's inclusive end, :678-679); an unaligned hint is ignored (:624-640),
+ * gap's inclusive end, :678-679); an unaligned hint is ignored (:623-640),
  * as is one that does not fit. With HL_MEM_FORCE_HINT any hint not taken
- * fails, hint 0 included (:690-697), and the caller answers ENOMEM
+ * fails, hint 0 included (:693-701), and the caller answers ENOMEM
  * (:1175-1182).
  */
 uint64_t hlsim_va_alloc(hlsim_ctx_t *ctx, uint64_t start, uint64_t end,

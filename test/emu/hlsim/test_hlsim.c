@@ -1168,7 +1168,7 @@ static void t_mem_map_device(void)
     /* hint: honoured when free and aligned; FORCE_HINT fails otherwise */
     CHECK_OK(map_dev(fd, h2, va + 8 * GB, 0, &va3), "hint");
     CHECK(va3 == va + 8 * GB, "hint honoured");
-    /* K612 common/memory.c:624-635, 1175-1182 */
+    /* K612 common/memory.c:623-640, 1175-1182 */
     CHECK_ERR(map_dev(fd, h2, va + 8 * GB + 4096, HL_MEM_FORCE_HINT, &va3),
               ENOMEM, "misaligned forced hint");
     CHECK_ERR(map_dev(fd, h2, va + 8 * GB, HL_MEM_FORCE_HINT, &va3),
@@ -1466,7 +1466,7 @@ static struct hl_open_stats_info open_stats(int cfd)
  * kernel (K61 common/habanalabs_drv.c:190-196, K612 :232-237); once the
  * exporter closed and its dma-buf lives, 6.1 answers EAGAIN (the release
  * is pending, K61 :182-188, device.c:476), accel and Habana's driver EBUSY
- * (the dma-buf holds the file, K612 common/memory.c:1877-1884). OPEN_STATS
+ * (the dma-buf holds the file, K612 common/memory.c:1877-1885). OPEN_STATS
  * shows the device active throughout, and in release on 6.1 after the
  * close (K61 common/habanalabs_ioctl.c:527-528, device.c:419-422)
  */
@@ -2878,7 +2878,7 @@ static void t_dram_page_768m(void)
           (unsigned long long)tva);
     CHECK_OK(unmap(fd, tva), "unmap h1");
     /* get_va_block fails, MAP answers ENOMEM (K612 common/memory.c:
-     * 624-635, 1175-1182) */
+     * 623-640, 1175-1182) */
     CHECK_ERR(map_dev(fd, h1, dva + 3 * page + GB, HL_MEM_FORCE_HINT, &tva),
               ENOMEM, "hint not a page multiple");
     cb = hcb_new(fd, 4096);
@@ -2901,7 +2901,7 @@ static void t_dram_page_768m(void)
  * block that fits (:671-676), the lowest of equals; a hint must fit with
  * a byte to spare before the free block's inclusive end (:678-679); a
  * forced hint that is not taken, hint 0 included, fails with ENOMEM
- * (:690-697, 1175-1182); a forced hint on an unaligned host address is
+ * (:693-701, 1175-1182); a forced hint on an unaligned host address is
  * EINVAL (:1161-1168)
  */
 static void t_va_best_fit(void)
