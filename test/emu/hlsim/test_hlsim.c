@@ -14,6 +14,7 @@
 #include "test_runner.h"
 
 #include <dirent.h>
+#include <ftw.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1986,6 +1987,37 @@ static void t_cb_vmas(void)
     CHECK(vma_count() == n0, "closed: the window went too");
 }
 
+static int rm_entry(const char *path, const struct stat *st, int flag,
+                    struct FTW *ftw)
+{
+    (void)st; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+/* The same on a root outside tmpfs, where the CB store is a memfd of the
+ * context (the suites' roots are in /tmp) */
+static void t_cb_vmas_memfd(void)
+{
+    static const char *dirs[] = { "/var/tmp", "/tmp", "." };
+    struct statfs sfs;
+    char     root[256] = "";
+    unsigned i;
+
+    for (i = 0; !root[0] && (i < 3); i++) {
+        if ((statfs(dirs[i], &sfs) == 0) && (sfs.f_type != 0x01021994)) {
+            snprintf(root, sizeof(root), "%s/hlsim-cbvma-XXXXXX", dirs[i]);
+            if (mkdtemp(root) == NULL) {
+                root[0] = '\0';
+            }
+        }
+    }
+    CHECK(root[0], "no writable non-tmpfs directory for the node");
+    setenv("HLSIM_ROOT", root, 1);   /* before the first emulated call */
+    t_cb_vmas();
+    CHECK(nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0,
+          "remove %s", root);
+}
+
 /* Gaudi1 DMA through a CB mapped behind the emulator's back (facts 5.1) */
 static void t_cb_raw_mmap(void)
 {
@@ -3751,6 +3783,7 @@ static const test_t tests[] = {
     { "cb_mmap_len", t_cb_mmap_len, "" },
     { "cb_vmas", t_cb_vmas, "" },
     { "cb_vmas_legacy", t_cb_vmas, "HLSIM_NODES=legacy" },
+    { "cb_vmas_memfd", t_cb_vmas_memfd, "" },
     { "compute_fd_node", t_compute_fd_node, "" },
     { "compute_fd_node_legacy", t_compute_fd_node, "HLSIM_NODES=legacy" },
     { "dma_gaudi2", t_dma_gaudi2, "" },
