@@ -102,10 +102,11 @@ static uint8_t *hlsim_cb_slice(hlsim_ctx_t *ctx, uint32_t k)
 }
 
 /* A fork child's copy of the context: its CBs get store pages of their
- * own, away from the parent's and other children's */
+ * own, away from the parent's and other children's (one slice apart by
+ * pid; base + HLSIM_CB_SLICES slices stays below 2^32 pages) */
 void hlsim_cb_atfork_child(hlsim_ctx_t *ctx)
 {
-    ctx->cb_id_base = 0x80000000u | (((uint32_t)getpid() & 0x1fff) << 18);
+    ctx->cb_id_base = 0x80000000u | (((uint32_t)getpid() & 0xfff) << 18);
 }
 
 /* Give the CB's pages back: a hole reads zeros for the next CB there */
