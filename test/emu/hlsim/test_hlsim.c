@@ -2018,6 +2018,58 @@ static void t_cb_vmas_memfd(void)
           "remove %s", root);
 }
 
+/*
+ * CBs created in a fork child through the inherited fd while the parent
+ * creates its own: the driver has one IDR per file, the emulator a copy of
+ * the context per process, so the child's CBs take store pages of their
+ * own and neither side's CB overwrites the other's
+ */
+static void t_fork_cb(void)
+{
+    uint64_t h1, h2;
+    uint8_t *p;
+    int      fd, sv[2], st, i;
+    pid_t    pid;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(cb_create(fd, 4096, &h1), "parent CB");
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+    pid = fork();
+    if (pid == 0) {
+        if (cb_create(fd, 8192, &h2)) {
+            _exit(3);
+        }
+        p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, h2);
+        if (p == MAP_FAILED) {
+            _exit(4);
+        }
+        memset(p, 0x5A, 8192);
+        sync_byte(sv[1], 'c');
+        sync_wait(sv[1]);
+        for (i = 0; i < 8192; i++) {
+            if (p[i] != 0x5A) {
+                _exit(5);
+            }
+        }
+        _exit(0);
+    }
+    CHECK(sync_wait(sv[0]) == 'c', "child's CB");
+    CHECK_OK(cb_create(fd, 8192, &h2), "parent's next CB");
+    p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, h2);
+    CHECK(p != MAP_FAILED, "mmap: %s", strerror(errno));
+    for (i = 0; i < 8192; i++) {
+        CHECK(p[i] == 0, "byte %d of the parent's CB: %x", i, p[i]);
+    }
+    memset(p, 0xA5, 8192);
+    sync_byte(sv[0], 'p');
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st),
+          "child status 0x%x", st);
+    munmap(p, 8192);
+    close(fd);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 /* Gaudi1 DMA through a CB mapped behind the emulator's back (facts 5.1) */
 static void t_cb_raw_mmap(void)
 {
@@ -3784,6 +3836,7 @@ static const test_t tests[] = {
     { "cb_vmas", t_cb_vmas, "" },
     { "cb_vmas_legacy", t_cb_vmas, "HLSIM_NODES=legacy" },
     { "cb_vmas_memfd", t_cb_vmas_memfd, "" },
+    { "fork_cb", t_fork_cb, "" },
     { "compute_fd_node", t_compute_fd_node, "" },
     { "compute_fd_node_legacy", t_compute_fd_node, "HLSIM_NODES=legacy" },
     { "dma_gaudi2", t_dma_gaudi2, "" },
