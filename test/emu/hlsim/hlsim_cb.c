@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -36,18 +37,118 @@ static hlsim_cb_t *hlsim_cb_find(hlsim_ctx_t *ctx, uint64_t handle)
     return NULL;
 }
 
-/* The emulator's mapping of the CB memory; in the node file, also give
- * the pages back (a hole reads zeros for the next CB with this handle) */
+/*
+ * The CB store: the node file at offset == handle (tmpfs), so that a raw
+ * mmap(fd, handle) maps it too, else a memfd of the context. The driver's
+ * CB memory is kernel memory that costs the process no VMA until the user
+ * maps it (K612 common/command_buffer.c:103-160, memory_mgr.c:230-296): the
+ * emulator reaches its CBs through a few windows of HLSIM_CB_SLICE_PAGES
+ * on the store, so a mapped CB costs one VMA, as on the driver.
+ */
+static uint64_t hlsim_cb_store_off(hlsim_ctx_t *ctx, uint64_t page)
+{
+    return (ctx->cb_node ? HLSIM_CB_HANDLE(0) : 0) + page * HLSIM_PAGE_SIZE;
+}
+
+/* The window on the store's slice @a k (in HLSIM_CB_SLICE_PAGES from
+ * its start), mapped on first use; lock held */
+static uint8_t *hlsim_cb_slice(hlsim_ctx_t *ctx, uint32_t k)
+{
+    const uint64_t len = (uint64_t)HLSIM_CB_SLICE_PAGES * HLSIM_PAGE_SIZE;
+    uint64_t       off = hlsim_cb_store_off(ctx, (uint64_t)k *
+                                            HLSIM_CB_SLICE_PAGES);
+    char           path[4300];
+    struct stat    st;
+    void          *p = MAP_FAILED;
+    int            fd, i, w = -1;
+
+    for (i = 0; i < HLSIM_CB_SLICES; i++) {
+        if (ctx->cb_win[i].idx == k + 1) {
+            return ctx->cb_win[i].p;
+        }
+        w = ((w < 0) && (ctx->cb_win[i].idx == 0)) ? i : w;
+    }
+    if (w < 0) {
+        return NULL;
+    }
+    if (ctx->cb_node) {
+        snprintf(path, sizeof(path), hlsim_cfg.legacy ? "%s/dev/hl%d" :
+                 "%s/dev/accel/accel%d", hlsim_cfg.root,
+                 hlsim_accel_idx(ctx->dev));
+        fd = hlsim_real.open(path, O_RDWR | O_CLOEXEC);
+    } else {
+        if ((ctx->cb_memfd < 0) &&
+            ((ctx->cb_memfd = memfd_create("hlsim-cb", MFD_CLOEXEC)) < 0)) {
+            return NULL;
+        }
+        /* grow only: a fork child shares the memfd */
+        fd = hlsim_real.fstat(ctx->cb_memfd, &st) ? -1 :
+             ((uint64_t)st.st_size >= off + len) ? ctx->cb_memfd :
+             ftruncate(ctx->cb_memfd, off + len) ? -1 : ctx->cb_memfd;
+    }
+    if (fd >= 0) {
+        p = hlsim_real.mmap(NULL, len, PROT_READ | PROT_WRITE,
+                            MAP_SHARED | MAP_NORESERVE, fd, off);
+    }
+    if (ctx->cb_node && (fd >= 0)) {
+        hlsim_real.close(fd);
+    }
+    if (p == MAP_FAILED) {
+        return NULL;
+    }
+    ctx->cb_win[w].idx = k + 1;
+    ctx->cb_win[w].p   = p;
+    return p;
+}
+
+/* A fork child's copy of the context: its CBs get store pages of their
+ * own, away from the parent's and other children's (one slice apart by
+ * pid; base + HLSIM_CB_SLICES slices stays below 2^32 pages) */
+void hlsim_cb_atfork_child(hlsim_ctx_t *ctx)
+{
+    ctx->cb_id_base = 0x80000000u | (((uint32_t)getpid() & 0xfff) << 18);
+}
+
+/* Give the CB's pages back: a hole reads zeros for the next CB there */
 static void hlsim_cb_free_mem(hlsim_ctx_t *ctx, hlsim_cb_t *cb)
 {
-    if (cb->memfd < 0) {
-        if (!ctx->inherited) {
-            (void)madvise(cb->mem, cb->size, MADV_REMOVE);
-        }
-    } else {
-        hlsim_real.close(cb->memfd);
+    if (!ctx->inherited) {
+        (void)madvise(cb->mem, cb->size, MADV_REMOVE);
     }
-    hlsim_real.munmap(cb->mem, cb->size);
+}
+
+/*
+ * Store pages for a CB of @a pages, lowest first as the driver's IDR
+ * hands out ids (K612 common/memory_mgr.c:160, idr_alloc from 1). Each CB
+ * keeps a free page after it and none starts a window, so that no two
+ * mappings of the store abut in file offset and merge into one VMA (the
+ * driver's are VM_PFNMAP, never merged). Lock held; 0 when none.
+ */
+static uint32_t hlsim_cb_id_alloc(hlsim_ctx_t *ctx, uint32_t pages)
+{
+    const uint64_t sp = HLSIM_CB_SLICE_PAGES;
+    uint64_t       id = 1, first, cid, cend;   /* from cb_id_base */
+    hlsim_cb_t    *cb;
+    int            moved;
+
+    do {
+        moved = 0;
+        first = id % sp;
+        if (first == 0) {
+            id++;
+        } else if (first + pages + 1 > sp) {
+            id += sp - first + 1;
+        }
+        for (cb = ctx->cbs; cb != NULL; cb = cb->next) {
+            cid  = cb->id - ctx->cb_id_base;
+            cend = cid + cb->size / HLSIM_PAGE_SIZE + 1;
+            if ((id < cend) && (cid < id + pages + 1)) {
+                id    = cend;
+                moved = 1;
+            }
+        }
+    } while (moved || (id % sp == 0) || (id % sp + pages + 1 > sp));
+    return (id / sp < HLSIM_CB_SLICES) ? ctx->cb_id_base + id : 0;
 }
 
 /*
@@ -148,12 +249,13 @@ void hlsim_cb_sweep(hlsim_ctx_t *ctx)
     }
 }
 
-/* Context teardown, lock held: the emulator's mappings go. User mappings
- * of a per-CB memfd stay valid; in the node file they read zeros (the
- * next context reuses the handles) */
+/* Context teardown, lock held: the emulator's windows go. User mappings
+ * of the context's memfd stay valid; in the node file they read zeros
+ * (the next context reuses the handles) */
 void hlsim_cb_ctx_fini(hlsim_ctx_t *ctx)
 {
     hlsim_cb_t *cb;
+    unsigned    k;
 
     while ((cb = ctx->cbs) != NULL) {
         ctx->cbs = cb->next;
@@ -164,6 +266,17 @@ void hlsim_cb_ctx_fini(hlsim_ctx_t *ctx)
         free(cb);
     }
     ctx->cb_zombies = 0;
+    for (k = 0; k < HLSIM_CB_SLICES; k++) {
+        if (ctx->cb_win[k].idx != 0) {
+            hlsim_real.munmap(ctx->cb_win[k].p, (uint64_t)HLSIM_CB_SLICE_PAGES *
+                              HLSIM_PAGE_SIZE);
+            ctx->cb_win[k].idx = 0;
+        }
+    }
+    if (ctx->cb_memfd >= 0) {
+        hlsim_real.close(ctx->cb_memfd);
+        ctx->cb_memfd = -1;
+    }
 }
 
 void hlsim_cb_release_job(hlsim_ctx_t *ctx, hlsim_cb_t *cb)
@@ -188,52 +301,23 @@ static int hlsim_cb_create(hlsim_ctx_t *ctx, union hl_cb_args *a)
         return -EINVAL;
     }
     size = HLSIM_ALIGN_UP(size ? size : 1, HLSIM_PAGE_SIZE);
-    /* ids are spaced by the CB's pages so that the handle ranges of live
-     * CBs never overlap in the node file (see HLSIM_CB_FILE_END) */
-    if ((uint64_t)ctx->next_cb_id + size / HLSIM_PAGE_SIZE > UINT32_MAX) {
-        return -ENOMEM;
-    }
     cb = calloc(1, sizeof(*cb));
     if (cb == NULL) {
         return -ENOMEM;
     }
-    /* "kernel" CB memory: the node file at offset == handle (tmpfs), so
-     * that a raw mmap(fd, handle) maps it too; else a memfd of its own */
-    cb->id    = ctx->next_cb_id;
-    cb->off   = HLSIM_CB_HANDLE(cb->id);
-    cb->memfd = -1;
-    cb->mem   = MAP_FAILED;
-    if (ctx->cb_node) {
-        char path[4300];
-        int  fd;
-
-        snprintf(path, sizeof(path), hlsim_cfg.legacy ? "%s/dev/hl%d" :
-                 "%s/dev/accel/accel%d", hlsim_cfg.root,
-                 hlsim_accel_idx(ctx->dev));
-        fd = hlsim_real.open(path, O_RDWR | O_CLOEXEC);
-        if (fd >= 0) {
-            cb->mem = hlsim_real.mmap(NULL, size, PROT_READ | PROT_WRITE,
-                                      MAP_SHARED, fd, cb->off);
-            hlsim_real.close(fd);
-        }
-        if (cb->mem != MAP_FAILED) {
-            /* zeroed like fresh kernel memory */
-            (void)madvise(cb->mem, size, MADV_REMOVE);
-        }
-    } else {
-        cb->memfd = memfd_create("hlsim-cb", MFD_CLOEXEC);
-        if ((cb->memfd >= 0) && !ftruncate(cb->memfd, size)) {
-            cb->mem = hlsim_real.mmap(NULL, size, PROT_READ | PROT_WRITE,
-                                      MAP_SHARED, cb->memfd, 0);
-        }
-        if ((cb->mem == MAP_FAILED) && (cb->memfd >= 0)) {
-            hlsim_real.close(cb->memfd);
-        }
-    }
-    if (cb->mem == MAP_FAILED) {
+    cb->id  = hlsim_cb_id_alloc(ctx, size / HLSIM_PAGE_SIZE);
+    cb->off = hlsim_cb_store_off(ctx, cb->id);
+    cb->mem = (cb->id == 0) ? NULL :
+              hlsim_cb_slice(ctx, cb->id / HLSIM_CB_SLICE_PAGES);
+    if (cb->mem == NULL) {
+        hlsim_log("dev%d: CB create of %u bytes: no room in the emulator's "
+                  "CB store", ctx->dev, size);
         free(cb);
         return -ENOMEM;
     }
+    cb->mem += (uint64_t)(cb->id % HLSIM_CB_SLICE_PAGES) * HLSIM_PAGE_SIZE;
+    /* zeroed like fresh kernel memory */
+    (void)madvise(cb->mem, size, MADV_REMOVE);
     cb->size = size;
     if (a->in.flags & HL_CB_FLAGS_MAP) {
         m = calloc(1, sizeof(*m));
@@ -242,8 +326,6 @@ static int hlsim_cb_create(hlsim_ctx_t *ctx, union hl_cb_args *a)
                                     size, HLSIM_PAGE_SIZE, 0, 0, &err);
         if (cb->dev_va == 0) {
             free(m);
-            cb->size = size;
-            hlsim_cb_free_mem(ctx, cb);
             free(cb);
             return -ENOMEM;
         }
@@ -255,7 +337,6 @@ static int hlsim_cb_create(hlsim_ctx_t *ctx, union hl_cb_args *a)
         m->host     = cb->mem;
         hlsim_map_insert(ctx, m);
     }
-    ctx->next_cb_id += size / HLSIM_PAGE_SIZE;
     cb->next = ctx->cbs;
     ctx->cbs = cb;
     memset(a, 0, sizeof(*a));
@@ -319,9 +400,12 @@ int hlsim_cb(hlsim_file_t *f, union hl_cb_args *a)
 }
 
 /*
- * mmap(fd, offset = handle, exact length, once); lock held. Only when the
- * call reaches an interposer (mmap, or mmap through syscall()): a raw
- * mmap syscall maps the same node file range without these checks.
+ * mmap(fd, offset = handle, once) of a length that page-rounds to the
+ * CB's page-rounded size: do_mmap rounds the length up before the driver
+ * compares the VMA with the CB (Linux 6.12 mm/mmap.c:316-318; K612
+ * common/memory_mgr.c:252-259, 269-274); lock held. Only when the call
+ * reaches an interposer (mmap, or mmap through syscall()): a raw mmap
+ * syscall maps the same node file range without these checks.
  */
 void *hlsim_cb_mmap(hlsim_ctx_t *ctx, void *addr, size_t len, int prot,
                     int flags, int fd, uint64_t off, int *err)
@@ -329,13 +413,16 @@ void *hlsim_cb_mmap(hlsim_ctx_t *ctx, void *addr, size_t len, int prot,
     hlsim_cb_t *cb = hlsim_cb_find(ctx, off);
     void       *p;
 
-    if ((cb == NULL) || (len != cb->size) || cb->mmapped) {
+    if ((cb == NULL) || (len == 0) ||
+        (HLSIM_ALIGN_UP((uint64_t)len, HLSIM_PAGE_SIZE) != cb->size) ||
+        cb->mmapped) {
         *err = EINVAL;
         return NULL;
     }
-    p = (cb->memfd < 0) ?
+    p = ctx->cb_node ?
         hlsim_real.libc_mmap(addr, len, prot, flags, fd, (off_t)off) :
-        hlsim_real.libc_mmap(addr, len, prot, flags, cb->memfd, 0);
+        hlsim_real.libc_mmap(addr, len, prot, flags, ctx->cb_memfd,
+                             (off_t)cb->off);
     if (p == MAP_FAILED) {
         *err = errno;
         return NULL;

@@ -48,6 +48,26 @@ static void hlsim_hw_ip(int dev, struct gaudi_hl_hw_ip_info *hw)
              sizeof(hw->u61.cpucp_version), "hlsim emulated firmware");
 }
 
+/*
+ * OPEN_STATS' context flags (K612 common/habanalabs_ioctl.c:540-541, K61
+ * :527-528). The dma-buf of a closed exporter keeps it active: on accel
+ * and Habana's driver it holds the file (K612 common/memory.c:1877-1885);
+ * on Linux 6.1 the flag is cleared only in hpriv_release (K61
+ * common/device.c:419), after the last dma-buf, and compute_ctx_in_release
+ * stays set from the close (device.c:476) until then (:422).
+ */
+static void hlsim_open_stats_ctx(int dev, struct hl_open_stats_info *o)
+{
+    hlsim_shdev_t *sd   = &hlsim_shm->dev[dev];
+    int            held = hlsim_node_compute_held(dev);
+    int            bufs = !held && hlsim_dmabufs_alive(dev);
+
+    o->is_compute_ctx_active  = held || bufs;
+    o->compute_ctx_in_release =
+        __atomic_load_n(&sd->in_release, __ATOMIC_ACQUIRE) ||
+        (hlsim_cfg.legacy && bufs);
+}
+
 int hlsim_info(hlsim_file_t *f, struct hl_info_args *a)
 {
     hlsim_shdev_t *sd  = &hlsim_shm->dev[f->dev];
@@ -111,9 +131,7 @@ int hlsim_info(hlsim_file_t *f, struct hl_info_args *a)
                                                 __ATOMIC_ACQUIRE);
         out.open.last_open_period_ms =
             __atomic_load_n(&sd->last_session_ms, __ATOMIC_ACQUIRE);
-        out.open.is_compute_ctx_active = hlsim_node_compute_held(f->dev);
-        out.open.compute_ctx_in_release =
-            __atomic_load_n(&sd->in_release, __ATOMIC_ACQUIRE);
+        hlsim_open_stats_ctx(f->dev, &out.open);
         size = sizeof(out.open);
         goto copy;
     case HL_INFO_DEV_MEM_ALLOC_PAGE_SIZES:

@@ -42,6 +42,10 @@
  * one CB.
  */
 #define HLSIM_CB_FILE_END    ((2ULL << 59) + (1ULL << 44) + (4ULL << 20))
+/* The emulator sees a context's CBs through windows of this many pages
+ * on their store, mapped as needed (hlsim_cb.c) */
+#define HLSIM_CB_SLICE_PAGES (1U << 18)
+#define HLSIM_CB_SLICES      64
 #define HLSIM_HUGE_PAGE      (2ULL << 20)
 
 /* What an MMU page fault of a DMA does (HLSIM_PAGE_FAULT, docs/hlsim.md) */
@@ -224,9 +228,8 @@ typedef struct hlsim_cb {
     struct hlsim_cb *next;
     uint32_t         id;
     uint32_t         size;     /* rounded to pages */
-    uint8_t         *mem;
-    uint64_t         off;      /* = handle: offset in the node file */
-    int              memfd;    /* -1, or (node not on tmpfs) own memfd */
+    uint8_t         *mem;      /* in the emulator's window */
+    uint64_t         off;      /* offset in the store (node file: handle) */
     uint8_t         *user;     /* user mmap address, if mapped */
     int              mmapped;  /* ever mmapped (only once, facts 5.1) */
     int              destroyed;
@@ -314,6 +317,12 @@ typedef struct hlsim_ctx {
     dev_t            mem_dev;    /* node file st_dev/st_ino, for */
     ino_t            mem_ino;    /* /proc/self/maps */
     int              cb_zombies; /* destroyed CBs still mapped raw */
+    int              cb_memfd;   /* -1, or (node not on tmpfs) CB store */
+    struct {
+        uint32_t     idx;        /* slice number + 1; 0: unused */
+        uint8_t     *p;
+    }                cb_win[HLSIM_CB_SLICES]; /* emulator's windows */
+    uint32_t         cb_id_base; /* CB ids from here (fork child: its own) */
     uint8_t         *page_used;  /* HBM page bitmap (one byte a page) */
     uint32_t         npages;
     hlsim_alloc_t   *allocs;
@@ -321,7 +330,6 @@ typedef struct hlsim_ctx {
     hlsim_map_t     *maps;
     uint64_t         ctx_dram;
     hlsim_cb_t      *cbs;
-    uint32_t         next_cb_id;
     /* CS */
     uint64_t         next_seq;
     hlsim_cs_t      *cs_ring;    /* max_pending slots */
@@ -439,6 +447,7 @@ void *hlsim_cb_mmap(hlsim_ctx_t *ctx, void *addr, size_t len, int prot,
                     int flags, int fd, uint64_t off, int *err);
 void hlsim_cb_sweep(hlsim_ctx_t *ctx);       /* lock held */
 void hlsim_cb_ctx_fini(hlsim_ctx_t *ctx);    /* lock held */
+void hlsim_cb_atfork_child(hlsim_ctx_t *ctx);
 int  hlsim_cb_munmap(void *addr, size_t len);
 void hlsim_cs_ctx_fini(hlsim_ctx_t *ctx);  /* called without the lock */
 void hlsim_cs_abort_dev(int dev);

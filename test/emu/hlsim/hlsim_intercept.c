@@ -653,10 +653,9 @@ static void hlsim_atfork_child(void)
 
         if ((f != NULL) && (f->ctx != NULL) && !f->ctx->inherited) {
             f->ctx->inherited = 1;
-            /* the parent keeps creating CBs in the same node file: new
+            /* the parent keeps creating CBs in the same store: new
              * ones here take handles from a range of their own */
-            f->ctx->next_cb_id = 0x80000000u |
-                                 (((uint32_t)getpid() & 0x3fff) << 17);
+            hlsim_cb_atfork_child(f->ctx);
         }
     }
     hlsim_cs_atfork_child();

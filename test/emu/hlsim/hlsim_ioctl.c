@@ -189,7 +189,7 @@ hlsim_ctx_t *hlsim_ctx_create(int dev, int fd)
     }
     ctx->dev         = dev;
     ctx->next_handle = 1;
-    ctx->next_cb_id  = 1;
+    ctx->cb_memfd    = -1;
     ctx->next_seq    = 1;
     if (!hlsim_real.fstat(fd, &st) && !fstatfs(fd, &sfs)) {
         ctx->mem_dev = st.st_dev;

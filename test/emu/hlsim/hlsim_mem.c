@@ -32,18 +32,6 @@ void hlsim_map_insert(hlsim_ctx_t *ctx, hlsim_map_t *m)
     hlsim_counters[HLSIM_COUNTER_MAPPINGS]++;
 }
 
-static int hlsim_va_free(hlsim_ctx_t *ctx, uint64_t va, uint64_t size)
-{
-    hlsim_map_t *m;
-
-    for (m = ctx->maps; m != NULL; m = m->next) {
-        if ((va < m->blk_va + m->blk_size) && (m->blk_va < va + size)) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /*
  * @a va rounded up to a multiple of @a align in its low 48 bits: the
  * driver aligns DRAM VAs of a non-power-of-two page that way, with the
@@ -59,45 +47,50 @@ static uint64_t hlsim_va_align(uint64_t va, uint64_t align)
     return rem ? va + align - rem : va;
 }
 
-/* Lowest free aligned block in [start, end); hint per facts 3.3 */
+/*
+ * A VA block of @a size in [start, end) as the driver's get_va_block (K612
+ * common/memory.c:593-740): the free blocks are the gaps between this
+ * context's mappings; each is tried from its first aligned address, and
+ * the smallest that fits wins, the lowest on a tie (best fit, :671-676).
+ * A hint is taken when it is aligned and lies in a fitting gap, with one
+ * byte to spare before the gap's end (the driver compares against the
+ * gap's inclusive end, :678-679); an unaligned hint is ignored (:623-640),
+ * as is one that does not fit. With HL_MEM_FORCE_HINT any hint not taken
+ * fails, hint 0 included (:693-701), and the caller answers ENOMEM
+ * (:1175-1182).
+ */
 uint64_t hlsim_va_alloc(hlsim_ctx_t *ctx, uint64_t start, uint64_t end,
                         uint64_t size, uint64_t align, uint64_t hint,
                         int force, int *err)
 {
-    hlsim_map_t *m;
-    uint64_t     va;
+    uint64_t     gs = start, ge, vs, best = 0, best_size = UINT64_MAX;
+    hlsim_map_t *m  = ctx->maps;
 
-    if (hint != 0) {
-        if (((hint & HLSIM_VA_LOW_MASK) % align) == 0 && (hint >= start) &&
-            (hint < end) &&
-            (size <= end - hint) && hlsim_va_free(ctx, hint, size)) {
-            return hint;
-        }
-        if (force) {
-            *err = ((hint & HLSIM_VA_LOW_MASK) % align) ? EINVAL : ENOMEM;
-            return 0;
-        }
+    if (hlsim_va_align(hint, align) != hint) {
+        hint = 0;
     }
-    va = hlsim_va_align(start, align);
-    for (m = ctx->maps; m != NULL; m = m->next) {
-        if (m->blk_va + m->blk_size <= va) {
-            continue;
-        }
-        if (m->blk_va >= va + size) {
-            if (m->blk_va >= end) {
-                break;
+    for (;; m = m->next) {
+        ge = ((m == NULL) || (m->blk_va >= end)) ? end : m->blk_va;
+        vs = hlsim_va_align(gs, align);
+        if ((vs < ge) && (ge - vs >= size)) {
+            if (hint && (hint >= vs) && (hint < ge) && (size < ge - hint)) {
+                return hint;
             }
-            if (hlsim_va_free(ctx, va, size)) {
-                break;
+            if (ge - vs < best_size) {
+                best      = vs;
+                best_size = ge - vs;
             }
         }
-        va = hlsim_va_align(m->blk_va + m->blk_size, align);
+        if (ge == end) {
+            break;
+        }
+        gs = HLSIM_MAX(gs, m->blk_va + m->blk_size);
     }
-    if ((va < start) || (va >= end) || (size > end - va)) {
+    if ((best == 0) || force) {
         *err = ENOMEM;
         return 0;
     }
-    return va;
+    return best;
 }
 
 /* The mapping whose block covers [va, va+len) */
@@ -462,6 +455,12 @@ static int hlsim_map_host(hlsim_ctx_t *ctx, struct hl_mem_in *in,
         /* pinned partly: K612 common/memory.c:2325-2335 ENOMEM; K61
          * :2196-2207 EFAULT */
         return hlsim_cfg.legacy ? -EFAULT : -ENOMEM;
+    }
+    /* a forced hint needs a page-aligned host address (K612
+     * common/memory.c:1161-1168); unforced, the hint stays */
+    if (in->map_host.hint_addr && (addr != start) &&
+        (in->flags & HL_MEM_FORCE_HINT)) {
+        return -EINVAL;
     }
     /* 2 MiB-aligned runs use the huge range (facts 3.3) */
     huge = ((addr % HLSIM_HUGE_PAGE) == 0) && ((size % HLSIM_HUGE_PAGE) == 0);

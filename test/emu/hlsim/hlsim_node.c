@@ -101,10 +101,13 @@ static int hlsim_attr_dirs(int dev, char dirs[2][4200])
         return 1;
     }
     snprintf(dirs[0], 4200, "%s/sys/devices/pci0000:00/%s", r, bdf);
-    if (!hlsim_cfg.habana) {
+    /* on the PCI device only (K612 common/sysfs.c:528, hdev->dev is the
+     * PCI device: habanalabs_drv.c:462), also in Habana's DRM build; only
+     * its build without DRM accel adds them to the accel device too
+     * (facts 1.1) */
+    if (!hlsim_cfg.habana || !hlsim_cfg.no_drm) {
         return 1;
     }
-    /* Habana's driver also puts them on the accel device (facts 1.1) */
     snprintf(dirs[1], 4200, "%s/sys/devices/pci0000:00/%s/accel/accel%d",
              r, bdf, hlsim_accel_idx(dev));
     return 2;
@@ -266,7 +269,7 @@ static int hlsim_node_create_dev(int dev)
         rc |= hlsim_attrs(pci, dev);
         snprintf(d, sizeof(d), "%s/accel/accel%d", pci, idx);
         rc |= hlsim_mkdirs(d);
-        if (hlsim_cfg.habana) {
+        if (hlsim_cfg.habana && hlsim_cfg.no_drm) {
             rc |= hlsim_attrs(d, dev);
         }
         rc |= hlsim_put(d, "dev", "%d:%d\n", HLSIM_ACCEL_MAJOR, idx);
@@ -545,6 +548,24 @@ int hlsim_node_compute_held(int dev)
     return held;
 }
 
+/*
+ * A previous context lives on while its dma-bufs do (facts 4.1, 9.4).
+ * accel/Habana: the dma-buf holds the exporter's file, so the device is
+ * still in use: EBUSY (K612 common/memory.c:1877-1885,
+ * habanalabs_drv.c:232-237). Linux 6.1: it holds only the context; once
+ * the exporter closed its file, compute_ctx_in_release stays set until the
+ * last dma-buf goes: EAGAIN (K61 common/memory.c:1751, 1787;
+ * common/device.c:476; habanalabs_drv.c:182-188). While the exporter still
+ * has the file open, the busy check answers first: EBUSY (:190-196).
+ */
+static int hlsim_dmabuf_busy_errno(int dev)
+{
+    if (hlsim_cfg.legacy && !hlsim_node_compute_held(dev)) {
+        return -EAGAIN;
+    }
+    return -EBUSY;
+}
+
 int hlsim_open_node(int dev, hlsim_fkind_t kind, const char *rpath,
                     int flags, mode_t mode)
 {
@@ -587,16 +608,8 @@ int hlsim_open_node(int dev, hlsim_fkind_t kind, const char *rpath,
 
     flags &= ~(O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_DIRECTORY |
                O_TMPFILE);
-    /*
-     * A previous context lives on while its dma-bufs do (facts 4.1, 9.4).
-     * accel/Habana: the dma-buf holds the exporter's file, so the device
-     * is still in use: EBUSY. Linux 6.1: it holds only the context, the
-     * file was released with compute_ctx_in_release set: EAGAIN (K61
-     * common/memory.c:1747-1753, 1787; common/device.c:476;
-     * common/habanalabs_drv.c:183-187)
-     */
     if ((kind == HLSIM_F_COMPUTE) && hlsim_dmabufs_alive(dev)) {
-        return hlsim_cfg.legacy ? -EAGAIN : -EBUSY;
+        return hlsim_dmabuf_busy_errno(dev);
     }
     fd = hlsim_real.open(rpath, flags, mode);
     if (fd < 0) {

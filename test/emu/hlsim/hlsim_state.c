@@ -293,12 +293,35 @@ static int hlsim_numa_from_env(hlsim_config_t *c)
     return 0;
 }
 
+/*
+ * An ASIC's real HBM size, the default of HLSIM_HBM_SIZE: Gaudi1 32 GiB
+ * (K612 gaudi/gaudi.c:598, gaudi/gaudiP.h:49); Gaudi2 6 HBMs x 16 GiB
+ * (gaudi2/gaudi2.c:2346); Gaudi3 2 dies x 4 HBMs x 16 GiB (facts 3.4,
+ * HAB gaudi3/gaudi3P.h)
+ */
+static uint64_t hlsim_asic_hbm(int asic)
+{
+    return (asic == HLSIM_GAUDI1) ? (32ULL << 30) :
+           (asic == HLSIM_GAUDI2) ? (96ULL << 30) : (128ULL << 30);
+}
+
+/*
+ * An ASIC's real DRAM page, the default of HLSIM_DRAM_PAGE_SIZE: Gaudi2
+ * 16 x 6 HBMs x 8 MiB = 768 MiB (K612 gaudi2/gaudi2.c:2343-2345); Gaudi3
+ * 64 MiB, HAB's largest "small" HMMU page (its dram_page_size was not
+ * read: facts 3.4). Gaudi1 ignores it (always 2 MiB).
+ */
+static uint64_t hlsim_asic_page(int asic)
+{
+    return (asic == HLSIM_GAUDI2) ? (768ULL << 20) : (64ULL << 20);
+}
+
 /* Build the node config from the environment */
 static int hlsim_config_from_env(hlsim_config_t *c)
 {
     const char *s;
     char        name[64];
-    uint64_t    hbm = 16ULL << 30, page = 64ULL << 20;
+    uint64_t    hbm = 0, page = 0;   /* 0: the ASIC's real one */
     long        v;
     int         asic = HLSIM_GAUDI2, i;
 
@@ -364,8 +387,8 @@ static int hlsim_config_from_env(hlsim_config_t *c)
             hlsim_log("bad %s", name);
             return -EINVAL;
         }
-        d->hbm_size  = hbm;
-        d->page_size = page;
+        d->hbm_size  = hbm ? hbm : hlsim_asic_hbm(d->asic);
+        d->page_size = page ? page : hlsim_asic_page(d->asic);
         d->module_id = i;
         if ((s != NULL) && *s) {
             char *end;

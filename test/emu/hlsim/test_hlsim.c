@@ -14,6 +14,7 @@
 #include "test_runner.h"
 
 #include <dirent.h>
+#include <ftw.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -76,7 +77,8 @@ static int open_ctl(int i)
 {
     char p[64];
 
-    snprintf(p, sizeof(p), "/dev/accel/accel_controlD%d", i);
+    snprintf(p, sizeof(p), hl_legacy_nodes() ? "/dev/hl_controlD%d" :
+             "/dev/accel/accel_controlD%d", i);
     return open(p, O_RDWR | O_CLOEXEC);
 }
 
@@ -87,7 +89,8 @@ static int info(int fd, unsigned op, void *buf, unsigned size)
     a.return_pointer = (uintptr_t)buf;
     a.return_size    = size;
     a.op             = op;
-    return ioctl(fd, INFO_CODE, &a);
+    return ioctl(fd, hl_legacy_nodes() ? GAUDI_HL_LEGACY_IOCTL_INFO :
+                 INFO_CODE, &a);
 }
 
 static struct gaudi_hl_hw_ip_info hw_ip(int fd)
@@ -157,6 +160,22 @@ static int map_host(int fd, const void *p, uint64_t size, uint64_t *va)
     a.in.flags                   = HL_MEM_USERPTR;
     a.in.map_host.host_virt_addr = (uintptr_t)p;
     a.in.map_host.mem_size       = size;
+    rc  = mem(fd, &a);
+    *va = a.out.device_virt_addr;
+    return rc;
+}
+
+static int map_host_hint(int fd, const void *p, uint64_t size, uint64_t hint,
+                         uint32_t flags, uint64_t *va)
+{
+    union hl_mem_args a = {0};
+    int               rc;
+
+    a.in.op                      = HL_MEM_OP_MAP;
+    a.in.flags                   = HL_MEM_USERPTR | flags;
+    a.in.map_host.host_virt_addr = (uintptr_t)p;
+    a.in.map_host.mem_size       = size;
+    a.in.map_host.hint_addr      = hint;
     rc  = mem(fd, &a);
     *va = a.out.device_virt_addr;
     return rc;
@@ -487,8 +506,10 @@ static void t_sysfs_values(void)
     check_file("/sys/class/accel/accel0/device/status", "operational\n");
     /* Habana's driver is an out-of-tree module */
     check_file("/sys/module/habanalabs/taint", "O\n");
-    /* Habana flavour: flat copies on the accel device too (facts 1.1) */
-    check_file("/sys/class/accel/accel1/pci_addr", "0000:17:00.0\n");
+    /* Habana's DRM build: on the PCI device only (K612 common/sysfs.c:528,
+     * facts 1.1) */
+    CHECK_ERR(access("/sys/class/accel/accel1/pci_addr", F_OK), ENOENT,
+              "flat attr on the DRM build");
     n = readlink("/sys/class/accel/accel0/device", buf, sizeof(buf) - 1);
     CHECK(n > 0, "readlink device");
     buf[n] = '\0';
@@ -530,6 +551,21 @@ static void t_sysfs_upstream(void)
     check_file("/sys/module/habanalabs/taint", "\n");
 }
 
+/* Habana's build without DRM accel: the attributes on the accel device
+ * too, kept current (facts 1.1) */
+static void t_sysfs_nodrm(void)
+{
+    check_file("/sys/class/accel/accel0/pci_addr", "0000:10:00.0\n");
+    check_file("/sys/class/accel/accel0/device/pci_addr", "0000:10:00.0\n");
+    CHECK_OK(API(hlsim_set_device_status)(0,
+             GAUDI_HL_DEVICE_STATUS_IN_RESET), "set");
+    check_file("/sys/class/accel/accel0/status", "in reset\n");
+    check_file("/sys/class/accel/accel0/device/status", "in reset\n");
+    CHECK_OK(API(hlsim_set_device_status)(0,
+             GAUDI_HL_DEVICE_STATUS_OPERATIONAL), "set");
+    check_file("/sys/class/accel/accel0/status", "operational\n");
+}
+
 /* HLSIM_NUMA_NODE: per device, the last value repeating */
 static void t_sysfs_numa(void)
 {
@@ -568,14 +604,16 @@ static void t_info_hw_ip(void)
     CHECK_OK(cfd = open_ctl(0), "ctl");
     hw = hw_ip(cfd);
     CHECK(hw.u61.device_id == 0x1020, "device_id %x", hw.u61.device_id);
-    CHECK(hw.u61.dram_page_size == 64 * MB, "page %llx",
+    /* the real Gaudi2 by default: 6 HBMs, 96 GiB, 768 MiB pages (K612
+     * gaudi2/gaudi2.c:2343-2346) */
+    CHECK(hw.u61.dram_page_size == 768 * MB, "page %llx",
           (unsigned long long)hw.u61.dram_page_size);
-    CHECK(hw.u61.device_mem_alloc_default_page_size == 64 * MB, "def page");
+    CHECK(hw.u61.device_mem_alloc_default_page_size == 768 * MB, "def page");
     /* facts 3.4: base + page * ceil(size / page) */
-    CHECK(hw.u61.dram_base_address == 0x1001000000000000ULL + 16 * GB,
+    CHECK(hw.u61.dram_base_address == 0x1001001800000000ULL,
           "dram base %llx", (unsigned long long)hw.u61.dram_base_address);
-    CHECK(hw.u61.dram_size == 16 * GB - 64 * MB, "dram size");
-    CHECK(hw.reserved_dram_size == 64 * MB, "reserved");
+    CHECK(hw.u61.dram_size == 127 * 768 * MB, "dram size");
+    CHECK(hw.reserved_dram_size == 768 * MB, "reserved");
     CHECK(hw.u61.dram_enabled == 1, "dram_enabled");
     /* short return size: only those bytes are written */
     memset(&hw2, 0xEE, sizeof(hw2));
@@ -603,7 +641,8 @@ static void t_info_models(void)
     CHECK(hw.u61.device_id == 0x1000, "gaudi1 id");
     CHECK(hw.u61.dram_base_address == 0x20000000, "gaudi1 base");
     CHECK(hw.u61.dram_page_size == 2 * MB, "gaudi1 page");
-    CHECK(hw.u61.dram_size == 16 * GB - 512 * MB, "gaudi1 size");
+    /* 32 GiB of HBM (K612 gaudi/gaudi.c:598) from 0x20000000 */
+    CHECK(hw.u61.dram_size == 32 * GB - 512 * MB, "gaudi1 size");
     close(fd);
     CHECK_OK(fd = open_ctl(2), "ctl2");
     hw = hw_ip(fd);
@@ -669,7 +708,7 @@ static void t_info_ops(void)
     CHECK_OK(info(fd, HL_INFO_CS_COUNTERS, &cc, sizeof(cc)), "cs counters");
     CHECK_OK(info(fd, HL_INFO_HW_IDLE, &idle, sizeof(idle)), "idle");
     CHECK(idle.is_idle == 1, "is idle");
-    CHECK(dram_free(cfd) == 16 * GB - 64 * MB, "free");
+    CHECK(dram_free(cfd) == 127 * 768 * MB, "free");
     close(fd);
     CHECK_OK(info(cfd, HL_INFO_OPEN_STATS, &os, sizeof(os)), "open stats");
     CHECK(os.is_compute_ctx_active == 0, "released");
@@ -927,8 +966,7 @@ static void t_status_open(void)
     close(fd);
     CHECK_ERR(open_dev(0), EAGAIN, "open in reset");
     CHECK_OK(set(0, 5), "after release");
-    check_file("/sys/class/accel/accel0/pci_addr", "0000:10:00.0\n");
-    check_file("/sys/class/accel/accel0/status",
+    check_file("/sys/class/accel/accel0/device/status",
                "in reset after device release\n");
     CHECK_ERR(open_dev(0), EAGAIN, "open in reset after release");
     CHECK_OK(set(0, GAUDI_HL_DEVICE_STATUS_MALFUNCTION), "set");
@@ -1067,19 +1105,22 @@ static void t_close_during_reset(void)
 
 static void t_mem_alloc_free(void)
 {
-    uint64_t h1, h2, h3, va, total = 2 * GB - 64 * MB;
+    uint64_t h1, h2, h3, va, total, pg;
     int fd, cfd;
 
     CHECK_OK(fd = open_dev(0), "open");
     CHECK_OK(cfd = open_ctl(0), "ctl");
+    pg    = hw_ip(fd).u61.dram_page_size;
+    total = hw_ip(fd).u61.dram_size;
+    CHECK(pg == 768 * MB && total == 127 * pg, "the real Gaudi2 geometry");
     CHECK_ERR(mem_alloc(fd, 0, &h1), EINVAL, "size 0");
     CHECK(h1 == 0, "output zeroed on error");
     CHECK_OK(mem_alloc(fd, 1, &h1), "alloc 1");
     CHECK(h1 == 1, "first handle %llu", (unsigned long long)h1);
-    CHECK(dram_free(cfd) == total - 64 * MB, "rounded to a page");
-    CHECK_OK(mem_alloc(fd, 64 * MB + 1, &h2), "alloc 2 pages");
+    CHECK(dram_free(cfd) == total - pg, "rounded to a page");
+    CHECK_OK(mem_alloc(fd, pg + 1, &h2), "alloc 2 pages");
     CHECK(h2 == 2, "second handle");
-    CHECK(dram_free(fd) == total - 3 * 64 * MB, "3 pages used");
+    CHECK(dram_free(fd) == total - 3 * pg, "3 pages used");
     CHECK_ERR(mem_alloc(fd, total, &h3), ENOMEM, "too big");
     CHECK_ERR(mem_free(fd, 77), EINVAL, "unknown handle");
     CHECK_OK(map_dev(fd, h1, 0, 0, &va), "map");
@@ -1091,11 +1132,11 @@ static void t_mem_alloc_free(void)
     CHECK(h3 == 1, "lowest free id reused");
     CHECK_OK(mem_free(fd, h3), "free");
     /* exhaustion: fill all pages, then one more */
-    CHECK_OK(mem_alloc(fd, total - 2 * 64 * MB, &h3), "fill");
+    CHECK_OK(mem_alloc(fd, total - 2 * pg, &h3), "fill");
     CHECK(dram_free(fd) == 0, "full");
     CHECK_ERR(mem_alloc(fd, 1, &h1), ENOMEM, "exhausted");
     CHECK_OK(mem_free(fd, h3), "free");
-    CHECK_OK(mem_alloc(fd, 3 * 64 * MB, &h3), "contiguous");
+    CHECK_OK(mem_alloc(fd, 3 * pg, &h3), "contiguous");
     CHECK_OK(mem_free(fd, h3), "free");
     CHECK_OK(mem_free(fd, h2), "free");
     CHECK(dram_free(cfd) == total, "all free");
@@ -1128,8 +1169,9 @@ static void t_mem_map_device(void)
     /* hint: honoured when free and aligned; FORCE_HINT fails otherwise */
     CHECK_OK(map_dev(fd, h2, va + 8 * GB, 0, &va3), "hint");
     CHECK(va3 == va + 8 * GB, "hint honoured");
+    /* K612 common/memory.c:623-640, 1175-1182 */
     CHECK_ERR(map_dev(fd, h2, va + 8 * GB + 4096, HL_MEM_FORCE_HINT, &va3),
-              EINVAL, "misaligned forced hint");
+              ENOMEM, "misaligned forced hint");
     CHECK_ERR(map_dev(fd, h2, va + 8 * GB, HL_MEM_FORCE_HINT, &va3),
               ENOMEM, "busy forced hint");
     CHECK_OK(map_dev(fd, h2, va + 8 * GB + 4096, 0, &va3), "bad hint");
@@ -1183,7 +1225,7 @@ static void t_mem_map_host(void)
 
 static void t_mem_gaudi1(void)
 {
-    uint64_t h, va, total = 16 * GB - 512 * MB;
+    uint64_t h, va, total = 32 * GB - 512 * MB;
     uint8_t *buf = aligned_alloc(4096, 8192);
     int fd;
 
@@ -1224,12 +1266,13 @@ static void t_mem_gaudi3(void)
 
 static void t_mem_export(void)
 {
-    uint64_t h, va, hva, va2;
+    uint64_t h, va, hva, va2, pg;
     uint8_t *buf = aligned_alloc(4096, 8192);
     char     hdr[16];
     int fd, d, d2, d3;
 
     CHECK_OK(fd = open_dev(0), "open");
+    pg = hw_ip(fd).u61.dram_page_size;
     CHECK_OK(mem_alloc(fd, 128 * MB, &h), "alloc");
     CHECK_OK(map_dev(fd, h, 0, 0, &va), "map");
     CHECK_OK(map_host(fd, buf, 8192, &hva), "host");
@@ -1238,7 +1281,7 @@ static void t_mem_export(void)
     CHECK_ERR(export_fd(fd, va, 0, 0, O_RDWR), EINVAL, "size 0");
     CHECK_ERR(export_fd(fd, va, 100, 0, O_RDWR), EINVAL, "size unaligned");
     CHECK_ERR(export_fd(fd, va, 4096, 100, O_RDWR), EINVAL, "off unaligned");
-    CHECK_ERR(export_fd(fd, va, 64 * MB, 64 * MB + 4096, O_RDWR), EINVAL,
+    CHECK_ERR(export_fd(fd, va, 64 * MB, pg - 64 * MB + 4096, O_RDWR), EINVAL,
               "past the mapping");
     CHECK_ERR(export_fd(fd, h, 4096, 0, O_RDWR), EINVAL, "handle, not VA");
     CHECK_OK(d = export_fd(fd, va, 64 * MB, 64 * MB, O_RDWR | O_CLOEXEC),
@@ -1278,7 +1321,7 @@ static void t_export_gaudi1(void)
               "offset on gaudi1");
     CHECK_ERR(export_fd(fd, 0x10000000, 2 * MB, 0, O_RDWR), EINVAL,
               "below user DRAM");
-    CHECK_ERR(export_fd(fd, 16 * GB - 4096, 2 * MB, 0, O_RDWR), EINVAL,
+    CHECK_ERR(export_fd(fd, 32 * GB - 4096, 2 * MB, 0, O_RDWR), EINVAL,
               "past the end");
     close(fd);
 }
@@ -1410,6 +1453,77 @@ static void t_exporter_held_gaudi1(void)
     close(fd);
 }
 
+static struct hl_open_stats_info open_stats(int cfd)
+{
+    struct hl_open_stats_info os;
+
+    memset(&os, 0xff, sizeof(os));
+    CHECK_OK(info(cfd, HL_INFO_OPEN_STATS, &os, sizeof(os)), "open stats");
+    return os;
+}
+
+/*
+ * A second open while the exporter holds its device is EBUSY on every
+ * kernel (K61 common/habanalabs_drv.c:190-196, K612 :232-237); once the
+ * exporter closed and its dma-buf lives, 6.1 answers EAGAIN (the release
+ * is pending, K61 :182-188, device.c:476), accel and Habana's driver EBUSY
+ * (the dma-buf holds the file, K612 common/memory.c:1877-1885). OPEN_STATS
+ * shows the device active throughout, and in release on 6.1 after the
+ * close (K61 common/habanalabs_ioctl.c:527-528, device.c:419-422)
+ */
+static void t_exporter_open_stats(void)
+{
+    int   sv[2], fd, cfd, d, st, legacy = hl_legacy_nodes();
+    struct hl_open_stats_info os;
+    pid_t pid;
+
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+    pid = fork();
+    if (pid == 0) {
+        fd = open_dev(0);
+        d  = (fd < 0) ? -1 : export_fd(fd, 0x20000000, 2 * MB, 0,
+                                       O_RDWR | O_CLOEXEC);
+        if (d < 0) {
+            _exit(3);
+        }
+        send_fd(sv[1], d);
+        close(d);
+        sync_wait(sv[1]);
+        close(fd);
+        sync_byte(sv[1], 'd');
+        sync_wait(sv[1]);
+        _exit(0);
+    }
+    CHECK_OK(d = recv_fd(sv[0]), "received dma-buf");
+    CHECK_OK(cfd = open_ctl(0), "control");
+    CHECK_ERR(open_dev(0), EBUSY, "exporter holds the device");
+    os = open_stats(cfd);
+    CHECK(os.is_compute_ctx_active == 1 && os.compute_ctx_in_release == 0,
+          "exporter open: active %u, in release %u",
+          os.is_compute_ctx_active, os.compute_ctx_in_release);
+    sync_byte(sv[0], 'c');
+    CHECK(sync_wait(sv[0]) == 'd', "exporter closed");
+    CHECK_ERR(open_dev(0), legacy ? EAGAIN : EBUSY, "dma-buf alive");
+    os = open_stats(cfd);
+    CHECK(os.is_compute_ctx_active == 1 &&
+          os.compute_ctx_in_release == (unsigned)legacy,
+          "exporter closed: active %u, in release %u",
+          os.is_compute_ctx_active, os.compute_ctx_in_release);
+    close(d);
+    os = open_stats(cfd);
+    CHECK(os.is_compute_ctx_active == 0 && os.compute_ctx_in_release == 0,
+          "dma-buf gone: active %u, in release %u",
+          os.is_compute_ctx_active, os.compute_ctx_in_release);
+    CHECK_OK(fd = open_dev(0), "free once the last dma-buf is gone");
+    close(fd);
+    close(cfd);
+    sync_byte(sv[0], 'x');
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st),
+          "exporter status 0x%x", st);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 /*
  * Linux >= 6.5 refuses long-term writable pins of shared file mappings on
  * file systems with dirty tracking (facts 9.10): USERPTR MAP -> EFAULT on
@@ -1474,7 +1588,7 @@ static void t_export_bar(void)
         line = strchr(line, '\n') + 1;
     }
     CHECK(sscanf(line, "%llx %llx %llx", &s, &e, &fl) == 3 &&
-          e - s + 1 == (getenv("HLSIM_ASIC") ? GB : 128 * MB), "BAR 4: %s",
+          e - s + 1 == (getenv("HLSIM_ASIC") ? GB : 2 * GB), "BAR 4: %s",
           line);
     CHECK_OK(fd = open_dev(0), "open");
     if (getenv("HLSIM_ASIC")) {   /* Gaudi1: physical range, BAR 1 GiB */
@@ -1486,8 +1600,9 @@ static void t_export_bar(void)
         close(fd);
         return;
     }
+    /* 768 MiB pages: page 1 ends at 1.5 GiB, page 2 at 2.25 GiB */
     CHECK_OK(mem_alloc(fd, 1, &h1), "page 1");
-    CHECK_OK(mem_alloc(fd, 128 * MB, &h2), "pages 2, 3");
+    CHECK_OK(mem_alloc(fd, 1, &h2), "page 2");
     CHECK_OK(map_dev(fd, h1, 0, 0, &va1), "map");
     CHECK_OK(map_dev(fd, h2, 0, 0, &va2), "map");
     CHECK_OK(d = export_fd(fd, va1, 4096, 0, O_RDWR), "inside the BAR");
@@ -1525,7 +1640,7 @@ static void t_control_probe_order(void)
 
 static void t_close_frees(void)
 {
-    uint64_t h, va, total = 16 * GB - 64 * MB;
+    uint64_t h, va, total = 127 * 768 * MB, pg = 768 * MB;
     uint8_t *buf = malloc(4096);
     int fd, cfd;
 
@@ -1534,8 +1649,8 @@ static void t_close_frees(void)
     CHECK_OK(mem_alloc(fd, 256 * MB, &h), "alloc");
     CHECK_OK(map_dev(fd, h, 0, 0, &va), "map");
     CHECK_OK(map_host(fd, buf, 4096, &va), "host");
-    CHECK(dram_free(cfd) == total - 256 * MB, "used");
-    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_DRAM_USED, 0) == 256 * MB,
+    CHECK(dram_free(cfd) == total - pg, "used");
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_DRAM_USED, 0) == pg,
           "counter");
     close(fd);
     CHECK(dram_free(cfd) == total, "freed on close");
@@ -1627,7 +1742,7 @@ static void t_fork(void)
     CHECK_OK(mem_alloc(fd, 64 * MB, &h), "alloc");
     CHECK_OK(map_dev(fd, h, 0, 0, &va), "map");
     in_child(fork_child, &fd);
-    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_DRAM_USED, 0) == 64 * MB,
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_DRAM_USED, 0) == 768 * MB,
           "child close did not free the parent's memory");
     CHECK_OK(unmap(fd, va), "parent still owns its mapping");
     close(fd);
@@ -1783,6 +1898,178 @@ static int cb_destroy(int fd, uint64_t h)
     return cb_op(fd, &a);
 }
 
+/*
+ * The CB mmap length: do_mmap page-rounds it before the driver compares
+ * the VMA with the CB's page-rounded size (Linux 6.12 mm/mmap.c:316-318,
+ * K612 common/memory_mgr.c:252-259)
+ */
+static void t_cb_mmap_len(void)
+{
+    uint64_t h1, h2, h3;
+    uint8_t *p;
+    int      fd;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(cb_create(fd, 100, &h1), "create 100");
+    CHECK_OK(cb_create(fd, 5000, &h2), "create 5000");
+    CHECK_OK(cb_create(fd, 5000, &h3), "create 5000");
+    CHECK(mmap(NULL, 0, PROT_READ, MAP_SHARED, fd, h1) == MAP_FAILED &&
+          errno == EINVAL, "length 0");
+    p = mmap(NULL, 1, PROT_READ | PROT_WRITE, MAP_SHARED, fd, h1);
+    CHECK(p != MAP_FAILED, "1 byte of a 100-byte CB: %s", strerror(errno));
+    p[4095] = 1;   /* the whole page is mapped */
+    CHECK(munmap(p, 1) == 0, "munmap");
+    CHECK(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, h2) == MAP_FAILED &&
+          errno == EINVAL, "one page of two");
+    CHECK(mmap(NULL, 8193, PROT_READ, MAP_SHARED, fd, h2) == MAP_FAILED &&
+          errno == EINVAL, "three pages of two");
+    p = mmap(NULL, 4097, PROT_READ | PROT_WRITE, MAP_SHARED, fd, h2);
+    CHECK(p != MAP_FAILED, "4097 bytes of 5000: %s", strerror(errno));
+    p[8191] = 1;
+    CHECK(munmap(p, 4097) == 0, "munmap");
+    p = mmap(NULL, 5000, PROT_READ | PROT_WRITE, MAP_SHARED, fd, h3);
+    CHECK(p != MAP_FAILED, "the exact size: %s", strerror(errno));
+    CHECK(munmap(p, 8192) == 0, "munmap");
+    close(fd);
+}
+
+static int vma_count(void)
+{
+    char  line[512];
+    FILE *f = fopen("/proc/self/maps", "re");
+    int   n = 0;
+
+    CHECK(f != NULL, "maps");
+    while (fgets(line, sizeof(line), f)) {
+        n += (strchr(line, '\n') != NULL);
+    }
+    fclose(f);
+    return n;
+}
+
+/*
+ * CB memory is the driver's: a CB costs the process a VMA only once the
+ * user maps it, one per CB (K612 common/command_buffer.c:103-160,
+ * memory_mgr.c:230-296), so a process maps as many CBs as
+ * vm.max_map_count allows
+ */
+#define CB_VMA_N 64
+static void t_cb_vmas(void)
+{
+    static uint64_t h[CB_VMA_N];
+    static void    *p[CB_VMA_N];
+    int fd, i, n0, n1, n2;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    n0 = vma_count();
+    for (i = 0; i < CB_VMA_N; i++) {
+        CHECK_OK(cb_create(fd, 4096 * (1 + i % 3), &h[i]), "create");
+    }
+    n1 = vma_count();
+    CHECK(n1 - n0 <= 1, "%d CBs, not mapped: %d VMAs more (the emulator's "
+          "one window at most)", CB_VMA_N, n1 - n0);
+    for (i = 0; i < CB_VMA_N; i++) {
+        p[i] = mmap(NULL, 4096 * (1 + i % 3), PROT_READ | PROT_WRITE,
+                    MAP_SHARED, fd, h[i]);
+        CHECK(p[i] != MAP_FAILED, "mmap: %s", strerror(errno));
+        memset(p[i], i, 4096);
+    }
+    n2 = vma_count();
+    CHECK(n2 - n1 == CB_VMA_N, "%d CBs mapped: %d VMAs more", CB_VMA_N,
+          n2 - n1);
+    for (i = 0; i < CB_VMA_N; i++) {
+        CHECK(((uint8_t*)p[i])[4095] == i, "own memory");
+        CHECK(munmap(p[i], 4096 * (1 + i % 3)) == 0, "munmap");
+        CHECK_OK(cb_destroy(fd, h[i]), "destroy");
+    }
+    CHECK(vma_count() == n1, "unmapped: %d VMAs", vma_count() - n0);
+    close(fd);
+    CHECK(vma_count() == n0, "closed: the window went too");
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag,
+                    struct FTW *ftw)
+{
+    (void)st; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+/* The same on a root outside tmpfs, where the CB store is a memfd of the
+ * context (the suites' roots are in /tmp) */
+static void t_cb_vmas_memfd(void)
+{
+    static const char *dirs[] = { "/var/tmp", "/tmp", "." };
+    struct statfs sfs;
+    char     root[256] = "";
+    unsigned i;
+
+    for (i = 0; !root[0] && (i < 3); i++) {
+        if ((statfs(dirs[i], &sfs) == 0) && (sfs.f_type != 0x01021994)) {
+            snprintf(root, sizeof(root), "%s/hlsim-cbvma-XXXXXX", dirs[i]);
+            if (mkdtemp(root) == NULL) {
+                root[0] = '\0';
+            }
+        }
+    }
+    CHECK(root[0], "no writable non-tmpfs directory for the node");
+    setenv("HLSIM_ROOT", root, 1);   /* before the first emulated call */
+    t_cb_vmas();
+    CHECK(nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0,
+          "remove %s", root);
+}
+
+/*
+ * CBs created in a fork child through the inherited fd while the parent
+ * creates its own: the driver has one IDR per file, the emulator a copy of
+ * the context per process, so the child's CBs take store pages of their
+ * own and neither side's CB overwrites the other's
+ */
+static void t_fork_cb(void)
+{
+    uint64_t h1, h2;
+    uint8_t *p;
+    int      fd, sv[2], st, i;
+    pid_t    pid;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_OK(cb_create(fd, 4096, &h1), "parent CB");
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+    pid = fork();
+    if (pid == 0) {
+        if (cb_create(fd, 8192, &h2)) {
+            _exit(3);
+        }
+        p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, h2);
+        if (p == MAP_FAILED) {
+            _exit(4);
+        }
+        memset(p, 0x5A, 8192);
+        sync_byte(sv[1], 'c');
+        sync_wait(sv[1]);
+        for (i = 0; i < 8192; i++) {
+            if (p[i] != 0x5A) {
+                _exit(5);
+            }
+        }
+        _exit(0);
+    }
+    CHECK(sync_wait(sv[0]) == 'c', "child's CB");
+    CHECK_OK(cb_create(fd, 8192, &h2), "parent's next CB");
+    p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, h2);
+    CHECK(p != MAP_FAILED, "mmap: %s", strerror(errno));
+    for (i = 0; i < 8192; i++) {
+        CHECK(p[i] == 0, "byte %d of the parent's CB: %x", i, p[i]);
+    }
+    memset(p, 0xA5, 8192);
+    sync_byte(sv[0], 'p');
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st),
+          "child status 0x%x", st);
+    munmap(p, 8192);
+    close(fd);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 /* Gaudi1 DMA through a CB mapped behind the emulator's back (facts 5.1) */
 static void t_cb_raw_mmap(void)
 {
@@ -1839,19 +2126,17 @@ static void t_cb_raw_mmap(void)
           "mapping outlives destroy");
     CHECK(raw_syscall6(SYS_munmap, (long)c.p, 4096, 0, 0, 0, 0) == 0,
           "raw munmap");
-    /* the next CB op frees it; a new CB gets fresh zeroed memory */
+    /* the next CB op frees it; the new CB takes its id, the lowest free
+     * (idr_alloc, K612 common/memory_mgr.c:160), with fresh zeroed memory:
+     * the freed pages went back (a hole) */
     CHECK_OK(cb_create(fd, 4096, &h3), "create after");
-    CHECK(h3 != h && h3 != h2, "ids not reused");
+    CHECK(h3 == h, "lowest free id reused: %llx, was %llx",
+          (unsigned long long)h3, (unsigned long long)h);
     c.p = raw_mmap(4096, fd, h3);
     CHECK(c.p != MAP_FAILED, "raw mmap 3");
-    CHECK(c.p[0] == 0 && c.p[4095] == 0, "fresh memory");
+    CHECK(c.p[0] == 0 && c.p[100] == 0 && c.p[4095] == 0, "fresh memory");
     CHECK(raw_syscall6(SYS_munmap, (long)c.p, 4096, 0, 0, 0, 0) == 0,
           "raw munmap 3");
-    /* the destroyed CB was freed: its pages went back (a hole) */
-    c.p = raw_mmap(4096, fd, h);
-    CHECK(c.p != MAP_FAILED, "raw mmap of the freed range");
-    CHECK(c.p[100] == 0, "freed CB memory released");
-    raw_syscall6(SYS_munmap, (long)c.p, 4096, 0, 0, 0, 0);
     close(fd);
     free(src);
     free(dst);
@@ -2738,7 +3023,8 @@ static void t_wait_old_outcome(void)
     free(buf);
 }
 
-/* Gaudi2's real DRAM page, 768 MiB, is not a power of two (facts 3.4) */
+/* Gaudi2's real DRAM page, 768 MiB, is not a power of two (facts 3.4):
+ * the default geometry, 96 GiB of HBM */
 static void t_dram_page_768m(void)
 {
     const uint64_t page = 768 * MB;
@@ -2751,6 +3037,8 @@ static void t_dram_page_768m(void)
     CHECK_OK(fd = open_dev(0), "open");
     CHECK(hw_ip(fd).u61.dram_page_size == page, "page size %llu",
           (unsigned long long)hw_ip(fd).u61.dram_page_size);
+    CHECK(hw_ip(fd).u61.dram_base_address == 0x1001001800000000ULL &&
+          hw_ip(fd).u61.dram_size == 127 * page, "96 GiB: 127 user pages");
     free0 = dram_free(fd);
     CHECK_OK(mem_alloc(fd, 1, &h1), "alloc 1 byte");
     CHECK(free0 - dram_free(fd) == page, "one whole page");
@@ -2765,8 +3053,10 @@ static void t_dram_page_768m(void)
     CHECK(tva == dva + 2 * page, "next block abuts: 0x%llx",
           (unsigned long long)tva);
     CHECK_OK(unmap(fd, tva), "unmap h1");
+    /* get_va_block fails, MAP answers ENOMEM (K612 common/memory.c:
+     * 623-640, 1175-1182) */
     CHECK_ERR(map_dev(fd, h1, dva + 3 * page + GB, HL_MEM_FORCE_HINT, &tva),
-              EINVAL, "hint not a page multiple");
+              ENOMEM, "hint not a page multiple");
     cb = hcb_new(fd, 4096);
     fill(src, 8192, 5);
     CHECK_OK(map_host(fd, src, 8192, &sva), "map src");
@@ -2780,6 +3070,68 @@ static void t_dram_page_768m(void)
     close(fd);
     free(src);
     free(dst);
+}
+
+/*
+ * get_va_block (K612 common/memory.c:593-740) takes the smallest free
+ * block that fits (:671-676), the lowest of equals; a hint must fit with
+ * a byte to spare before the free block's inclusive end (:678-679); a
+ * forced hint that is not taken, hint 0 included, fails with ENOMEM
+ * (:693-701, 1175-1182); a forced hint on an unaligned host address is
+ * EINVAL (:1161-1168)
+ */
+static void t_va_best_fit(void)
+{
+    const uint64_t page = 768 * MB;
+    uint64_t h[12], va[12], base, v, hb;
+    uint8_t *buf = aligned_alloc(4096, 3 * 4096);
+    int      fd, i;
+
+    CHECK_OK(fd = open_dev(0), "open");
+    base = hw_ip(fd).u61.dram_base_address;
+    for (i = 0; i < 11; i++) {
+        CHECK_OK(mem_alloc(fd, 1, &h[i]), "alloc");
+        CHECK_OK(map_dev(fd, h[i], 0, 0, &va[i]), "map");
+        CHECK(va[i] == base + i * page, "packed: %d", i);
+    }
+    CHECK_OK(mem_alloc(fd, 2 * page, &hb), "alloc 2 pages");
+    CHECK_OK(mem_alloc(fd, 1, &h[11]), "alloc");
+    /* holes: 3 pages at +5, 1 page at +9, the rest after +11 */
+    for (i = 5; i < 8; i++) {
+        CHECK_OK(unmap(fd, va[i]), "unmap");
+    }
+    CHECK_OK(unmap(fd, va[9]), "unmap 9");
+    CHECK_OK(map_dev(fd, h[9], 0, 0, &v), "1 page");
+    CHECK(v == base + 9 * page, "best fit: the 1-page hole, got +%lld",
+          (long long)((v - base) / page));
+    CHECK_OK(unmap(fd, v), "unmap");
+    CHECK_OK(map_dev(fd, hb, 0, 0, &v), "2 pages");
+    CHECK(v == base + 5 * page, "best fit: the 3-page hole, got +%lld",
+          (long long)((v - base) / page));
+    /* holes now: +7 (1 page), +9 (1 page), the tail */
+    CHECK_ERR(map_dev(fd, h[9], base + 7 * page, HL_MEM_FORCE_HINT, &v),
+              ENOMEM, "hint fills its hole to the end");
+    CHECK_ERR(map_dev(fd, h[9], 0, HL_MEM_FORCE_HINT, &v), ENOMEM,
+              "forced hint 0");
+    CHECK_OK(map_dev(fd, h[9], base + 9 * page, 0, &v), "unforced hint");
+    CHECK(v == base + 7 * page, "not taken, best fit: the lowest of equal "
+          "holes, got +%lld", (long long)((v - base) / page));
+    CHECK_OK(unmap(fd, v), "unmap");
+    CHECK_OK(map_dev(fd, h[9], base + 20 * page, HL_MEM_FORCE_HINT, &v),
+             "forced hint in the tail");
+    CHECK(v == base + 20 * page, "hint taken");
+    /* the host range: same allocator; forced hint needs an aligned host
+     * address */
+    CHECK_ERR(map_host_hint(fd, buf + 8, 4096, 0xFFF0000100000000ULL,
+                            HL_MEM_FORCE_HINT, &v), EINVAL,
+              "forced hint, unaligned host address");
+    CHECK_OK(map_host_hint(fd, buf + 8, 4096, 0xFFF0000100000000ULL, 0, &v),
+             "unforced");
+    CHECK_OK(map_host_hint(fd, buf, 4096, 0xFFF0000200000000ULL,
+                           HL_MEM_FORCE_HINT, &v), "forced, aligned");
+    CHECK(v == 0xFFF0000200000000ULL, "host hint taken");
+    close(fd);
+    free(buf);
 }
 
 static void t_dma_bandwidth(void)
@@ -3442,7 +3794,8 @@ static void t_pdma_copy(void)
     CHECK(!memcmp(a, b, 2 * MB), "data differs");
     CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_DMA_BYTES, 0) == 4 * MB,
           "DMA bytes counted");
-    CHECK(pdma(fd, va_b, dram + 64 * MB, 64) == -EFAULT, "past the map");
+    CHECK(pdma(fd, va_b, dram + hw_ip(fd).u61.dram_page_size, 64) ==
+          -EFAULT, "past the map");
     CHECK(pdma(fd, 0x1000, va_a, 64) == -EFAULT, "unmapped dst");
     CHECK(pdma(ctl, va_b, va_a, 64) == -EBADF, "control fd");
     CHECK(pdma(1, va_b, va_a, 64) == -EBADF, "not emulated");
@@ -3522,6 +3875,7 @@ static const test_t tests[] = {
     { "nodes_legacy", t_nodes_legacy, "HLSIM_NODES=legacy" },
     { "sysfs_values", t_sysfs_values, "HLSIM_MODULE_IDS=5,3" },
     { "sysfs_upstream", t_sysfs_upstream, "HLSIM_FLAVOUR=upstream" },
+    { "sysfs_nodrm", t_sysfs_nodrm, "HLSIM_DRM=0" },
     { "sysfs_numa", t_sysfs_numa,
       "HLSIM_NUM_DEVICES=3 HLSIM_NUMA_NODE=0,1" },
     { "sysfs_types", t_sysfs_types,
@@ -3554,8 +3908,10 @@ static const test_t tests[] = {
       "HLSIM_RELEASE_RESET_MS= HLSIM_ASIC=gaudi3" },
     { "release_reset_gaudi1", t_release_reset_default,
       "HLSIM_RELEASE_RESET_MS= HLSIM_ASIC=gaudi1" },
-    { "mem_alloc_free", t_mem_alloc_free, "HLSIM_HBM_SIZE=2G" },
-    { "mem_map_device", t_mem_map_device, "" },
+    { "mem_alloc_free", t_mem_alloc_free, "" },
+    /* a power-of-two page: VA blocks of whole 1 GiB DMMU pages, which
+     * the real 768 MiB page (dram_page_768m) does not have */
+    { "mem_map_device", t_mem_map_device, "HLSIM_DRAM_PAGE_SIZE=64M" },
     { "mem_map_host", t_mem_map_host, "" },
     { "mem_gaudi1", t_mem_gaudi1, "HLSIM_ASIC=gaudi1" },
     { "mem_gaudi3", t_mem_gaudi3, "HLSIM_ASIC=gaudi3" },
@@ -3571,6 +3927,11 @@ static const test_t tests[] = {
     { "cb_gaudi1_map", t_cb_gaudi1_map, "HLSIM_ASIC=gaudi1" },
     { "cb_raw_mmap", t_cb_raw_mmap, "HLSIM_ASIC=gaudi1" },
     { "cb_syscall_mmap", t_cb_syscall_mmap, "" },
+    { "cb_mmap_len", t_cb_mmap_len, "" },
+    { "cb_vmas", t_cb_vmas, "" },
+    { "cb_vmas_legacy", t_cb_vmas, "HLSIM_NODES=legacy" },
+    { "cb_vmas_memfd", t_cb_vmas_memfd, "" },
+    { "fork_cb", t_fork_cb, "" },
     { "compute_fd_node", t_compute_fd_node, "" },
     { "compute_fd_node_legacy", t_compute_fd_node, "HLSIM_NODES=legacy" },
     { "dma_gaudi2", t_dma_gaudi2, "" },
@@ -3593,7 +3954,8 @@ static const test_t tests[] = {
     { "wait_errors_linux61", t_wait_errors,
       "HLSIM_RESET_ON_LOCKUP=0 HLSIM_NODES=legacy" },
     { "wait_old_outcome", t_wait_old_outcome, "HLSIM_RESET_ON_LOCKUP=0" },
-    { "dram_page_768m", t_dram_page_768m, "HLSIM_DRAM_PAGE_SIZE=768M" },
+    { "dram_page_768m", t_dram_page_768m, "" },
+    { "va_best_fit", t_va_best_fit, "" },
     { "hard_reset_dma_error", t_hard_reset, "HLSIM_TEST_FAULT=dma_error" },
     { "hard_reset_cs_timeout", t_hard_reset, "HLSIM_TEST_FAULT=cs_timeout" },
     { "hard_reset_fault", t_hard_reset, "HLSIM_TEST_FAULT=reset" },
@@ -3649,9 +4011,12 @@ static const test_t tests[] = {
     { "exporter_held_gaudi1", t_exporter_held_gaudi1, "HLSIM_ASIC=gaudi1" },
     { "exporter_held_gaudi1_linux61", t_exporter_held_gaudi1,
       "HLSIM_ASIC=gaudi1 HLSIM_NODES=legacy" },
+    { "exporter_open_stats", t_exporter_open_stats, "HLSIM_ASIC=gaudi1" },
+    { "exporter_open_stats_linux61", t_exporter_open_stats,
+      "HLSIM_ASIC=gaudi1 HLSIM_NODES=legacy" },
     { "control_probe_order", t_control_probe_order, "HLSIM_ACCEL_BASE=1" },
     { "pin_shared_file", t_pin_shared_file, "" },
-    { "export_bar", t_export_bar, "HLSIM_DRAM_BAR_SIZE=128M" },
+    { "export_bar", t_export_bar, "HLSIM_DRAM_BAR_SIZE=2G" },
     { "export_bar_gaudi1", t_export_bar,
       "HLSIM_DRAM_BAR_SIZE=1G HLSIM_ASIC=gaudi1" },
     { "pin_shared_file_linux61", t_pin_shared_file, "HLSIM_NODES=legacy" },

@@ -336,6 +336,58 @@ TEST_F(select_dev, busy_device_explicit_gives_clear_error)
     EXPECT_NE("", log.find({expect})) << log.dump();
 }
 
+/*
+ * Linux 6.1: a device whose user holds it open while a dma-buf of it lives
+ * is busy, EBUSY (K61 common/habanalabs_drv.c:190-196); EAGAIN, the
+ * answer of a reset or of a release still pending, comes only after that
+ * user closed it (:182-188). The choice gives up at once, without waiting
+ * UCX_GAUDI_OPEN_TIMEOUT as for a device in reset.
+ */
+TEST_F(select_dev, linux61_exporter_holding_is_busy)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NODES", "legacy"}, {"HLSIM_ASIC", "gaudi1"},
+                      {"HLSIM_NUM_DEVICES", "1"},
+                      {"UCX_GAUDI_OPEN_TIMEOUT", "5s"}});
+    int to_child[2], to_parent[2], status, dmabuf;
+    uct_gaudi_ctx_t *ctx;
+    uct_gaudi_hl_t hl;
+    log_capture log;
+    ucs_time_t start;
+    char c = 'n';
+    pid_t pid;
+
+    ASSERT_EQ(0, pipe(to_child));
+    ASSERT_EQ(0, pipe(to_parent));
+    pid = fork();
+    if (pid == 0) {
+        /* the exporter: Gaudi1 exports physical user DRAM (facts 4.1) */
+        close(to_child[1]);
+        close(to_parent[0]);
+        if ((uct_gaudi_hl_open(0, 0, 0, &hl) == UCS_OK) &&
+            (uct_gaudi_hl_export_dmabuf(&hl, 0x20000000, 2 << 20, 0,
+                                        O_RDWR | O_CLOEXEC, &dmabuf) ==
+             UCS_OK)) {
+            c = 'y';
+        }
+        (void)!write(to_parent[1], &c, 1);
+        (void)!read(to_child[0], &c, 1);
+        _exit(0);
+    }
+    close(to_child[0]);
+    close(to_parent[1]);
+    ASSERT_EQ(1, read(to_parent[0], &c, 1));
+    close(to_parent[0]);
+    EXPECT_EQ('y', c);
+    start = ucs_get_time();
+    EXPECT_EQ(UCS_ERR_BUSY, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_LT(ucs_time_to_msec(ucs_get_time() - start), 2000.0);
+    EXPECT_NE("", log.find({"no free Gaudi device", "1 of 1 busy"}))
+            << log.dump();
+    close(to_child[1]);
+    ASSERT_EQ(pid, waitpid(pid, &status, 0));
+    EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0));
+}
+
 TEST_F(select_dev, all_busy)
 {
     GAUDI_UNIT_CHILD();
