@@ -85,7 +85,8 @@ License: unspecified
  No license has been published with the source yet.
 EOF
 chmod 0644 "$doc/copyright"
-maint="${DEBFULLNAME:-ucx-gaudi maintainers} <${DEBEMAIL:-ucx-gaudi@users.noreply.github.com}>"
+name=${DEBFULLNAME:-ucx-gaudi maintainers}
+maint="$name <${DEBEMAIL:-ucx-gaudi@users.noreply.github.com}>"
 cat > "$work/changelog" <<EOF
 $pkg ($version-$debrev) unstable; urgency=medium
 

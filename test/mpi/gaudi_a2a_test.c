@@ -8,7 +8,9 @@
  * buffer to rank p and receives rank p's block for it into block p of
  * another device buffer; its own block is a device-to-device copy. Two
  * schedules: every isend/irecv posted at once, and pairwise
- * MPI_Sendrecv with rank +/- k (Open MPI's pairwise algorithm). Data
+ * MPI_Sendrecv with rank +/- k (Open MPI's pairwise algorithm). Then
+ * MPI_Bcast from every root, a collective that moves the user's buffer
+ * with point-to-point only (no CPU copy, no reduction). Data
  * goes in through host-to-device copies and is checked after a
  * device-to-host copy: the CPU never touches the device buffers.
  *
@@ -51,11 +53,10 @@ static void check(int ok, const char *what, size_t block, const char *why)
         return;
     }
     if (all_ok) {
-        printf("PASS %s, %d ranks, block %zu\n", what, nranks, block);
+        printf("PASS %s, %d ranks, %zu B\n", what, nranks, block);
         npass++;
     } else {
-        printf("FAIL %s, %d ranks, block %zu: %s\n", what, nranks, block,
-               why);
+        printf("FAIL %s, %d ranks, %zu B: %s\n", what, nranks, block, why);
         nfail++;
     }
     fflush(stdout);
@@ -156,6 +157,36 @@ static void a2a_pairwise(uint8_t *sdev, uint8_t *rdev, size_t block)
     }
 }
 
+/* MPI_Bcast of @a size bytes of a device buffer from @a root */
+static void bcast(uint8_t *dev, uint8_t *host, size_t size, int root)
+{
+    char why[128] = "";
+    int ok        = 1;
+    size_t i;
+
+    for (i = 0; i < size; ++i) {
+        host[i] = pattern(i, root, nranks, size);
+    }
+    if (rank == root) {
+        copy(dev, host, size, "H2D copy");
+    } else if (uct_gaudi_memset(dev, 0xee, size) != UCS_OK) {
+        die("uct_gaudi_memset", UCS_ERR_IO_ERROR);
+    }
+    MPI_Bcast(dev, (int)size, MPI_BYTE, root, MPI_COMM_WORLD);
+
+    memset(host, 0, size);
+    copy(host, dev, size, "D2H copy");
+    for (i = 0; (i < size) && ok; ++i) {
+        if (host[i] != pattern(i, root, nranks, size)) {
+            snprintf(why, sizeof(why), "rank %d: byte %zu from root %d "
+                     "differs", rank, i, root);
+            ok = 0;
+        }
+    }
+    check(ok, root ? "MPI_Bcast, last root" : "MPI_Bcast, root 0", size,
+          why);
+}
+
 /* Whether gaudi_ipc carried data: it exports a DMA-BUF of each buffer a
  * peer imports; without it nothing is exported */
 static void check_ipc(const char *expect)
@@ -222,13 +253,19 @@ int main(int argc, char **argv)
         prepare(sdev, rdev, host, blocks[i]);
         a2a_posted(sdev, rdev, blocks[i]);
         check(verify(rdev, host, blocks[i], why, sizeof(why)),
-              "all-to-all, isend/irecv", blocks[i], why);
+              "all-to-all (B a block), isend/irecv", blocks[i], why);
 
         why[0] = '\0';
         prepare(sdev, rdev, host, blocks[i]);
         a2a_pairwise(sdev, rdev, blocks[i]);
         check(verify(rdev, host, blocks[i], why, sizeof(why)),
-              "all-to-all, pairwise sendrecv", blocks[i], why);
+              "all-to-all (B a block), pairwise sendrecv", blocks[i], why);
+    }
+    for (i = 0; !alltoall && (i < sizeof(blocks) / sizeof(blocks[0]));
+         ++i) {
+        /* the whole buffer: bcast's segmented algorithms at large sizes */
+        bcast(sdev, host, blocks[i] * nranks, 0);
+        bcast(rdev, host, blocks[i] * nranks, nranks - 1);
     }
     if (ipc != NULL) {
         check_ipc(ipc);
