@@ -6,9 +6,9 @@
 # SynapseAI, exit status) are the ones the driver facts give, and --probe,
 # which asks the driver itself, agrees with them. A device another process
 # holds is reported with its pid and never opened, also by --probe; a BAR
-# smaller than the DRAM is reported with its fix; a node without Gaudi
-# (no device, no emulator) says so with exit status 2; and it runs
-# without root.
+# smaller than the DRAM is reported with its fix, so is a module missing
+# where the wrapper looks; a node without Gaudi (no device, no emulator)
+# says so with exit status 2; and it runs without root.
 #
 . "$(dirname "$0")/lib.sh"
 emulator_only "emulated flavours, ASICs and holders"
@@ -172,6 +172,15 @@ new_node
 run_check HLSIM_DRAM_BAR_SIZE=8G
 expect_line "small BAR" "PCI BAR 8192 MiB: covers part of it"
 expect_line "small BAR: fix" "^    fix +BIOS: .*Resizable BAR"
+
+# the module where the wrapper looks (lib.sh: the build tree), and not
+new_node
+run_check
+expect_line "module found" "^module +$GAUDI_UCX_LIBDIR/libuct_gaudi.so$"
+run_check GAUDI_UCX_LIBDIR=/nonexistent
+expect_line "module missing" "^module +/nonexistent/libuct_gaudi.so NOT FOUND"
+expect_line "module missing: fix" "^    fix +install the ucx-gaudi package"
+expect_rc "module missing" 1
 
 # no Gaudi: an emulated node with none, and no emulator at all
 new_node

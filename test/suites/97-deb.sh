@@ -134,8 +134,9 @@ allocator)" "$out"
 inst LD_PRELOAD="$HLSIM_LIB" timeout -k 5 60 /usr/bin/ucx-gaudi-check \
     > "$out" 2>&1
 rc=$?
-if [ $rc -eq 0 ] && grep -q '^usable: yes' "$out"; then
-    pass "installed ucx-gaudi-check: usable, exit 0"
+if [ $rc -eq 0 ] && grep -q '^usable: yes' "$out" &&
+   grep -Eq "^module +$moddir/libuct_gaudi.so$" "$out"; then
+    pass "installed ucx-gaudi-check: the installed module, usable, exit 0"
 else
     fail "installed ucx-gaudi-check" "exit $rc: $(tail -3 "$out")"
 fi

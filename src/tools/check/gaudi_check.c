@@ -447,6 +447,35 @@ static void check_node(check_node_t *node, uct_gaudi_asic_t asic)
 #endif
 }
 
+/* Where the module is: the directory the wrapper preloads from (and UCX
+ * >= 1.22 loads from when it is UCX's module directory) */
+static int check_module(void)
+{
+    const char *dir = getenv("GAUDI_UCX_LIBDIR");
+    unsigned major, minor, release;
+    char path[PATH_MAX];
+    int found;
+
+    if ((dir == NULL) || (*dir == '\0')) {
+        dir = UCX_GAUDI_CHECK_MODULEDIR;
+    }
+    snprintf(path, sizeof(path), "%s/libuct_gaudi.so", dir);
+    found = access(path, R_OK) == 0;
+    ucp_get_version(&major, &minor, &release);
+    printf("module          %s%s\n", path, found ? "" : " NOT FOUND");
+    check_wrap("", ((major > 1) || (minor >= 22)) ?
+               "UCX loads it itself from its module directory, or from "
+               "UCX_PLUGIN_PATH" :
+               "this UCX loads only its own modules: run jobs under "
+               "ucx-gaudi-run, which preloads it");
+    if (!found) {
+        check_missing("module", "libuct_gaudi.so is not where the wrapper "
+                      "looks", "install the ucx-gaudi package (or make "
+                      "install), or set GAUDI_UCX_LIBDIR to its directory");
+    }
+    return found;
+}
+
 static int check_no_gaudi(void)
 {
     check_wrap("Gaudi", "none on this node: no habanalabs device node "
@@ -486,7 +515,7 @@ int main(int argc, char **argv)
     check_dev_t dev[GAUDI_HL_MAX_MINOR];
     check_node_t node;
     unsigned i, num_usable = 0, num_free = 0;
-    int c;
+    int c, module_ok;
 
     memset(&node, 0, sizeof(node));
     while ((c = getopt_long(argc, argv, "ph", opts, NULL)) != -1) {
@@ -514,6 +543,7 @@ int main(int argc, char **argv)
         return check_no_gaudi();
     }
 
+    module_ok = check_module();
     check_node(&node, devs->dev[0].asic);
     printf("SynapseAI       %s %s\n", node.syn_found ? "found:" :
            "not found:", node.syn_where);
@@ -530,7 +560,9 @@ int main(int argc, char **argv)
         num_free   += !check_held(&dev[i].holders);
     }
 
-    printf("\nusable: %s (%u of %u devices free, %u usable now)\n",
-           num_usable ? "yes" : "no", num_free, devs->count, num_usable);
-    return num_usable ? CHECK_EXIT_USABLE : CHECK_EXIT_UNUSABLE;
+    printf("\nusable: %s (%u of %u devices free, %u usable now%s)\n",
+           (num_usable && module_ok) ? "yes" : "no", num_free, devs->count,
+           num_usable, module_ok ? "" : "; the module is not installed");
+    return (num_usable && module_ok) ? CHECK_EXIT_USABLE :
+           CHECK_EXIT_UNUSABLE;
 }
