@@ -18,7 +18,7 @@ run_mpi() {
     echo "=== $name"
     # (NP ranks on NDEV devices; the node is made by mpirun's emulator)
     HLSIM_NUM_DEVICES=${NDEV:-2} \
-        LD_PRELOAD="$(in_device_mode || echo "$HLSIM_LIB")" timeout -k 10 600 \
+    LD_PRELOAD="$(in_device_mode || echo "$HLSIM_LIB")" timeout -k 10 600 \
         mpirun --allow-run-as-root --oversubscribe -np "${NP:-2}" \
         --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
         --mca osc ^ucx --mca btl ^openib,uct \

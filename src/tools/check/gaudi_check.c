@@ -85,7 +85,9 @@ static const char *check_yes(int v)
  * node names (misc-era codes: Linux 6.1/6.2) and sysfs (out-of-tree) */
 static const char *check_flavour(const uct_gaudi_dev_info_t *info)
 {
-    if (info->abi == GAUDI_HL_ABI_LEGACY) {
+    if ((info->abi == GAUDI_HL_ABI_LEGACY) && (info->out_of_tree > 0)) {
+        return "Habana's out-of-tree driver, an old release (/dev/hlN)";
+    } else if (info->abi == GAUDI_HL_ABI_LEGACY) {
         return "upstream Linux 6.1/6.2 misc driver (/dev/hlN)";
     } else if (info->out_of_tree > 0) {
         return "Habana's out-of-tree driver (accel nodes)";
