@@ -6,9 +6,10 @@
 # SynapseAI, exit status) are the ones the driver facts give, and --probe,
 # which asks the driver itself, agrees with them. A device another process
 # holds is reported with its pid and never opened, also by --probe; a BAR
-# smaller than the DRAM is reported with its fix, so is a module missing
-# where the wrapper looks; a node without Gaudi (no device, no emulator)
-# says so with exit status 2; and it runs without root.
+# smaller than the DRAM is reported with its fix, so are a device that
+# needs a reset and a module missing where the wrapper looks; a node
+# without Gaudi (no device, no emulator) says so with exit status 2; and
+# it runs without root.
 #
 . "$(dirname "$0")/lib.sh"
 emulator_only "emulated flavours, ASICs and holders"
@@ -172,6 +173,17 @@ new_node
 run_check HLSIM_DRAM_BAR_SIZE=8G
 expect_line "small BAR" "PCI BAR 8192 MiB: covers part of it"
 expect_line "small BAR: fix" "^    fix +BIOS: .*Resizable BAR"
+
+# a device that needs a reset (set on the emulated node): not usable, and
+# the fix is said
+new_node
+LD_PRELOAD="$HLSIM_LIB" HLSIM_NUM_DEVICES=1 python3 -c '
+import ctypes
+assert ctypes.CDLL(None).hlsim_set_device_status(0, 3) == 0'
+run_check HLSIM_NUM_DEVICES=1
+expect_line "needs reset" "^GAUDI_0 .* needs a reset$"
+expect_line "needs reset: fix" "^    fix +reset the device"
+expect_rc "needs reset" 1
 
 # the module where the wrapper looks (lib.sh: the build tree), and not
 new_node

@@ -299,29 +299,6 @@ static void check_print_dram(const uct_gaudi_dev_info_t *info)
     }
 }
 
-static void check_print_device(const check_dev_t *d, const check_node_t *node)
-{
-    const uct_gaudi_dev_info_t *info = d->info;
-    const char *how = d->probed ? "probed" : "expected, --probe asks";
-
-    printf("\n%s  %s  %s  pci %s  module %u  %s\n", info->name,
-           info->node_name, uct_gaudi_asic_name(info->asic),
-           info->pci_addr[0] ? info->pci_addr : "unknown", info->module_id,
-           (info->status == GAUDI_HL_DEVICE_STATUS_OPERATIONAL) ?
-           "operational" : "NOT operational");
-    printf("  driver        %s\n", d->flavour);
-    if (d->probed) {
-        printf("  identity      %s\n", d->identity);
-    }
-    check_print_holders(d);
-    check_print_dram(info);
-    printf("  dma-buf       export %s, import (op 99) %s (%s)\n",
-           check_yes(d->export_ok), check_yes(d->import_ok), how);
-    printf("  copy backend  %s in an MPI process%s\n",
-           uct_gaudi_backend_names[node->backend],
-           d->copy_ok ? "" : ": no copy transport");
-}
-
 /* Print @a text after @a head, wrapped at 79 columns under column 16 */
 static void check_wrap(const char *head, const char *text)
 {
@@ -352,6 +329,55 @@ static void check_missing(const char *what, const char *why, const char *fix)
     snprintf(buf, sizeof(buf), "%s: %s", what, why);
     check_wrap("  missing", buf);
     check_wrap("    fix", fix);
+}
+
+/* The driver's device status (facts 2.2) and what to do about it */
+static const char *check_status(uint32_t status, const char **fix_p)
+{
+    switch (status) {
+    case GAUDI_HL_DEVICE_STATUS_OPERATIONAL:
+        *fix_p = NULL;
+        return "operational";
+    case GAUDI_HL_DEVICE_STATUS_IN_RESET:
+    case GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE:
+        *fix_p = "wait: the reset ends by itself (seconds)";
+        return "in reset";
+    case GAUDI_HL_DEVICE_STATUS_IN_DEVICE_CREATION:
+        *fix_p = "wait: the driver is still initialising it";
+        return "being created";
+    case GAUDI_HL_DEVICE_STATUS_NEEDS_RESET:
+        *fix_p = "reset the device: reload the habanalabs driver";
+        return "needs a reset";
+    default:
+        *fix_p = "see dmesg; reset the device or reload the driver";
+        return "malfunction";
+    }
+}
+
+static void check_print_device(const check_dev_t *d, const check_node_t *node)
+{
+    const uct_gaudi_dev_info_t *info = d->info;
+    const char *how = d->probed ? "probed" : "expected, --probe asks";
+    const char *fix, *status = check_status(info->status, &fix);
+
+    printf("\n%s  %s  %s  pci %s  module %u  %s\n", info->name,
+           info->node_name, uct_gaudi_asic_name(info->asic),
+           info->pci_addr[0] ? info->pci_addr : "unknown", info->module_id,
+           status);
+    if (fix != NULL) {
+        check_missing("an operational device", status, fix);
+    }
+    printf("  driver        %s\n", d->flavour);
+    if (d->probed) {
+        printf("  identity      %s\n", d->identity);
+    }
+    check_print_holders(d);
+    check_print_dram(info);
+    printf("  dma-buf       export %s, import (op 99) %s (%s)\n",
+           check_yes(d->export_ok), check_yes(d->import_ok), how);
+    printf("  copy backend  %s in an MPI process%s\n",
+           uct_gaudi_backend_names[node->backend],
+           d->copy_ok ? "" : ": no copy transport");
 }
 
 /* What MPI (plain process) and NIXL (SynapseAI loaded) get on the device */
