@@ -402,8 +402,9 @@ static void check_print_paths(const check_dev_t *d, const check_node_t *node)
 
     if (!d->copy_ok) {
         check_missing("gaudi_cpy", d->copy_why,
-                      "install SynapseAI (libSynapse.so, Intel Gaudi "
-                      "software) or name it in UCX_GAUDI_SYNAPSE_LIB");
+                      "install SynapseAI (libSynapse.so: habanalabs-graph, "
+                      "Intel Gaudi software) or name it in "
+                      "UCX_GAUDI_SYNAPSE_LIB");
     }
     if (!d->export_ok) {
         check_missing("dma-buf export", "the Linux 6.1/6.2 driver exports "
