@@ -24,6 +24,9 @@ run() {
 
 echo "== Emulated node: $HLSIM_NUM_DEVICES x $HLSIM_ASIC in $HLSIM_ROOT"
 echo
+echo "== ucx-gaudi-check: what this node gives a job"
+LD_PRELOAD="$build/lib/libhlsim.so" "$build/src/tools/check/ucx-gaudi-check"
+echo
 echo "== stock ucx_info -d (Gaudi part), module loaded by ucx-gaudi-run"
 run ucx_info -d | awk '
     /^# Memory domain:/ { show = ($0 ~ /gaudi/) }

@@ -8,7 +8,8 @@ set -euo pipefail
 
 pkgs=(build-essential g++ autoconf automake libtool pkg-config dpkg-dev
       libucx-dev ucx-utils libucx0 linux-libc-dev libcjson-dev libnuma-dev
-      libdrm-dev libgtest-dev openmpi-bin libopenmpi-dev valgrind python3)
+      libdrm-dev libgtest-dev openmpi-bin libopenmpi-dev valgrind python3
+      lintian chrpath)
 
 missing=()
 for p in "${pkgs[@]}"; do
