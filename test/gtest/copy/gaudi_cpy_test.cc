@@ -1233,7 +1233,7 @@ protected:
  * (MAX_BATCH, default 32): the first goes alone, the next 32 as one CS,
  * the rest as another. Each completes on its own, in posting order. The
  * copies are small enough (4 KiB) for 32 to stay under BATCH_BYTES.
- * 64 KiB copies go 4 to a CS (256 KiB, the kernel backend's default).
+ * 64 KiB copies go 8 to a CS (512 KiB, the kernel backend's default).
  */
 TEST_F(cpy_batch_test, batch_completes_in_order) {
     SKIP_NO_TL();
@@ -1250,8 +1250,8 @@ TEST_F(cpy_batch_test, batch_completes_in_order) {
     }
     cs0 = hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED);
     post_flush_check(40, 65536, 11, [&]() {
-        EXPECT_EQ(11, hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED) - cs0)
-            << "1 + 9 x 4 + 3 copies in 11 submissions";
+        EXPECT_EQ(6, hlsim_counter(HLSIM_COUNTER_CS_SUBMITTED) - cs0)
+            << "1 + 4 x 8 + 7 copies in 6 submissions";
     });
 }
 
@@ -1262,8 +1262,7 @@ TEST_F(cpy_batch_test, batch_completes_in_order) {
  */
 TEST_F(cpy_batch_test, batch_fault_fails_its_copies) {
     SKIP_NO_TL();
-    /* 5 x 32 KiB after the first: one batch, under BATCH_BYTES */
-    const unsigned n = 6, len = 32768;
+    const unsigned n = 6, len = 65536;
     uct_rkey_t rkey;
     char *dev = (char*)dev_alloc(n * len, &rkey);
     std::vector<uint8_t> src(n * len);

@@ -557,18 +557,19 @@ TEST_F(dma_test, batch_in_order) {
 }
 
 /*
- * A batch goes once it holds batch_bytes (default 256 KiB on the kernel
- * backend), without waiting for a progress call: nine 64 KiB copies
- * posted at once are three CSs (the first alone, then 4 + 4), the tenth
- * waits in the open batch. Without the limit the nine are two CSs.
+ * A batch goes once it holds batch_bytes (default 512 KiB on the kernel
+ * backend), without waiting for a progress call: seventeen 64 KiB copies
+ * posted at once are three CSs (the first alone, then 8 + 8), the
+ * eighteenth waits in the open batch. Without the limit the seventeen are
+ * one CS and an open batch.
  */
 TEST_F(dma_test, batch_bytes_cuts_batches) {
     SKIP_GAUDI3();
-    const unsigned n = 10, len = 65536;
+    const unsigned n = 18, len = 65536;
     std::vector<comp> comps(n);
     unsigned i;
 
-    EXPECT_EQ(256ul << 10, m_dma->params.batch_bytes);
+    EXPECT_EQ(512ul << 10, m_dma->params.batch_bytes);
     for (size_t limit : { (size_t)0, SIZE_MAX }) {
         if (limit != 0) {
             uct_gaudi_dma_destroy(m_dma);

@@ -31,7 +31,7 @@ ucs_config_field_t uct_gaudi_iface_dma_config_table[] = {
     {"BATCH_BYTES", "auto",
      "A shared command submission goes once it holds this many bytes, so\n"
      "that several are in flight and both DMA engines still have work while\n"
-     "the oldest is completed (inf: only MAX_BATCH limits it). auto: 256K\n"
+     "the oldest is completed (inf: only MAX_BATCH limits it). auto: 512K\n"
      "on the kernel backend, inf on the synapse backend.",
      ucs_offsetof(uct_gaudi_iface_dma_config_t, batch_bytes),
      UCS_CONFIG_TYPE_MEMUNITS},

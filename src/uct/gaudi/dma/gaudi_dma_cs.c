@@ -35,10 +35,11 @@
 /* Command buffer bytes per queue and copy, unless configured */
 #define UCT_GAUDI_DMA_CS_DEF_CB_SIZE 4096
 
-/* Bytes after which a batch is submitted: a few CSs share the copies in
- * flight, so that the engines still have work queued while the oldest CS
- * is reaped and its copies posted again (docs/performance.md, "Batches") */
-#define UCT_GAUDI_DMA_CS_DEF_BATCH_BYTES (256 * UCS_KBYTE)
+/* Bytes after which a batch is submitted: two CSs or more share the
+ * copies in flight (16 x 64 KiB: two of 8), so that the engines still have
+ * work queued while the oldest CS is reaped and its copies posted again,
+ * at no more CSs than one per window (docs/performance.md, "Batches") */
+#define UCT_GAUDI_DMA_CS_DEF_BATCH_BYTES (512 * UCS_KBYTE)
 
 
 static ucs_status_t uct_gaudi_dma_cs_check(const uct_gaudi_ctx_t *ctx,
