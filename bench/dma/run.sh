@@ -58,7 +58,8 @@ export UCX_GAUDI_SYNAPSE_LIB=$build/test/emu/synsim/.libs/libSynapse.so
 preload="$build/test/emu/hlsim/.libs/libhlsim.so $build/src/uct/gaudi/.libs/libuct_gaudi.so"
 # with the engine model on, also the fraction of its limit: the sum over
 # the DMA engines a copy may use (two on Gaudi1 and Gaudi2, whatever
-# number of their streams it uses; docs/driver-facts.md 5.7)
+# number of their streams it uses; docs/driver-facts.md 5.7). The bench's
+# "MB/s" are MiB/s (UCS_MBYTE), the model's GB/s are 1e9 B/s.
 gbps=${HLSIM_DMA_GBPS:-0}
 engines=2
 for backend in $backends; do
@@ -71,9 +72,9 @@ for backend in $backends; do
         awk -v g="$gbps" -v q="$engines" '
             g > 0 && /^dir / { print $0 "   model"; next }
             g > 0 && /^(H2D|D2H|D2D) / {
-                printf "%s %7.2f\n", $0, $3 / (g * q * 1000); next }
+                printf "%s %7.2f\n", $0, $3 / (g * q * 1e9 / 1048576); next }
             g > 0 && /^# zcopy/ { print; printf "# model: %s GB/s x %d " \
-                "engines = %.0f MB/s\n", g, q, g * q * 1000; next }
+                "engines = %.0f MiB/s\n", g, q, g * q * 1e9 / 1048576; next }
             { print }'
 done
 

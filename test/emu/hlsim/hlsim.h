@@ -68,6 +68,11 @@ typedef enum {
                                      pinned at MAP (process) */
     HLSIM_COUNTER_POLLS_IN_FLIGHT, /* WAIT_CS polls (timeout 0) that found
                                       their CS still running (process) */
+    HLSIM_COUNTER_ENGINE0_JOBS,  /* jobs run by DMA engine 0 (queues 0-3:
+                                    Gaudi2 PDMA0, Gaudi1 DMA_0; process) */
+    HLSIM_COUNTER_ENGINE1_JOBS,  /* by engine 1 (queues 4-7: PDMA1, DMA_1) */
+    HLSIM_COUNTER_ENGINE0_BYTES, /* LIN_DMA bytes moved by engine 0 */
+    HLSIM_COUNTER_ENGINE1_BYTES, /* by engine 1 */
     HLSIM_COUNTER_LAST
 } hlsim_counter_t;
 

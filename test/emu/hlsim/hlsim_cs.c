@@ -124,6 +124,18 @@ static void hlsim_queue_exec(hlsim_ctx_t *ctx, hlsim_job_t *job, int *abort)
                        __ATOMIC_RELAXED);
 }
 
+/* Per-engine counters of a job engine @a e ran: tests see how copies were
+ * spread over the engines */
+_Static_assert(HLSIM_MAX_ENGINES == 2, "one counter pair per engine");
+
+static void hlsim_engine_count(int e, uint64_t bytes)
+{
+    __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_ENGINE0_JOBS + e], 1,
+                       __ATOMIC_RELAXED);
+    __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_ENGINE0_BYTES + e],
+                       bytes, __ATOMIC_RELAXED);
+}
+
 /* The first stream of engine @a e with a job, from its round-robin start */
 static int hlsim_engine_pick(hlsim_ctx_t *ctx, int e)
 {
@@ -177,6 +189,7 @@ static void hlsim_queue_run_head(hlsim_ctx_t *ctx, int qi)
         eng->busy = 1;
         pthread_mutex_unlock(&hlsim_lock);
         hlsim_queue_exec(ctx, job, &abort);
+        hlsim_engine_count(qi / HLSIM_ENGINE_STREAMS, job->bytes);
         pthread_mutex_lock(&hlsim_lock);
         eng->busy = 0;
         if (hlsim_engine_pick(ctx, qi / HLSIM_ENGINE_STREAMS) >= 0) {

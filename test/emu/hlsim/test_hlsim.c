@@ -2641,7 +2641,8 @@ static uint64_t engine_pair(int fd, uint64_t cb, uint32_t len,
  * after the first, on two engines with it (model time: the CS
  * timestamps; submitting the second takes far less than one copy's
  * 17 ms). An engine takes its streams in turn: a CS on a second stream
- * runs before the third of three queued on the first.
+ * runs before the third of three queued on the first. The per-engine
+ * counters count each job on the engine of its queue.
  */
 static void t_engine_streams(void)
 {
@@ -2652,8 +2653,12 @@ static void t_engine_streams(void)
     uint8_t  *a = malloc(n), *d = malloc(n);
     uint64_t ava, dva, cb, t, seq[4];
     uint32_t len, flags, status;
+    int64_t  c0[4];
     int      fd, i;
 
+    for (i = 0; i < 4; i++) {
+        c0[i] = API(hlsim_get_counter)(HLSIM_COUNTER_ENGINE0_JOBS + i, 0);
+    }
     CHECK_OK(fd = open_dev(0), "open");
     fill(a, n, 6);
     CHECK_OK(map_host(fd, a, n, &ava), "map a");
@@ -2677,6 +2682,14 @@ static void t_engine_streams(void)
           "still queued or running: %u", status);
     CHECK_OK(wait_cs(fd, seq[2], 5000000, &status, NULL), "wait third");
     CHECK(!memcmp(a, d, n), "copied");
+    /* engine 0: 2 + 1 + 4 jobs, engine 1: the one on queue 4 */
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_ENGINE0_JOBS, 0) - c0[0] == 7 &&
+          API(hlsim_get_counter)(HLSIM_COUNTER_ENGINE1_JOBS, 0) - c0[1] == 1,
+          "jobs per engine");
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_ENGINE0_BYTES, 0) - c0[2] ==
+          (int64_t)(7 * n) &&
+          API(hlsim_get_counter)(HLSIM_COUNTER_ENGINE1_BYTES, 0) - c0[3] ==
+          (int64_t)n, "bytes per engine");
     close(fd);
     free(a);
     free(d);

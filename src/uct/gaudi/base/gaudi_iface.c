@@ -28,6 +28,14 @@ ucs_config_field_t uct_gaudi_iface_dma_config_table[] = {
      ucs_offsetof(uct_gaudi_iface_dma_config_t, max_batch),
      UCS_CONFIG_TYPE_UINT},
 
+    {"BATCH_BYTES", "auto",
+     "A shared command submission goes once it holds this many bytes, so\n"
+     "that several are in flight and both DMA engines still have work while\n"
+     "the oldest is completed (inf: only MAX_BATCH limits it). auto: 512K\n"
+     "on the kernel backend, inf on the synapse backend.",
+     ucs_offsetof(uct_gaudi_iface_dma_config_t, batch_bytes),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
     {"DMA_QUEUES", "auto",
      "DMA queues one submission spreads its copies over; auto: one per DMA\n"
      "engine (2). Up to all the ASIC leaves to users (Gaudi2 3, Gaudi1 4):\n"
@@ -501,6 +509,11 @@ void uct_gaudi_iface_dma_params(uct_gaudi_dma_params_t *params,
                                 const uct_gaudi_iface_dma_config_t *config)
 {
     params->max_batch = config->max_batch;
+    /* inf is SIZE_MAX: no limit */
+    if ((config->batch_bytes != UCS_MEMUNITS_AUTO) &&
+        (config->batch_bytes != 0)) {
+        params->batch_bytes = config->batch_bytes;
+    }
     if ((config->dma_queues != UCS_ULUNITS_AUTO) &&
         (config->dma_queues != UCS_ULUNITS_INF)) {
         params->max_queues = (unsigned)ucs_min(config->dma_queues, UINT_MAX);
@@ -546,6 +559,7 @@ static void uct_gaudi_iface_dma_params_of(const uct_gaudi_iface_t *iface,
     UCT_GAUDI_IFACE_DMA_SET(split_min);
     UCT_GAUDI_IFACE_DMA_SET(sync_timeout);
     UCT_GAUDI_IFACE_DMA_SET(max_batch);
+    UCT_GAUDI_IFACE_DMA_SET(batch_bytes);
 #undef UCT_GAUDI_IFACE_DMA_SET
     if (set->poll_interval >= 0) {
         params->poll_interval = set->poll_interval;

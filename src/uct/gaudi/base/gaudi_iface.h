@@ -34,6 +34,7 @@ typedef struct uct_gaudi_iface uct_gaudi_iface_t;
  * embedded in each transport's table under its own prefix) */
 typedef struct uct_gaudi_iface_dma_config {
     unsigned      max_batch;     /* MAX_BATCH */
+    size_t        batch_bytes;   /* BATCH_BYTES */
     unsigned long dma_queues;    /* DMA_QUEUES */
     ucs_time_t    poll_interval; /* POLL_INTERVAL */
 } uct_gaudi_iface_dma_config_t;

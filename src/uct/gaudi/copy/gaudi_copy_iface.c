@@ -113,7 +113,7 @@ static ucs_config_field_t uct_gaudi_copy_iface_config_table[] = {
      ucs_offsetof(uct_gaudi_copy_iface_config_t, max_poll),
      UCS_CONFIG_TYPE_UINT},
 
-    /* MAX_BATCH, DMA_QUEUES, POLL_INTERVAL, as gaudi_ipc's */
+    /* MAX_BATCH, BATCH_BYTES, DMA_QUEUES, POLL_INTERVAL, as gaudi_ipc's */
     {"", "", NULL,
      ucs_offsetof(uct_gaudi_copy_iface_config_t, dma),
      UCS_CONFIG_TYPE_TABLE(uct_gaudi_iface_dma_config_table)},

@@ -43,8 +43,8 @@ typedef struct uct_gaudi_copy_iface_config {
     size_t             cb_size;      /* CB_SIZE */
     double             sync_timeout; /* SYNC_TIMEOUT */
     unsigned           max_poll;     /* MAX_POLL */
-    uct_gaudi_iface_dma_config_t dma; /* MAX_BATCH, DMA_QUEUES,
-                                         POLL_INTERVAL */
+    uct_gaudi_iface_dma_config_t dma; /* MAX_BATCH, BATCH_BYTES,
+                                         DMA_QUEUES, POLL_INTERVAL */
 } uct_gaudi_copy_iface_config_t;
 
 

@@ -59,6 +59,10 @@ typedef struct uct_gaudi_dma_params {
     size_t   split_min;     /* smallest piece a transfer is split into */
     double   sync_timeout;  /* seconds a synchronous copy may wait */
     unsigned max_batch;     /* async copies per submission (1: no batching) */
+    size_t   batch_bytes;   /* a submission goes once it holds this many
+                               bytes (SIZE_MAX: no limit), so that several
+                               are in flight and engines get work as each
+                               completes (docs/performance.md) */
     double   poll_interval; /* least seconds between two completion polls
                                of the async ring (0: every progress) */
 } uct_gaudi_dma_params_t;
@@ -148,7 +152,8 @@ void uct_gaudi_dma_destroy(uct_gaudi_dma_t *dma);
  * ("put_zcopy", ...) appears in error messages. While the backend is busy
  * copies are queued and submitted together (up to params.max_batch, one CS
  * on the kernel backend) from the next progress call or when the batch is
- * full; an idle backend gets the copy at once.
+ * full (max_batch copies, or batch_bytes bytes); an idle backend gets the
+ * copy at once.
  * UCS_INPROGRESS: @a cb(@a arg, status) will be called from progress, in
  *   submission order; a copy queued in a batch that fails (on the device
  *   or at its submission) gets the batch's error;

@@ -8,6 +8,13 @@
  * gathered and handed over as one. When the backend is idle a copy goes
  * at once, so a lone copy waits for nothing.
  *
+ * A batch also goes once it holds batch_bytes: a submission completes as
+ * a whole, so if one held every copy in flight the engines would run dry
+ * each time it is reaped and its copies are posted again. Several
+ * smaller ones keep work queued on the engines meanwhile. The limit is
+ * soft (the copy that reaches it is in the batch), so it never refuses a
+ * copy and can_submit stays exact.
+ *
  * An open batch is only started while the backend has a free slot, and
  * nothing else submits asynchronous copies, so the slot is still free
  * when the batch is handed over: only the driver's shared window (EAGAIN)
@@ -73,6 +80,8 @@ ucs_status_t uct_gaudi_dma_batch_init(uct_gaudi_dma_t *dma)
     b->max_ops   = (dma->params.max_batch == 0) ?
                    UCT_GAUDI_DMA_DEF_BATCH : dma->params.max_batch;
     b->max_ops   = ucs_min(b->max_ops, b->max_xfers);
+    b->max_bytes = (dma->params.batch_bytes == 0) ? SIZE_MAX :
+                   dma->params.batch_bytes;
     if (dma->params.poll_interval > UCT_GAUDI_DMA_MAX_POLL_INTERVAL) {
         ucs_warn("%s: poll interval of %g s is too long for completions, "
                  "%g s is used", dma->name, dma->params.poll_interval,
@@ -98,8 +107,9 @@ ucs_status_t uct_gaudi_dma_batch_init(uct_gaudi_dma_t *dma)
     }
 
     dma->batches = b;
-    ucs_debug("%s: up to %u copies (%u transfers) per submission",
-              dma->name, b->max_ops, b->max_xfers);
+    ucs_debug("%s: up to %u copies (%u transfers) per submission, which "
+              "goes at %zu bytes", dma->name, b->max_ops, b->max_xfers,
+              b->max_bytes);
     return UCS_OK;
 
 err_free:
@@ -329,7 +339,7 @@ ucs_status_t uct_gaudi_dma_batch_submit(uct_gaudi_dma_t *dma,
     b->inflight++;
 
     /* an idle backend takes it now; a full batch goes too */
-    if ((dma->ring_count > 0) &&
+    if ((dma->ring_count > 0) && (b->length < b->max_bytes) &&
         uct_gaudi_dma_batch_fits(b, batch, UCT_GAUDI_DMA_BATCH_OP_XFERS, 0)) {
         return UCS_INPROGRESS;
     }

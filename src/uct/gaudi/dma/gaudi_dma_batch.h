@@ -45,6 +45,7 @@ typedef struct uct_gaudi_dma_batch {
 /* The batches of an engine: a ring, delivered in submission order */
 typedef struct uct_gaudi_dma_batches {
     unsigned                 max_ops;    /* copies per batch */
+    size_t                   max_bytes;  /* a batch this long goes */
     unsigned                 max_xfers;  /* transfers per batch (backend) */
     unsigned                 num;        /* batches in the ring */
     unsigned                 head;       /* oldest undelivered */

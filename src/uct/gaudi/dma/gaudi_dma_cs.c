@@ -35,6 +35,12 @@
 /* Command buffer bytes per queue and copy, unless configured */
 #define UCT_GAUDI_DMA_CS_DEF_CB_SIZE 4096
 
+/* Bytes after which a batch is submitted: two CSs or more share the
+ * copies in flight (16 x 64 KiB: two of 8), so that the engines still have
+ * work queued while the oldest CS is reaped and its copies posted again,
+ * at no more CSs than one per window (docs/performance.md, "Batches") */
+#define UCT_GAUDI_DMA_CS_DEF_BATCH_BYTES (512 * UCS_KBYTE)
+
 
 static ucs_status_t uct_gaudi_dma_cs_check(const uct_gaudi_ctx_t *ctx,
                                            const char **reason_p)
@@ -69,6 +75,7 @@ static void uct_gaudi_dma_cs_params_default(const uct_gaudi_ctx_t *ctx,
     /* each poll is a WAIT_CS ioctl: a system call, and the driver's lock
      * the completion path takes too */
     params->poll_interval = 1e-6;
+    params->batch_bytes   = UCT_GAUDI_DMA_CS_DEF_BATCH_BYTES;
 }
 
 /* Clamp the user's tunables to what the backend and the driver allow */

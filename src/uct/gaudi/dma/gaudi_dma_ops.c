@@ -106,6 +106,7 @@ ucs_status_t uct_gaudi_dma_create(uct_gaudi_ctx_t *ctx,
                                   const uct_gaudi_dma_params_t *params,
                                   uct_gaudi_dma_t **dma_p)
 {
+    uct_gaudi_dma_params_t def;
     uct_gaudi_dma_t *dma;
     ucs_status_t status;
 
@@ -115,8 +116,11 @@ ucs_status_t uct_gaudi_dma_create(uct_gaudi_ctx_t *ctx,
     }
 
     /* the front end's own tunables, whatever the backend kept */
+    uct_gaudi_dma_ops_of(ctx)->params_default(ctx, &def);
     dma->params.max_batch     = params->max_batch;
     dma->params.poll_interval = params->poll_interval;
+    dma->params.batch_bytes   = (params->batch_bytes != 0) ?
+                                params->batch_bytes : def.batch_bytes;
     status = uct_gaudi_dma_batch_init(dma);
     if (status != UCS_OK) {
         dma->ops->destroy(dma);

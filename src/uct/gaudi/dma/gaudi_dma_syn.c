@@ -91,6 +91,9 @@ static void uct_gaudi_dma_syn_params_default(const uct_gaudi_ctx_t *ctx,
     params->split_min    = 256 * UCS_KBYTE;
     params->sync_timeout = 60.0;
     params->poll_interval = 0;  /* synEventQuery: measured, no gain */
+    /* one event per batch, whatever its size: the byte limit was measured
+     * on the kernel backend only (docs/performance.md) */
+    params->batch_bytes  = SIZE_MAX;
 }
 
 static void uct_gaudi_dma_syn_params_apply(uct_gaudi_dma_syn_t *dma,

@@ -72,7 +72,7 @@ static ucs_config_field_t uct_gaudi_ipc_iface_config_table[] = {
      ucs_offsetof(uct_gaudi_ipc_iface_config_t, max_poll),
      UCS_CONFIG_TYPE_UINT},
 
-    /* MAX_BATCH, DMA_QUEUES, POLL_INTERVAL, as gaudi_cpy's */
+    /* MAX_BATCH, BATCH_BYTES, DMA_QUEUES, POLL_INTERVAL, as gaudi_cpy's */
     {"", "", NULL,
      ucs_offsetof(uct_gaudi_ipc_iface_config_t, dma),
      UCS_CONFIG_TYPE_TABLE(uct_gaudi_iface_dma_config_table)},

@@ -49,7 +49,8 @@ typedef struct uct_gaudi_ipc_iface_config {
     double                    bw;                /* BW */
     double                    latency;           /* LAT */
     unsigned                  max_poll;          /* MAX_POLL */
-    uct_gaudi_iface_dma_config_t dma;            /* MAX_BATCH, DMA_QUEUES,
+    uct_gaudi_iface_dma_config_t dma;            /* MAX_BATCH, BATCH_BYTES,
+                                                    DMA_QUEUES,
                                                     POLL_INTERVAL */
     double                    peer_check;        /* PEER_CHECK_INTERVAL */
 } uct_gaudi_ipc_iface_config_t;
