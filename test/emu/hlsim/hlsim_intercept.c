@@ -638,6 +638,7 @@ static void hlsim_atfork_prepare(void)
 
 static void hlsim_atfork_parent(void)
 {
+    hlsim_pin_atfork_parent();
     pthread_mutex_unlock(&hlsim_lock);
 }
 
