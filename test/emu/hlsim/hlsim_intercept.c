@@ -664,9 +664,49 @@ static void hlsim_atfork_child(void)
     pthread_mutex_unlock(&hlsim_lock);
 }
 
+/*
+ * glibc calls its own munmap code directly (free() of a mmapped chunk,
+ * malloc trimming), not through the "munmap" symbol. Without the emulator
+ * UCM's bistro hook patches that code (it looks the symbol up after
+ * libucm, which finds libc's), so those unmaps reach UCX's memory events
+ * and invalidate registration caches. With the emulator preloaded the
+ * lookup finds our interposer and UCM patches it instead: glibc's own
+ * unmaps would bypass UCM, and a cache would keep pins of freed memory
+ * that no real process keeps. So libc's munmap is made to jump to ours
+ * (x86-64: "jmp *0(%rip)" + address, 14 bytes; the function is longer),
+ * and our pass-through to the kernel becomes the raw syscall.
+ */
+static void hlsim_route_libc_munmap(void)
+{
+#if defined(__x86_64__)
+    uint8_t  *f = dlsym(RTLD_NEXT, "munmap");
+    uint8_t   jmp[14] = { 0xff, 0x25, 0, 0, 0, 0 };
+    void     *to = (void*)munmap;
+    uintptr_t pg, end;
+    long      psz = sysconf(_SC_PAGESIZE);
+
+    if ((f == NULL) || (f == (uint8_t*)to)) {
+        return;
+    }
+    memcpy(jmp + 6, &to, sizeof(to));
+    pg  = (uintptr_t)f & ~(uintptr_t)(psz - 1);
+    end = ((uintptr_t)f + sizeof(jmp) + psz - 1) & ~(uintptr_t)(psz - 1);
+    if (mprotect((void*)pg, end - pg, PROT_READ | PROT_WRITE | PROT_EXEC)) {
+        hlsim_log("cannot route libc's munmap through the emulator: %m; "
+                  "glibc's own unmaps will miss UCX's memory hooks");
+        return;
+    }
+    hlsim_real.libc_munmap = hlsim_real.munmap;
+    memcpy(f, jmp, sizeof(jmp));
+    __builtin___clear_cache((char*)f, (char*)f + sizeof(jmp));
+    (void)mprotect((void*)pg, end - pg, PROT_READ | PROT_EXEC);
+#endif
+}
+
 __attribute__((constructor)) static void hlsim_ctor(void)
 {
     hlsim_real_init();
+    hlsim_route_libc_munmap();
     hlsim_pid = getpid();
     pthread_atfork(hlsim_atfork_prepare, hlsim_atfork_parent,
                    hlsim_atfork_child);
