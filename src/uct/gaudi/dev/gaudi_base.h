@@ -119,6 +119,7 @@ typedef struct uct_gaudi_ctx {
     struct uct_gaudi_syn        *syn;     /* SYNAPSE: the loaded library */
     uint32_t                    syn_device; /* SYNAPSE: synDeviceId */
     int                         syn_acquired; /* we acquired: we release */
+    int                         syn_events;   /* VM_UNMAPPED handler set */
 } uct_gaudi_ctx_t;
 
 

@@ -15,6 +15,7 @@
 #include <uct/gaudi/dev/gaudi_process.h>
 #include <uct/gaudi/syn/gaudi_syn.h>
 
+#include <ucm/api/ucm.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
@@ -171,6 +172,78 @@ static ucs_status_t uct_gaudi_ctx_check_choice(const uct_gaudi_ctx_t *ctx)
     return UCS_OK;
 }
 
+/*
+ * Host memory is being unmapped: the module's SynapseAI entries over it
+ * must go before the application can map new memory at that address
+ * (gaudi_syn_map.c), not when the registration cache gets to its regions,
+ * which UCX does lazily. Every unmap (UCM_EVENT_VM_UNMAPPED: munmap,
+ * mremap, brk, madvise, shmdt; maybe from inside malloc) only records the
+ * range. An explicit munmap or mremap (not called from inside malloc's
+ * locks) then takes the entries out at once, under ctx->lock, when one of
+ * ours is there; ctx->lock is error-checking: a thread that holds it
+ * already (an unmap from inside the module) leaves the range to the next
+ * map call, as do brk and madvise.
+ */
+static int uct_gaudi_ctx_syn_ours(uct_gaudi_ctx_t *ctx)
+{
+    return (ctx->syn != NULL) && (ctx->syn->maps.live > 0) &&
+           (ctx->pid == getpid());   /* a fork child's are the parent's */
+}
+
+static void uct_gaudi_ctx_syn_vm_unmapped(ucm_event_type_t event_type,
+                                          ucm_event_t *event, void *arg)
+{
+    uct_gaudi_ctx_t *ctx = arg;
+    uintptr_t start      = (uintptr_t)event->vm_unmapped.address;
+    uintptr_t end        = start + event->vm_unmapped.size;
+
+    if (uct_gaudi_ctx_syn_ours(ctx) &&
+        uct_gaudi_syn_maps_overlap(&ctx->syn->maps, start, end)) {
+        uct_gaudi_syn_maps_unmapped(&ctx->syn->maps, start, end);
+    }
+}
+
+static void uct_gaudi_ctx_syn_munmap(ucm_event_type_t event_type,
+                                     ucm_event_t *event, void *arg)
+{
+    uct_gaudi_ctx_t *ctx = arg;
+
+    if (!uct_gaudi_ctx_syn_ours(ctx) || (ctx->syn->maps.npending == 0) ||
+        (pthread_mutex_lock(&ctx->lock) != 0)) {
+        return;
+    }
+    uct_gaudi_syn_maps_flush(ctx->syn, ctx->syn_device, &ctx->syn->maps);
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+static void uct_gaudi_ctx_syn_events(uct_gaudi_ctx_t *ctx, int set)
+{
+    if (!set) {
+        if (ctx->syn_events) {
+            ucm_unset_event_handler(UCM_EVENT_MUNMAP | UCM_EVENT_MREMAP,
+                                    uct_gaudi_ctx_syn_munmap, ctx);
+            ucm_unset_event_handler(UCM_EVENT_VM_UNMAPPED,
+                                    uct_gaudi_ctx_syn_vm_unmapped, ctx);
+        }
+        return;
+    }
+
+    /* before the call itself (priority 0) */
+    if ((ucm_set_event_handler(UCM_EVENT_VM_UNMAPPED, -1,
+                               uct_gaudi_ctx_syn_vm_unmapped, ctx) != UCS_OK) ||
+        (ucm_set_event_handler(UCM_EVENT_MUNMAP | UCM_EVENT_MREMAP, -1,
+                               uct_gaudi_ctx_syn_munmap, ctx) != UCS_OK)) {
+        ucm_unset_event_handler(UCM_EVENT_VM_UNMAPPED,
+                                uct_gaudi_ctx_syn_vm_unmapped, ctx);
+        /* no memory events (UCX_MEM_EVENTS=n): no registration cache
+         * either, and entries go with their registrations */
+        ucs_debug("gaudi %s: no memory events for the SynapseAI host maps",
+                  ctx->info->name);
+        return;
+    }
+    ctx->syn_events = 1;
+}
+
 /* Set the backend of a new context (the kernel one unless @a syn) */
 static void uct_gaudi_ctx_set_backend(uct_gaudi_ctx_t *ctx,
                                       const char *why, uct_gaudi_syn_t *syn,
@@ -183,6 +256,9 @@ static void uct_gaudi_ctx_set_backend(uct_gaudi_ctx_t *ctx,
     ctx->syn_device   = device;
     ctx->syn_acquired = acquired;
     ucs_strncpy_zero(ctx->backend_why, why, sizeof(ctx->backend_why));
+    if (syn != NULL) {
+        uct_gaudi_ctx_syn_events(ctx, 1);
+    }
     ucs_diag("gaudi %s: copy backend %s (%s)", ctx->info->name,
              uct_gaudi_backend_names[ctx->backend], ctx->backend_why);
 }
@@ -192,6 +268,7 @@ static ucs_status_t uct_gaudi_ctx_create(const uct_gaudi_dev_info_t *info,
                                          const char *source,
                                          uct_gaudi_ctx_t **ctx_p)
 {
+    pthread_mutexattr_t attr;
     uct_gaudi_ctx_t *ctx;
 
     ctx = ucs_calloc(1, sizeof(*ctx), "gaudi ctx");
@@ -205,7 +282,11 @@ static ucs_status_t uct_gaudi_ctx_create(const uct_gaudi_dev_info_t *info,
     ctx->refcount = 1;
     ctx->pid      = getpid();
     ctx->source   = source;
-    pthread_mutex_init(&ctx->lock, NULL);
+    pthread_mutexattr_init(&attr);
+    /* error-checking: see uct_gaudi_ctx_syn_unmapped() */
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+    pthread_mutex_init(&ctx->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
     uct_gaudi_driver_identify(&ctx->hl, &ctx->driver);
     ctx->backend = UCT_GAUDI_BACKEND_KERNEL;
     ucs_strncpy_zero(ctx->backend_why, source, sizeof(ctx->backend_why));
@@ -1188,6 +1269,7 @@ static void uct_gaudi_ctx_close(uct_gaudi_ctx_t *ctx)
     ucs_debug("gaudi %s: releasing device context (%s)", ctx->info->name,
               ctx->source);
     uct_gaudi_hl_close(&ctx->hl);   /* only closes what we opened */
+    uct_gaudi_ctx_syn_events(ctx, 0);
     if (ctx->syn != NULL) {
         uct_gaudi_ctx_syn_close(ctx->syn, ctx->syn_device,
                                 ctx->syn_acquired);
