@@ -465,6 +465,7 @@ int  hlsim_page_fault(int dev, const char *what, uint64_t addr,
 
 /* hlsim_pin.c (lock held) */
 typedef int (*hlsim_pin_add_t)(void *v, uint8_t *p, uint64_t len);
+void hlsim_pin_init(void);   /* at load, no lock */
 int  hlsim_pin_record(hlsim_map_t *m);
 void hlsim_pin_release(hlsim_map_t *m);
 int  hlsim_pin_segs(hlsim_map_t *m, uint8_t *host, uint64_t len, int write,

@@ -61,16 +61,20 @@ protected:
             GTEST_SKIP() << "the emulator cannot see page frames (not "
                             "root): stale pins are not detected";
         }
+        std::string names;
+
         ASSERT_EQ(UCS_OK, uct_query_components(&comps, &n));
         for (i = 0; i < n; ++i) {
             cattr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
             uct_component_query(comps[i], &cattr);
+            names += std::string(" ") + cattr.name;
             if (!strcmp(cattr.name, "gaudi_copy")) {
                 m_comp = comps[i];
             }
         }
         uct_release_component_list(comps);
-        ASSERT_TRUE(m_comp != NULL) << "gaudi_copy component not loaded";
+        ASSERT_TRUE(m_comp != NULL) << "gaudi_copy component not loaded; "
+                                       "components:" << names;
 
         ASSERT_EQ(UCS_OK, uct_md_config_read(m_comp, NULL, NULL, &md_config));
         /* the cache must exist: a test without it proves nothing */
@@ -419,11 +423,11 @@ TEST_F(reuse_test, syn_host_malloc_on_stale_range)
         GTEST_SKIP() << "not on the SynapseAI backend";
     }
     if (getenv("GAUDI_REUSE_CHILD") == NULL) {
-        /* a process whose device nothing took yet: the application
-         * acquires it first */
+        /* a process (and node) whose device nothing took yet: the
+         * application acquires it first */
         gaudi_gtest::child_result r = gaudi_gtest::run_test_in_child(
                 gaudi_gtest::current_test(), {{"GAUDI_REUSE_CHILD", "1"}},
-                false);
+                true);
         EXPECT_TRUE(r.passed() && !r.skipped) << r.output;
         return;
     }
