@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ  22
@@ -38,6 +39,12 @@
 #define HLSIM_PM_PFN_MASK  ((1ULL << 55) - 1)
 #define HLSIM_PIN_BATCH    512        /* pagemap entries per pread */
 #define HLSIM_PIN_SCRATCH  (4ULL << 20)
+
+/* madvise without UCM's hook (the emulator's own, under hlsim_lock) */
+static int hlsim_pin_madvise(uint64_t addr, uint64_t len, int advice)
+{
+    return (int)hlsim_real.syscall(SYS_madvise, addr, len, advice);
+}
 
 /* What a stale-pin read delivers, repeated from the DMA's first byte */
 static const uint8_t hlsim_pin_poison[8] = {'S', 'T', 'A', 'L', 'E', 'P',
@@ -155,8 +162,8 @@ int hlsim_pin_record(hlsim_map_t *m)
     if (!hlsim_pin_probe()) {
         return 0;
     }
-    if (madvise((void*)(uintptr_t)start, end - start, MADV_POPULATE_WRITE) &&
-        madvise((void*)(uintptr_t)start, end - start, MADV_POPULATE_READ)) {
+    if (hlsim_pin_madvise(start, end - start, MADV_POPULATE_WRITE) &&
+        hlsim_pin_madvise(start, end - start, MADV_POPULATE_READ)) {
         return 0;   /* the pinnable check passed: nothing to record */
     }
     m->pfn = malloc(n * sizeof(*m->pfn));
@@ -294,8 +301,8 @@ static void hlsim_pin_refresh(hlsim_map_t *m)
     for (pg = 0; pg < m->npfn; pg += n) {
         n = HLSIM_MIN(HLSIM_PIN_BATCH, m->npfn - pg);
         if (hlsim_pin_read(start + pg * HLSIM_PAGE_SIZE, n, cur) ||
-            madvise((void*)(uintptr_t)(start + pg * HLSIM_PAGE_SIZE),
-                    n * HLSIM_PAGE_SIZE, MADV_POPULATE_WRITE) ||
+            hlsim_pin_madvise(start + pg * HLSIM_PAGE_SIZE,
+                              n * HLSIM_PAGE_SIZE, MADV_POPULATE_WRITE) ||
             hlsim_pin_read(start + pg * HLSIM_PAGE_SIZE, n, now)) {
             continue;
         }
