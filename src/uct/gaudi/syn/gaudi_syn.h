@@ -207,6 +207,8 @@ ucs_status_t uct_gaudi_syn_map_get(const uct_gaudi_syn_t *syn,
                                    uintptr_t page_start, uintptr_t page_end,
                                    uct_gaudi_syn_map_kind_t *kind_p,
                                    uintptr_t *key_p);
+/* The start of the module's entry behind @a key (a key of map_get) */
+uintptr_t uct_gaudi_syn_map_key_start(uintptr_t key);
 ucs_status_t uct_gaudi_syn_map_put(const uct_gaudi_syn_t *syn,
                                    uct_gaudi_syn_device_t device,
                                    uct_gaudi_syn_maps_t *maps, uintptr_t key);

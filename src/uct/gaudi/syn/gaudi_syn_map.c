@@ -460,6 +460,11 @@ own:
     return UCS_OK;
 }
 
+uintptr_t uct_gaudi_syn_map_key_start(uintptr_t key)
+{
+    return ((const uct_gaudi_syn_map_t*)key)->start;
+}
+
 ucs_status_t uct_gaudi_syn_map_put(const uct_gaudi_syn_t *syn,
                                    uct_gaudi_syn_device_t device,
                                    uct_gaudi_syn_maps_t *maps, uintptr_t key)
