@@ -33,4 +33,6 @@ make -j"$jobs" -C test/ops check TESTS= >&2
 make -j"$jobs" -C test/mpi check TESTS= >&2
 make -j"$jobs" -C test/emu/nicsim check TESTS= >&2
 make -j"$jobs" -C test/gtest/ucx ucx_gtest >&2
+# the module's gtest of freed and reused host buffers (ucx-version.sh)
+make -j"$jobs" -C test/gtest gaudi_reuse_test >&2
 echo "$build $ucx/install"

@@ -54,6 +54,24 @@ static inline void test_fail(const char *fmt, ...)
     _exit(1);
 }
 
+/* The test cannot run here (reason said): reported as SKIP, not passed */
+#define TEST_SKIP_STATUS 77
+static inline void test_skip(const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 1, 2)));
+static inline void test_skip(const char *fmt, ...)
+{
+    char    buf[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (write(test_report_fd, buf, strlen(buf)) < 0) {
+        /* the runner reports the exit status anyway */
+    }
+    _exit(TEST_SKIP_STATUS);
+}
+
 #define CHECK(_c, _fmt, ...) \
     do { \
         if (!(_c)) test_fail("line %d: " _fmt, __LINE__, ##__VA_ARGS__); \
@@ -81,7 +99,7 @@ static inline void test_putenv_list(const char *list)
     }
 }
 
-/* Run test @a idx in a child; 1 if it passed */
+/* Run test @a idx in a child; 1 if it passed, 2 if skipped */
 static inline int test_run_one(const test_t *t, const char *base, int idx,
                                const test_env_t *env)
 {
@@ -117,6 +135,10 @@ static inline int test_run_one(const test_t *t, const char *base, int idx,
         printf("PASS %s\n", t->name);
         return 1;
     }
+    if (WIFEXITED(st) && (WEXITSTATUS(st) == TEST_SKIP_STATUS) && reason[0]) {
+        printf("SKIP %s: %s\n", t->name, reason);
+        return 2;
+    }
     if (!reason[0]) {
         snprintf(reason, sizeof(reason), "%s %d", WIFSIGNALED(st) ?
                  "killed by signal" : "exit status", WIFSIGNALED(st) ?
@@ -136,7 +158,7 @@ static inline int test_main(const test_t *tests, unsigned count, int argc,
                             char **argv, char *base, const test_env_t *env)
 {
     static char dirbase[256];
-    unsigned i, pass = 0, failed = 0;
+    unsigned i, pass = 0, failed = 0, skipped = 0;
     char     cmd[600];
     const char *dir = getenv("TEST_RUNNER_DIR");
     int      a, sel;
@@ -160,10 +182,16 @@ static inline int test_main(const test_t *tests, unsigned count, int argc,
         if (!sel) {
             continue;
         }
-        if (test_run_one(&tests[i], base, i, env)) {
+        switch (test_run_one(&tests[i], base, i, env)) {
+        case 1:
             pass++;
-        } else {
+            break;
+        case 2:
+            skipped++;
+            break;
+        default:
             failed++;
+            break;
         }
     }
     if (!getenv("HLSIM_TEST_KEEP")) {
@@ -171,6 +199,9 @@ static inline int test_main(const test_t *tests, unsigned count, int argc,
         if (system(cmd)) {
             fprintf(stderr, "cannot remove %s\n", base);
         }
+    }
+    if (skipped) {
+        printf("%u skipped\n", skipped);
     }
     printf("%u passed, %u failed\n", pass, failed);
     return failed ? 1 : 0;

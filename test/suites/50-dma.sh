@@ -15,6 +15,7 @@ hlsim_covers_in_flight
 
 dma_test=$GAUDI_UCX_BUILD/test/gtest/gaudi_dma_test
 cpy_test=$GAUDI_UCX_BUILD/test/gtest/gaudi_cpy_test
+reuse_test=$GAUDI_UCX_BUILD/test/gtest/gaudi_reuse_test
 
 # run_asic [FLAVOUR:]ASIC GTEST FILTER (flavours: lib.sh with_flavour)
 run_asic() {
@@ -76,6 +77,16 @@ run_syn gaudi3 "$cpy_test" '*synapse_faults'
 run_syn gaudi2 "$cpy_test" '*synapse_faults'
 # and with device memory from synDeviceMalloc (UCX_GAUDI_DEVICE_MEM)
 UCX_GAUDI_DEVICE_MEM=synapse run_syn gaudi3 "$cpy_test" "$syn_filter"
+
+# freed and reused registered host buffers: no DMA through a stale pin
+# (docs/hlsim.md, "Pinned pages"), kernel backend (Gaudi2, Gaudi1; the
+# upstream and Linux 6.1 drivers on Gaudi2) and SynapseAI (Gaudi2, Gaudi3)
+run_asic gaudi2 "$reuse_test" '*'
+run_asic gaudi1 "$reuse_test" '*'
+run_asic upstream:gaudi2 "$reuse_test" '*'
+run_asic legacy:gaudi2 "$reuse_test" '*'
+run_syn gaudi2 "$reuse_test" '*'
+run_syn gaudi3 "$reuse_test" '*'
 
 # Gaudi3: ucx_info -d says why the transport is not offered
 out=$(mktemp); tmpdirs+=("$out")

@@ -167,6 +167,49 @@ if [ -x "$peer_test" ]; then
     new_node
 fi
 
+# Freed and reused host buffers on this UCX (its memory events and its
+# registration caches, UCP's own from 1.15 on): the module's gtest
+# (gaudi_reuse_test) and UCP's (gaudi_ucp_reuse_test); no DMA through a
+# stale pin (docs/hlsim.md, "Pinned pages"). Gaudi2 on both copy backends
+# and Gaudi3. Not root: the cases skip, which is no pass.
+reuse_gtest=$GAUDI_UCX_BUILD/test/gtest/gaudi_reuse_test
+reuse_ucp=$GAUDI_UCX_BUILD/test/mpi/gaudi_ucp_reuse_test
+for cfg in "gaudi2 kernel" "gaudi2 synapse" "gaudi3 synapse"; do
+    set -- $cfg
+    new_node
+    if [ -x "$reuse_gtest" ]; then
+        HLSIM_ASIC=$1 HLSIM_NUM_DEVICES=1 UCX_GAUDI_COPY_BACKEND=$2 \
+            UCX_GAUDI_SYNAPSE_LIB=$synsim_lib \
+            LD_PRELOAD="$HLSIM_LIB" timeout -k 10 600 "$reuse_gtest" \
+            > "$out" 2>&1
+        rc=$?
+        res=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\.$/\1/p' "$out")
+        if [ $rc -eq 0 ] && [ "${res:-0}" -gt 0 ]; then
+            pass "reused registered buffers, UCT, $1 $2 ($res passed)"
+        else
+            fail "reused registered buffers, UCT, $1 $2" "exit $rc"
+            grep -E 'FAILED|Failure|stale-pin|SKIPPED' "$out" | head -8 |
+                sed 's/^/      /'
+        fi
+    else
+        fail "reused registered buffers, UCT" "gaudi_reuse_test not built"
+    fi
+    new_node
+    (export HLSIM_ASIC=$1 HLSIM_NUM_DEVICES=1 UCX_GAUDI_COPY_BACKEND=$2 \
+            UCX_GAUDI_SYNAPSE_LIB=$synsim_lib; run "$reuse_ucp") \
+        > "$out" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q '^5 passed, 0 failed$' "$out"; then
+        pass "reused host buffers, UCP, $1 $2"
+    else
+        fail "reused host buffers, UCP, $1 $2" "exit $rc"
+        grep -E '^(FAIL|SKIP)|stale-pin|ERROR' "$out" | head -8 |
+            sed 's/^/      /'
+    fi
+done
+new_node
+export HLSIM_NUM_DEVICES=2
+
 # Peer death between two emulated nodes over tcp (test/suites/nodes.sh):
 # with UCP error handling (-e), the survivor of a SIGKILL mid-transfer of
 # Gaudi buffers learns it within GAUDI_UCX_PEER_DEATH_BOUND; from UCX 1.16

@@ -113,6 +113,12 @@ int hlsim_dmabuf_access(int handle, uint64_t offset, void *buf,
 /* Unmap, detach and drop the reference of hlsim_dmabuf_attach() */
 int hlsim_dmabuf_detach(int handle);
 
+/*
+ * Whether DMAs are checked for stale pins (HLSIM_COUNTER_STALE_PIN_DMAS):
+ * 1, or 0 when /proc/self/pagemap shows no page frames (not root)
+ */
+int hlsim_pin_check_active(void);
+
 /* The node directory this process uses (HLSIM_ROOT) */
 const char *hlsim_root(void);
 

@@ -203,7 +203,7 @@ static int hlsim_cb_mapped(hlsim_ctx_t *ctx, hlsim_cb_t *cb)
 static void hlsim_cb_put(hlsim_ctx_t *ctx, hlsim_cb_t *cb)
 {
     hlsim_cb_t **pp;
-    hlsim_map_t **mp;
+    hlsim_map_t *m;
 
     if (!cb->destroyed || (cb->cs_cnt > 0)) {
         return;
@@ -222,15 +222,11 @@ static void hlsim_cb_put(hlsim_ctx_t *ctx, hlsim_cb_t *cb)
     for (pp = &ctx->cbs; *pp != cb; pp = &(*pp)->next) {
     }
     *pp = cb->next;
-    for (mp = &ctx->maps; *mp != NULL; mp = &(*mp)->next) {
-        if (((*mp)->kind == HLSIM_MAP_CB) && ((*mp)->host == cb->mem)) {
-            hlsim_map_t *m = *mp;
-
-            *mp = m->next;
-            free(m);
-            hlsim_counters[HLSIM_COUNTER_MAPPINGS]--;
-            break;
-        }
+    m = (cb->dev_va != 0) ? hlsim_map_find(ctx, cb->dev_va, 1) : NULL;
+    if ((m != NULL) && (m->kind == HLSIM_MAP_CB) && (m->host == cb->mem)) {
+        hlsim_map_remove(ctx, m);
+        free(m);
+        hlsim_counters[HLSIM_COUNTER_MAPPINGS]--;
     }
     hlsim_cb_free_mem(ctx, cb);
     free(cb);
@@ -324,18 +320,22 @@ static int hlsim_cb_create(hlsim_ctx_t *ctx, union hl_cb_args *a)
         cb->dev_va = (m == NULL) ? 0 :
                      hlsim_va_alloc(ctx, d->host_va_start, d->host_va_end,
                                     size, HLSIM_PAGE_SIZE, 0, 0, &err);
+        if (cb->dev_va != 0) {
+            m->kind     = HLSIM_MAP_CB;
+            m->va       = cb->dev_va;
+            m->blk_va   = cb->dev_va;
+            m->blk_size = size;
+            m->size     = size;
+            m->host     = cb->mem;
+            if (hlsim_map_insert(ctx, m)) {
+                cb->dev_va = 0;
+            }
+        }
         if (cb->dev_va == 0) {
             free(m);
             free(cb);
             return -ENOMEM;
         }
-        m->kind     = HLSIM_MAP_CB;
-        m->va       = cb->dev_va;
-        m->blk_va   = cb->dev_va;
-        m->blk_size = size;
-        m->size     = size;
-        m->host     = cb->mem;
-        hlsim_map_insert(ctx, m);
     }
     cb->next = ctx->cbs;
     ctx->cbs = cb;

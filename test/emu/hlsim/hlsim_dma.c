@@ -44,9 +44,19 @@ static int hlsim_seg_add(hlsim_segs_t *v, uint8_t *p, uint64_t len)
     return 0;
 }
 
-/* Translate [addr, addr+len) into host pointers; lock held; 0 = fault */
+static int hlsim_seg_add_cb(void *v, uint8_t *p, uint64_t len)
+{
+    return hlsim_seg_add(v, p, len);
+}
+
+/*
+ * Translate [addr, addr+len) into host pointers; lock held; 0 = fault.
+ * Through a USERPTR mapping, pages whose pin is stale (hlsim_pin.c) come
+ * out as the sink (@a write) or the poison, and *stale_p is set to the
+ * first such host address (else 0).
+ */
 static int hlsim_translate(hlsim_ctx_t *ctx, uint64_t addr, uint64_t len,
-                           hlsim_segs_t *v)
+                           hlsim_segs_t *v, int write, uint64_t *stale_p)
 {
     hlsim_devcfg_t *d = &hlsim_cfg.dev[ctx->dev];
     hlsim_map_t    *m;
@@ -54,7 +64,8 @@ static int hlsim_translate(hlsim_ctx_t *ctx, uint64_t addr, uint64_t len,
     uint64_t        off, chunk, pg, pos;
     uint32_t        i;
 
-    v->n = 0;
+    v->n     = 0;
+    *stale_p = 0;
     if (len == 0) {
         return 1;
     }
@@ -71,6 +82,8 @@ static int hlsim_translate(hlsim_ctx_t *ctx, uint64_t addr, uint64_t len,
     off = addr - m->blk_va;
     switch (m->kind) {
     case HLSIM_MAP_HOST:
+        return !hlsim_pin_segs(m, m->host - (m->va - m->blk_va) + off, len,
+                               write, hlsim_seg_add_cb, v, stale_p);
     case HLSIM_MAP_CB:
         return !hlsim_seg_add(v, m->host - (m->va - m->blk_va) + off, len);
     case HLSIM_MAP_DRAM:
@@ -233,6 +246,22 @@ static void hlsim_throttle(uint64_t start_ns, uint64_t bytes)
     }
 }
 
+/* Count and log a DMA that went through a stale pin (one per DMA) */
+static void hlsim_dma_stale(int dev, const char *what, uint64_t dst,
+                            uint64_t dst_stale, uint64_t src,
+                            uint64_t src_stale, uint64_t size)
+{
+    char name[64];
+
+    if (dst_stale != 0) {
+        snprintf(name, sizeof(name), "%s dst", what);
+        hlsim_pin_stale_dma(dev, name, dst, dst_stale, size, 1);
+    } else if (src_stale != 0) {
+        snprintf(name, sizeof(name), "%s src", what);
+        hlsim_pin_stale_dma(dev, name, src, src_stale, size, 0);
+    }
+}
+
 /*
  * One LIN_DMA; 0, or the outcome of a page fault (hlsim_pf_mode_t + 1).
  * Moves the data at once: the engine model (hlsim_engine_model_end)
@@ -244,18 +273,19 @@ static int hlsim_lin_dma(hlsim_ctx_t *ctx, const struct hlsim_pkt_lin_dma *p,
     static __thread hlsim_segs_t src, dst;
     int      gaudi1 = hlsim_cfg.dev[ctx->dev].asic == HLSIM_GAUDI1;
     int      memset_op = !!(p->ctl & HLSIM_PKT_LIN_DMA_MEMSET);
-    uint64_t dst_addr = p->dst_addr, bad = 0;
+    uint64_t dst_addr = p->dst_addr, bad = 0, dst_stale, src_stale = 0;
     int      ok;
 
     if (gaudi1) {
         dst_addr &= HLSIM_PKT_G1_DST_ADDR_MASK;
     }
     pthread_mutex_lock(&hlsim_lock);
-    ok = hlsim_translate(ctx, dst_addr, p->tsize, &dst);
+    ok = hlsim_translate(ctx, dst_addr, p->tsize, &dst, 1, &dst_stale);
     if (!ok) {
         bad = dst_addr;
     } else if (!memset_op && !(ok = hlsim_translate(ctx, p->src_addr,
-                                                    p->tsize, &src))) {
+                                                    p->tsize, &src, 0,
+                                                    &src_stale))) {
         bad = p->src_addr;
     }
     pthread_mutex_unlock(&hlsim_lock);
@@ -264,6 +294,8 @@ static int hlsim_lin_dma(hlsim_ctx_t *ctx, const struct hlsim_pkt_lin_dma *p,
                                     "LIN_DMA dst" : "LIN_DMA src", bad,
                                     p->tsize, seq);
     }
+    hlsim_dma_stale(ctx->dev, "LIN_DMA", dst_addr, dst_stale, p->src_addr,
+                    src_stale, p->tsize);
     if (memset_op) {
         hlsim_fill_segs(&dst, p->src_addr);
     } else {
@@ -314,17 +346,22 @@ void hlsim_dma_run_job(hlsim_ctx_t *ctx, hlsim_job_t *job, int *abort)
     struct hlsim_pkt_lin_dma     pkt;
     unsigned                     id;
     int                          i, ok;
-    uint64_t                     off;
+    uint64_t                     off, stale = 0;
 
     if (cb == NULL) {
         /* Gaudi2: the QMAN fetches the CB through the MMU at run time */
         tmp = malloc(size ? size : 1);
         pthread_mutex_lock(&hlsim_lock);
-        ok = (tmp != NULL) && hlsim_translate(ctx, job->cb_va, size, &cbv);
+        ok = (tmp != NULL) && hlsim_translate(ctx, job->cb_va, size, &cbv,
+                                              0, &stale);
         for (i = 0, off = 0; ok && (i < cbv.n); off += cbv.s[i].len, i++) {
             memcpy(tmp + off, cbv.s[i].p, cbv.s[i].len);
         }
         pthread_mutex_unlock(&hlsim_lock);
+        if (ok && (stale != 0)) {
+            hlsim_dma_stale(ctx->dev, "CB fetch", 0, 0, job->cb_va, stale,
+                            size);
+        }
         if (!ok) {
             /* the QMAN's fetch faults: nothing of the CB runs */
             free(tmp);
@@ -396,6 +433,7 @@ int hlsim_pdma_copy(int fd, uint64_t dst, uint64_t src, uint64_t size)
     static __thread hlsim_segs_t sv, dv;
     uint64_t      t0 = hlsim_now_ns();
     hlsim_file_t *f;
+    uint64_t      dst_stale, src_stale = 0;
     int           rc, err, ok;
 
     rc = hlsim_init();
@@ -415,14 +453,17 @@ int hlsim_pdma_copy(int fd, uint64_t dst, uint64_t src, uint64_t size)
         pthread_mutex_unlock(&hlsim_lock);
         return -EIO;
     }
-    ok = hlsim_translate(f->ctx, dst, size, &dv) &&
-         hlsim_translate(f->ctx, src, size, &sv);
+    ok = hlsim_translate(f->ctx, dst, size, &dv, 1, &dst_stale) &&
+         hlsim_translate(f->ctx, src, size, &sv, 0, &src_stale);
     pthread_mutex_unlock(&hlsim_lock);
     if (!ok) {
         /* reported to the caller, whatever HLSIM_PAGE_FAULT says */
         (void)hlsim_page_fault(f->dev, "PDMA copy", dst, size, 0);
         return -EFAULT;
     }
+    /* the copy succeeds: hardware moves the old pages' data */
+    hlsim_dma_stale(f->dev, "PDMA copy", dst, dst_stale, src, src_stale,
+                    size);
     hlsim_copy_segs(&dv, &sv);
     __atomic_add_fetch(&hlsim_counters[HLSIM_COUNTER_DMA_BYTES], size,
                        __ATOMIC_RELAXED);

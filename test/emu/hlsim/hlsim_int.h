@@ -222,7 +222,17 @@ typedef struct hlsim_map {
     hlsim_hbm_range_t  import;    /* IMPORT */
     int                import_fd; /* IMPORT: our reference to the fd */
     hlsim_export_t    *exports;   /* DRAM: exported dma-bufs */
+    uint64_t          *pfn;       /* HOST: frames pinned at MAP, one a
+                                     page from host's page (hlsim_pin.c) */
+    uint64_t           npfn;
 } hlsim_map_t;
+
+/* An entry of a context's mapping index: the block inline, for scans */
+typedef struct {
+    uint64_t     blk_va;
+    uint64_t     blk_end;
+    hlsim_map_t *m;
+} hlsim_map_ent_t;
 
 typedef struct hlsim_cb {
     struct hlsim_cb *next;
@@ -327,7 +337,10 @@ typedef struct hlsim_ctx {
     uint32_t         npages;
     hlsim_alloc_t   *allocs;
     uint32_t         next_handle;
-    hlsim_map_t     *maps;
+    hlsim_map_t     *maps;       /* sorted by blk_va */
+    hlsim_map_ent_t *map_idx;    /* the same, an array: binary search */
+    uint32_t         map_cnt;
+    uint32_t         map_cap;
     uint64_t         ctx_dram;
     hlsim_cb_t      *cbs;
     /* CS */
@@ -436,7 +449,8 @@ void hlsim_mem_ctx_fini(hlsim_ctx_t *ctx);
 uint64_t hlsim_va_alloc(hlsim_ctx_t *ctx, uint64_t start, uint64_t end,
                         uint64_t size, uint64_t align, uint64_t hint,
                         int force, int *err);
-void hlsim_map_insert(hlsim_ctx_t *ctx, hlsim_map_t *m);
+int  hlsim_map_insert(hlsim_ctx_t *ctx, hlsim_map_t *m); /* 0, -ENOMEM */
+void hlsim_map_remove(hlsim_ctx_t *ctx, hlsim_map_t *m);
 int  hlsim_map_exported(hlsim_map_t *m);
 
 /* hlsim_cs.c */
@@ -464,6 +478,17 @@ uint64_t hlsim_engine_model_end(uint64_t *free_ns, uint64_t now_ns,
                                 uint64_t bytes);
 int  hlsim_page_fault(int dev, const char *what, uint64_t addr,
                       uint64_t size, uint64_t seq);
+
+/* hlsim_pin.c (lock held) */
+typedef int (*hlsim_pin_add_t)(void *v, uint8_t *p, uint64_t len);
+void hlsim_pin_init(void);   /* at load, no lock */
+int  hlsim_pin_record(hlsim_map_t *m);
+void hlsim_pin_release(hlsim_map_t *m);
+int  hlsim_pin_segs(hlsim_map_t *m, uint8_t *host, uint64_t len, int write,
+                    hlsim_pin_add_t add, void *v, uint64_t *stale_p);
+void hlsim_pin_stale_dma(int dev, const char *what, uint64_t va,
+                         uint64_t host, uint64_t size, int write);
+void hlsim_pin_atfork_parent(void);
 
 /* hlsim_fault.c */
 void hlsim_fault_env(const char *spec);

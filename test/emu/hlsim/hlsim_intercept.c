@@ -578,6 +578,10 @@ static int hlsim_do_munmap(void *addr, size_t len)
 {
     int rc;
 
+    if (hlsim_nest) {
+        /* back from a hook that went through libc's code again */
+        return hlsim_real.munmap(addr, len);
+    }
     hlsim_nest++;
     if (__atomic_load_n(&hlsim_cb_user_maps, __ATOMIC_RELAXED) &&
         hlsim_cb_munmap(addr, len)) {
@@ -604,6 +608,10 @@ int munmap(void *addr, size_t len)
     return hlsim_do_munmap(addr, len);
 }
 
+static void hlsim_route_libc_munmap(void);
+static uint8_t *hlsim_libc_munmap_code;   /* libc's munmap, if routed */
+static uint8_t  hlsim_munmap_orig[16];    /* our munmap's first bytes */
+
 /* syscall(2) as UCM's bistro hooks use it for the "original" mmap/munmap.
  * Every syscall argument is register sized: forward six longs. */
 long syscall(long nr, ...)
@@ -624,6 +632,11 @@ long syscall(long nr, ...)
         return (long)hlsim_do_mmap((void*)a[0], (size_t)a[1], (int)a[2],
                                    (int)a[3], (int)a[4], (off_t)a[5]);
     } else if (nr == SYS_munmap) {
+        if ((hlsim_libc_munmap_code == NULL) &&
+            memcmp((void*)munmap, hlsim_munmap_orig,
+                   sizeof(hlsim_munmap_orig))) {
+            hlsim_route_libc_munmap();   /* UCM patched ours */
+        }
         return hlsim_do_munmap((void*)a[0], (size_t)a[1]);
     }
     return HLSIM_REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
@@ -638,6 +651,7 @@ static void hlsim_atfork_prepare(void)
 
 static void hlsim_atfork_parent(void)
 {
+    hlsim_pin_atfork_parent();
     pthread_mutex_unlock(&hlsim_lock);
 }
 
@@ -662,9 +676,81 @@ static void hlsim_atfork_child(void)
     pthread_mutex_unlock(&hlsim_lock);
 }
 
+/*
+ * glibc calls its own munmap code directly (free() of a mmapped chunk,
+ * malloc trimming), not through the "munmap" symbol. Without the emulator
+ * UCM's bistro hook patches that code, so those unmaps reach UCX's memory
+ * events and invalidate registration caches. With the emulator preloaded,
+ * UCM may find and patch our interposer instead (UCX 1.13; 1.22 patches
+ * libc's): glibc's own unmaps would bypass UCM, and a cache would keep pins
+ * of freed memory that no real process keeps. We learn it when UCM's hook
+ * performs the original call as syscall(SYS_munmap) from outside our
+ * munmap (syscall() below) and our munmap's code is no longer what it was
+ * at load: then libc's munmap is made to jump to ours
+ * (x86-64: "jmp *0(%rip)" + address, 14 bytes; the function is longer),
+ * once; our pass-through to the kernel is hlsim_pass_munmap().
+ */
+static uint8_t  hlsim_libc_munmap_jmp[14];
+
+/*
+ * The pass-through of our munmap to the kernel once libc's munmap jumps to
+ * ours: libc's code, if UCM has patched it since (UCX 1.22 patches libc's,
+ * 1.13 ours; its hook then calls syscall(), which our nesting passes on),
+ * else the raw syscall
+ */
+static int hlsim_pass_munmap(void *addr, size_t len)
+{
+    if (memcmp(hlsim_libc_munmap_code, hlsim_libc_munmap_jmp,
+               sizeof(hlsim_libc_munmap_jmp))) {
+        return ((int (*)(void*, size_t))(void*)hlsim_libc_munmap_code)(addr,
+                                                                        len);
+    }
+    return hlsim_real.munmap(addr, len);
+}
+
+static void hlsim_route_libc_munmap(void)
+{
+#if defined(__x86_64__)
+    static int routed;
+    uint8_t   *jmp = hlsim_libc_munmap_jmp;
+    void      *to  = (void*)munmap;
+    long       psz = sysconf(_SC_PAGESIZE);
+    uint8_t   *f;
+    uintptr_t  pg, end;
+
+    if (__atomic_exchange_n(&routed, 1, __ATOMIC_ACQ_REL)) {
+        return;
+    }
+    f = dlsym(RTLD_NEXT, "munmap");
+
+    if ((f == NULL) || (f == (uint8_t*)to)) {
+        return;
+    }
+    jmp[0] = 0xff;
+    jmp[1] = 0x25;
+    memcpy(jmp + 6, &to, sizeof(to));
+    pg  = (uintptr_t)f & ~(uintptr_t)(psz - 1);
+    end = ((uintptr_t)f + sizeof(hlsim_libc_munmap_jmp) + psz - 1) &
+          ~(uintptr_t)(psz - 1);
+    if (mprotect((void*)pg, end - pg, PROT_READ | PROT_WRITE | PROT_EXEC)) {
+        hlsim_log("cannot route libc's munmap through the emulator: %m; "
+                  "glibc's own unmaps will miss UCX's memory hooks");
+        return;
+    }
+    hlsim_libc_munmap_code = f;
+    hlsim_real.libc_munmap = hlsim_pass_munmap;
+    memcpy(f, jmp, sizeof(hlsim_libc_munmap_jmp));
+    __builtin___clear_cache((char*)f,
+                            (char*)f + sizeof(hlsim_libc_munmap_jmp));
+    (void)mprotect((void*)pg, end - pg, PROT_READ | PROT_EXEC);
+#endif
+}
+
 __attribute__((constructor)) static void hlsim_ctor(void)
 {
     hlsim_real_init();
+    memcpy(hlsim_munmap_orig, (void*)munmap, sizeof(hlsim_munmap_orig));
+    hlsim_pin_init();
     hlsim_pid = getpid();
     pthread_atfork(hlsim_atfork_prepare, hlsim_atfork_parent,
                    hlsim_atfork_child);

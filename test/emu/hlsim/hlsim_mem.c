@@ -18,18 +18,83 @@
 
 #define HLSIM_TASK_SIZE 0x7FFFFFFFF000ULL
 
-/* ---- VA ranges of one context ---- */
+/* ---- VA ranges of one context ----
+ *
+ * The blocks never overlap: ctx->map_idx holds them sorted by blk_va, so
+ * lookup, insertion point and removal are binary searches (O(log n); the
+ * array move is a memmove); ctx->maps links them in the same order for
+ * the walks */
 
-void hlsim_map_insert(hlsim_ctx_t *ctx, hlsim_map_t *m)
+/* Index of the last block with blk_va <= @a va, -1 if none */
+static long hlsim_map_floor(hlsim_ctx_t *ctx, uint64_t va)
 {
-    hlsim_map_t **pp = &ctx->maps;
+    long lo = 0, hi = (long)ctx->map_cnt - 1, mid, res = -1;
 
-    while ((*pp != NULL) && ((*pp)->blk_va < m->blk_va)) {
-        pp = &(*pp)->next;
+    while (lo <= hi) {
+        mid = lo + (hi - lo) / 2;
+        if (ctx->map_idx[mid].blk_va <= va) {
+            res = mid;
+            lo  = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
     }
-    m->next = *pp;
-    *pp     = m;
+    return res;
+}
+
+int hlsim_map_insert(hlsim_ctx_t *ctx, hlsim_map_t *m)
+{
+    hlsim_map_ent_t *idx;
+    long             pos;
+    uint32_t         cap;
+
+    if (ctx->map_cnt == ctx->map_cap) {
+        cap = ctx->map_cap ? 2 * ctx->map_cap : 64;
+        idx = realloc(ctx->map_idx, cap * sizeof(*idx));
+        if (idx == NULL) {
+            return -ENOMEM;
+        }
+        ctx->map_idx = idx;
+        ctx->map_cap = cap;
+    }
+    pos = hlsim_map_floor(ctx, m->blk_va) + 1;
+    if (pos == 0) {
+        m->next   = ctx->maps;
+        ctx->maps = m;
+    } else {
+        m->next                      = ctx->map_idx[pos - 1].m->next;
+        ctx->map_idx[pos - 1].m->next = m;
+    }
+    memmove(&ctx->map_idx[pos + 1], &ctx->map_idx[pos],
+            (ctx->map_cnt - pos) * sizeof(*ctx->map_idx));
+    ctx->map_idx[pos].blk_va  = m->blk_va;
+    ctx->map_idx[pos].blk_end = m->blk_va + m->blk_size;
+    ctx->map_idx[pos].m       = m;
+    ctx->map_cnt++;
     hlsim_counters[HLSIM_COUNTER_MAPPINGS]++;
+    return 0;
+}
+
+/* Unlink @a m from the list and the index (not freed, not counted) */
+void hlsim_map_remove(hlsim_ctx_t *ctx, hlsim_map_t *m)
+{
+    long pos = hlsim_map_floor(ctx, m->blk_va);
+
+    while ((pos >= 0) && (ctx->map_idx[pos].m != m)) {
+        pos--;   /* a zero-sized block may share blk_va */
+    }
+    if (pos < 0) {
+        return;
+    }
+    if (pos == 0) {
+        ctx->maps = m->next;
+    } else {
+        ctx->map_idx[pos - 1].m->next = m->next;
+    }
+    memmove(&ctx->map_idx[pos], &ctx->map_idx[pos + 1],
+            (ctx->map_cnt - pos - 1) * sizeof(*ctx->map_idx));
+    ctx->map_cnt--;
+    m->next = NULL;
 }
 
 /*
@@ -63,14 +128,18 @@ uint64_t hlsim_va_alloc(hlsim_ctx_t *ctx, uint64_t start, uint64_t end,
                         uint64_t size, uint64_t align, uint64_t hint,
                         int force, int *err)
 {
-    uint64_t     gs = start, ge, vs, best = 0, best_size = UINT64_MAX;
-    hlsim_map_t *m  = ctx->maps;
+    uint64_t         gs = start, ge, vs, best = 0, best_size = UINT64_MAX;
+    hlsim_map_ent_t *e, *last = ctx->map_idx + ctx->map_cnt;
 
     if (hlsim_va_align(hint, align) != hint) {
         hint = 0;
     }
-    for (;; m = m->next) {
-        ge = ((m == NULL) || (m->blk_va >= end)) ? end : m->blk_va;
+    /* every gap of the range, over the index's inline blocks from the
+     * last one that starts at or below the range's start (binary search;
+     * the ones before it end before it) */
+    e = ctx->map_idx + HLSIM_MAX(hlsim_map_floor(ctx, start), 0);
+    for (;; ++e) {
+        ge = ((e >= last) || (e->blk_va >= end)) ? end : e->blk_va;
         vs = hlsim_va_align(gs, align);
         if ((vs < ge) && (ge - vs >= size)) {
             if (hint && (hint >= vs) && (hint < ge) && (size < ge - hint)) {
@@ -84,7 +153,7 @@ uint64_t hlsim_va_alloc(hlsim_ctx_t *ctx, uint64_t start, uint64_t end,
         if (ge == end) {
             break;
         }
-        gs = HLSIM_MAX(gs, m->blk_va + m->blk_size);
+        gs = HLSIM_MAX(gs, e->blk_end);
     }
     if ((best == 0) || force) {
         *err = ENOMEM;
@@ -96,24 +165,33 @@ uint64_t hlsim_va_alloc(hlsim_ctx_t *ctx, uint64_t start, uint64_t end,
 /* The mapping whose block covers [va, va+len) */
 hlsim_map_t *hlsim_map_find(hlsim_ctx_t *ctx, uint64_t va, uint64_t len)
 {
+    long         pos = hlsim_map_floor(ctx, va);
     hlsim_map_t *m;
 
-    for (m = ctx->maps; m != NULL; m = m->next) {
-        if ((va >= m->blk_va) && (va - m->blk_va < m->blk_size) &&
-            (len <= m->blk_size - (va - m->blk_va))) {
-            return m;
-        }
+    if (pos < 0) {
+        return NULL;
+    }
+    m = ctx->map_idx[pos].m;
+    if ((va - m->blk_va < m->blk_size) &&
+        (len <= m->blk_size - (va - m->blk_va))) {
+        return m;
     }
     return NULL;
 }
 
+/* The mapping MAP returned @a va for: its VA lies in its own block */
 static hlsim_map_t *hlsim_map_exact(hlsim_ctx_t *ctx, uint64_t va)
 {
+    long         pos = hlsim_map_floor(ctx, va);
     hlsim_map_t *m;
 
-    for (m = ctx->maps; m != NULL; m = m->next) {
+    for (; pos >= 0; pos--) {
+        m = ctx->map_idx[pos].m;
         if ((m->va == va) && (m->kind != HLSIM_MAP_CB)) {
             return m;
+        }
+        if (m->blk_va + m->blk_size <= va) {
+            break;
         }
     }
     return NULL;
@@ -484,7 +562,11 @@ static int hlsim_map_host(hlsim_ctx_t *ctx, struct hl_mem_in *in,
     m->blk_size = end - start;
     m->size     = size;
     m->host     = (uint8_t*)(uintptr_t)addr;
-    hlsim_map_insert(ctx, m);
+    if (hlsim_pin_record(m) || hlsim_map_insert(ctx, m)) {
+        hlsim_pin_release(m);
+        free(m);
+        return -ENOMEM;
+    }
     *va_out = va;
     return 0;
 }
@@ -520,8 +602,11 @@ static int hlsim_map_device(hlsim_ctx_t *ctx, struct hl_mem_in *in,
     m->blk_size = a->size;   /* only the allocation is backed */
     m->size     = a->size;
     m->alloc    = a;
+    if (hlsim_map_insert(ctx, m)) {
+        free(m);
+        return -ENOMEM;
+    }
     a->map_cnt++;
-    hlsim_map_insert(ctx, m);
     *va_out = va;
     return 0;
 }
@@ -542,21 +627,20 @@ static void hlsim_map_free(hlsim_map_t *m)
         hlsim_real.close(e->probe_fd);
         free(e);
     }
+    hlsim_pin_release(m);   /* UNMAP unpins the pages */
     hlsim_counters[HLSIM_COUNTER_MAPPINGS]--;
     free(m);
 }
 
 static int hlsim_mem_unmap(hlsim_ctx_t *ctx, struct hl_mem_in *in)
 {
-    hlsim_map_t **pp, *m = hlsim_map_exact(ctx, in->unmap.device_virt_addr);
+    hlsim_map_t *m = hlsim_map_exact(ctx, in->unmap.device_virt_addr);
 
     /* exact VA only; not while an exported dma-buf lives (facts 3.3) */
     if ((m == NULL) || hlsim_map_exported(m)) {
         return -EINVAL;
     }
-    for (pp = &ctx->maps; *pp != m; pp = &(*pp)->next) {
-    }
-    *pp = m->next;
+    hlsim_map_remove(ctx, m);
     hlsim_map_free(m);
     return 0;
 }
@@ -802,7 +886,12 @@ static int hlsim_mem_reg_dmabuf(hlsim_ctx_t *ctx, struct gaudi_hl_mem_in *in,
     m->import.length = len;
     m->import.nseg   = h.nseg;
     m->import_fd     = dfd;
-    hlsim_map_insert(ctx, m);
+    if (hlsim_map_insert(ctx, m)) {
+        hlsim_real.close(dfd);
+        free(m->import.seg);
+        free(m);
+        return -ENOMEM;
+    }
     *va_out = blk;
     return 0;
 }
@@ -891,6 +980,9 @@ void hlsim_mem_ctx_fini(hlsim_ctx_t *ctx)
         ctx->maps = m->next;
         hlsim_map_free(m);
     }
+    free(ctx->map_idx);
+    ctx->map_idx = NULL;
+    ctx->map_cnt = ctx->map_cap = 0;
     while ((a = ctx->allocs) != NULL) {
         ctx->allocs = a->next;
         free(a->pages);

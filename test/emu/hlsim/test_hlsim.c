@@ -3883,6 +3883,268 @@ static void t_dmabuf_attach(void)
 
 /* ================= runner ================= */
 
+/* ---- pinned pages (hlsim_pin.c): a DMA through a USERPTR mapping whose
+ * host pages changed after MAP is a counted stale-pin DMA that leaves the
+ * new pages alone ---- */
+
+static int64_t stale_dmas(void)
+{
+    return API(hlsim_get_counter)(HLSIM_COUNTER_STALE_PIN_DMAS, 0);
+}
+
+static void pin_need_check(void)
+{
+    if (API(hlsim_pin_check_active)() != 1) {
+        test_skip("stale-pin check off (/proc/self/pagemap frames need "
+                  "root)");
+    }
+}
+
+typedef struct {
+    int      fd;
+    hcb_t    cb;
+    uint64_t dram;     /* 64 MiB of device memory, mapped */
+    uint8_t *ref;      /* 1 MiB host buffer, mapped at ref_va */
+    uint64_t ref_va;
+} pin_env_t;
+
+static pin_env_t pin_env(void)
+{
+    pin_env_t e;
+    uint64_t  h;
+
+    pin_need_check();
+    CHECK_OK(e.fd = open_dev(0), "open");
+    e.cb  = hcb_new(e.fd, 4096);
+    e.ref = aligned_alloc(4096, MB);
+    CHECK(e.ref != NULL, "alloc");
+    fill(e.ref, MB, 3);
+    CHECK_OK(mem_alloc(e.fd, 64 * MB, &h), "alloc");
+    CHECK_OK(map_dev(e.fd, h, 0, 0, &e.dram), "map dram");
+    CHECK_OK(map_host(e.fd, e.ref, MB, &e.ref_va), "map ref");
+    return e;
+}
+
+/* a LIN_DMA on a user queue, or on Gaudi3 (no user queue) a PDMA copy */
+static void pin_dma(pin_env_t *e, uint64_t src, uint64_t dst, uint32_t size)
+{
+    const char *asic   = getenv("HLSIM_ASIC");
+    uint32_t    status = 0;
+
+    if ((asic != NULL) && !strcmp(asic, "gaudi3")) {
+        CHECK(API(hlsim_pdma_copy)(e->fd, dst, src, size) == 0, "PDMA");
+        return;
+    }
+
+    CHECK_OK(g2_dma(e->fd, &e->cb, 0, src, dst, size, 0, &status), "DMA");
+    CHECK(status == HL_WAIT_CS_STATUS_COMPLETED, "DMA status %u", status);
+}
+
+static int all_bytes(const uint8_t *p, size_t n, uint8_t v)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (p[i] != v) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* the poison a stale read delivers, from the DMA's first byte */
+static int is_poison(const uint8_t *p, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (p[i] != (uint8_t)"STALEPIN"[i % 8]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* munmap + mmap(MAP_FIXED) at the registered address: new pages */
+static void t_pin_remap(void)
+{
+    pin_env_t e = pin_env();
+    uint8_t  *buf, *out = aligned_alloc(4096, 8192);
+    uint64_t  va, va2;
+
+    buf = mmap(NULL, MB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+               -1, 0);
+    CHECK(buf != MAP_FAILED && out != NULL, "mmap");
+    memset(buf, 0xAB, MB);
+    CHECK_OK(map_host(e.fd, buf, MB, &va), "map");
+    CHECK(stale_dmas() == 0, "no stale DMA yet");
+    pin_dma(&e, e.ref_va, e.dram, MB);             /* DRAM <- ref */
+    pin_dma(&e, e.dram, va, 4096);                 /* fresh pin: fine */
+    CHECK(!memcmp(buf, e.ref, 4096), "data through a live pin");
+    CHECK(stale_dmas() == 0, "live pins are not stale");
+    CHECK(munmap(buf, MB) == 0, "munmap");
+    CHECK(mmap(buf, MB, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == buf,
+          "mmap fixed");
+    /* a write through the stale pin leaves the new pages alone */
+    pin_dma(&e, e.dram, va + 8192, 4096);
+    CHECK(stale_dmas() == 1, "write counted: %lld",
+          (long long)stale_dmas());
+    CHECK(all_bytes(buf, MB, 0), "the new pages were written");
+    /* a read through it delivers the poison, not the new pages */
+    memset(buf, 0x11, MB);
+    pin_dma(&e, va + 100, e.dram, 4096);
+    CHECK(stale_dmas() == 2, "read counted");
+    CHECK_OK(map_host(e.fd, out, 8192, &va2), "map out");
+    pin_dma(&e, e.dram, va2, 4096);
+    CHECK(is_poison(out, 4096), "the read delivered the new pages' data");
+    CHECK(stale_dmas() == 2, "live pins are not stale");
+    /* registered again: the new pages are pinned and get the data */
+    CHECK_OK(unmap(e.fd, va), "unmap");
+    CHECK_OK(map_host(e.fd, buf, MB, &va), "map again");
+    pin_dma(&e, e.ref_va, va, 4096);
+    CHECK(!memcmp(buf, e.ref, 4096) && all_bytes(buf + 4096, 4096, 0x11),
+          "data through the new pin");
+    CHECK(stale_dmas() == 2, "new pin not stale");
+    CHECK_OK(unmap(e.fd, va), "unmap");
+    CHECK(munmap(buf, MB) == 0, "munmap");
+    close(e.fd);
+}
+
+/* madvise(MADV_DONTNEED) drops the pinned pages of part of the range:
+ * the stale pages take nothing, the live ones the data */
+static void t_pin_dontneed(void)
+{
+    pin_env_t e = pin_env();
+    uint8_t  *buf = aligned_alloc(4096, 4 * 4096);
+    uint64_t  va;
+
+    CHECK(buf != NULL, "alloc");
+    memset(buf, 0x22, 4 * 4096);
+    CHECK_OK(map_host(e.fd, buf, 4 * 4096, &va), "map");
+    pin_dma(&e, e.ref_va, e.dram, MB);
+    /* not touched again: a page refaulted at once may get the freed
+     * frame back, which no check of frames can tell (docs/hlsim.md) */
+    CHECK(madvise(buf + 4096, 4096, MADV_DONTNEED) == 0, "madvise");
+    pin_dma(&e, e.dram, va, 3 * 4096);
+    CHECK(stale_dmas() == 1, "counted once per DMA: %lld",
+          (long long)stale_dmas());
+    CHECK(!memcmp(buf, e.ref, 4096) &&
+          !memcmp(buf + 8192, e.ref + 8192, 4096), "live pages written");
+    CHECK(all_bytes(buf + 4096, 4096, 0), "the new page was written");
+    CHECK(all_bytes(buf + 3 * 4096, 4096, 0x22), "past the DMA");
+    CHECK_OK(unmap(e.fd, va), "unmap");
+    free(buf);
+    close(e.fd);
+}
+
+/* mremap moves the pinned pages away: the old range is empty (a DMA there
+ * is stale, not an emulator crash), a new mapping there is not pinned */
+static void t_pin_mremap(void)
+{
+    pin_env_t e = pin_env();
+    uint8_t  *buf, *dst, *moved;
+    uint64_t  va;
+
+    buf = mmap(NULL, 4 * 4096, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    dst = mmap(NULL, 4 * 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(buf != MAP_FAILED && dst != MAP_FAILED, "mmap");
+    memset(buf, 0x44, 4 * 4096);
+    CHECK_OK(map_host(e.fd, buf, 4 * 4096, &va), "map");
+    pin_dma(&e, e.ref_va, e.dram, MB);
+    moved = mremap(buf, 4 * 4096, 4 * 4096, MREMAP_MAYMOVE | MREMAP_FIXED,
+                   dst);
+    CHECK(moved == dst, "mremap");
+    pin_dma(&e, e.dram, va, 4096);          /* the range is unmapped */
+    CHECK(stale_dmas() == 1, "unmapped range counted");
+    CHECK(all_bytes(moved, 4 * 4096, 0x44), "moved pages kept");
+    CHECK(mmap(buf, 4 * 4096, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == buf,
+          "mmap fixed");
+    pin_dma(&e, e.dram, va + 4096, 2 * 4096);
+    CHECK(stale_dmas() == 2, "remapped range counted");
+    CHECK(all_bytes(buf, 4 * 4096, 0), "the new pages were written");
+    /* PDMA copies are checked too */
+    CHECK(API(hlsim_pdma_copy)(e.fd, va, e.dram, 4096) == 0, "pdma");
+    CHECK(stale_dmas() == 3, "PDMA counted");
+    CHECK(all_bytes(buf, 4096, 0), "PDMA wrote the new pages");
+    CHECK_OK(unmap(e.fd, va), "unmap");
+    munmap(buf, 4 * 4096);
+    munmap(moved, 4 * 4096);
+    close(e.fd);
+}
+
+/* No false alarms: free/malloc reuse of the same pages, a write after
+ * fork() (copy-on-write in the parent: the kernel gives pinned pages to
+ * the child as copies instead), a page written after MAP */
+static void t_pin_no_false_stale(void)
+{
+    pin_env_t e = pin_env();
+    uint8_t  *buf = aligned_alloc(4096, 8 * 4096);
+    uint64_t  va;
+    pid_t     pid;
+    int       st;
+
+    CHECK(buf != NULL, "alloc");
+    CHECK_OK(map_host(e.fd, buf, 8 * 4096, &va), "map");
+    pin_dma(&e, e.ref_va, e.dram, MB);
+    pid = fork();
+    if (pid == 0) {
+        _exit(0);
+    }
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid, "fork");
+    memset(buf, 0x55, 8 * 4096);                   /* after the fork */
+    pin_dma(&e, e.dram, va, 8 * 4096);
+    CHECK(!memcmp(buf, e.ref, 8 * 4096), "data after fork");
+    pin_dma(&e, va, e.dram + MB, 8 * 4096);
+    CHECK(stale_dmas() == 0, "false stale pin: %lld",
+          (long long)stale_dmas());
+    CHECK_OK(unmap(e.fd, va), "unmap");
+    close(e.fd);
+}
+
+/*
+ * 32,768 host mappings: MAP, a DMA through the last one and UNMAP stay
+ * fast (the mappings are indexed by VA, not scanned)
+ */
+static void t_map_many(void)
+{
+    const unsigned n = 32768;
+    pin_env_t      e;
+    uint8_t       *buf;
+    uint64_t      *va = calloc(n, sizeof(*va)), t0;
+    unsigned       i;
+
+    memset(&e, 0, sizeof(e));
+    CHECK_OK(e.fd = open_dev(0), "open");
+    e.cb = hcb_new(e.fd, 4096);
+    buf  = mmap(NULL, (size_t)n * 4096, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(buf != MAP_FAILED && va != NULL, "mmap");
+    t0 = now_ns();
+    for (i = 0; i < n; i++) {
+        CHECK_OK(map_host(e.fd, buf + (size_t)i * 4096, 4096, &va[i]),
+                 "map");
+    }
+    buf[(size_t)(n - 1) * 4096] = 0x66;
+    pin_dma(&e, va[n - 1], va[0], 64);
+    CHECK(buf[0] == 0x66, "data through the last mapping");
+    for (i = 0; i < n; i++) {
+        CHECK_OK(unmap(e.fd, va[n - 1 - i / 2 - (i % 2) * (n / 2)]),
+                 "unmap");
+    }
+    t0 = now_ns() - t0;
+    printf("map_many: %u MAP + UNMAP in %.2f s\n", n, t0 / 1e9);
+    CHECK(t0 < 20 * 1000000000ULL, "%u MAP + UNMAP took %.1f s", n,
+          t0 / 1e9);
+    CHECK(API(hlsim_get_counter)(HLSIM_COUNTER_MAPPINGS, 0) == 1,
+          "only the CB's mapping left");
+    munmap(buf, (size_t)n * 4096);
+    free(va);
+    close(e.fd);
+}
+
 static const test_t tests[] = {
     { "nodes_accel", t_nodes_accel, "" },
     { "nodes_legacy", t_nodes_legacy, "HLSIM_NODES=legacy" },
@@ -4041,6 +4303,13 @@ static const test_t tests[] = {
     { "pdma_copy", t_pdma_copy, "" },
     { "pdma_copy_gaudi3", t_pdma_copy, "HLSIM_ASIC=gaudi3" },
     { "dmabuf_attach", t_dmabuf_attach, "" },
+    { "pin_remap", t_pin_remap, "" },
+    { "pin_remap_gaudi3", t_pin_remap, "HLSIM_ASIC=gaudi3" },
+    { "pin_remap_linux61", t_pin_remap, "HLSIM_NODES=legacy" },
+    { "pin_dontneed", t_pin_dontneed, "" },
+    { "pin_mremap", t_pin_mremap, "" },
+    { "pin_no_false_stale", t_pin_no_false_stale, "" },
+    { "map_many", t_map_many, "" },
 };
 
 /* a fresh node: the defaults unless the test says otherwise; most tests

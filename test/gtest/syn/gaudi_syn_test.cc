@@ -691,7 +691,7 @@ TEST_F(gaudi_syn_maps, own_entries)
     start();
     c = m_buf + 2 * PG;
     EXPECT_EQ(UCT_GAUDI_SYN_MAP_OWN, get(c + 100, 1000, &k1));
-    EXPECT_EQ((uintptr_t)c, k1);
+    EXPECT_EQ((uintptr_t)c, uct_gaudi_syn_map_key_start(k1));
     EXPECT_EQ(UCT_GAUDI_SYN_MAP_OWN, get(c + 2000, 300, &k2));
     EXPECT_EQ(k1, k2);
     /* starts inside our entry and runs past it: staged */
@@ -701,6 +701,36 @@ TEST_F(gaudi_syn_maps, own_entries)
     EXPECT_EQ(UCS_OK, copy(c + 2000, 300));
     EXPECT_EQ(UCS_OK, uct_gaudi_syn_map_put(&m_syn, m_dev, &m_maps, k2));
     EXPECT_EQ(UCS_ERR_INVALID_ADDR, copy(c + 2000, 300));
+}
+
+/* Memory under the module's entry is unmapped (the memory event): the
+ * entry leaves SynapseAI's table at the flush, before the registrations
+ * holding it are put; a new entry at the same address is another one,
+ * which the old registration's put leaves alone */
+TEST_F(gaudi_syn_maps, unmapped_entry_leaves_table)
+{
+    GAUDI_UNIT_CHILD();
+    uint8_t *c;
+    uintptr_t k1, k2;
+
+    start();
+    c = m_buf + 2 * PG;
+    EXPECT_EQ(UCT_GAUDI_SYN_MAP_OWN, get(c, 2 * PG, &k1));
+    EXPECT_EQ(1, uct_gaudi_syn_maps_overlap(&m_maps, (uintptr_t)c + PG,
+                                            (uintptr_t)c + 2 * PG));
+    uct_gaudi_syn_maps_unmapped(&m_maps, (uintptr_t)c + PG,
+                                (uintptr_t)c + 2 * PG);
+    uct_gaudi_syn_maps_flush(&m_syn, m_dev, &m_maps);
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR, copy(c, 100)) << "entry still there";
+    EXPECT_EQ(0, uct_gaudi_syn_maps_overlap(&m_maps, (uintptr_t)c,
+                                            (uintptr_t)c + 2 * PG));
+    EXPECT_EQ(UCT_GAUDI_SYN_MAP_OWN, get(c, 2 * PG, &k2));
+    EXPECT_NE(k1, k2);
+    EXPECT_EQ((uintptr_t)c, uct_gaudi_syn_map_key_start(k2));
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_map_put(&m_syn, m_dev, &m_maps, k1));
+    EXPECT_EQ(UCS_OK, copy(c, 100)) << "the old key's put unmapped the new";
+    EXPECT_EQ(UCS_OK, uct_gaudi_syn_map_put(&m_syn, m_dev, &m_maps, k2));
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR, copy(c, 100));
 }
 
 /* The page start is held by the application's (small) entry: the
@@ -716,7 +746,7 @@ TEST_F(gaudi_syn_maps, page_start_of_app)
     b = m_buf;
     ASSERT_EQ(UCS_OK, uct_gaudi_syn_host_map(&m_syn, m_dev, b, 100));
     EXPECT_EQ(UCT_GAUDI_SYN_MAP_OWN, get(b + 200, 100, &key));
-    EXPECT_EQ((uintptr_t)b + 200, key);
+    EXPECT_EQ((uintptr_t)b + 200, uct_gaudi_syn_map_key_start(key));
     EXPECT_EQ(UCS_OK, copy(b + 200, 100));
     EXPECT_EQ(UCS_OK, uct_gaudi_syn_map_put(&m_syn, m_dev, &m_maps, key));
     EXPECT_EQ(UCS_ERR_INVALID_ADDR, copy(b + 200, 100));

@@ -21,8 +21,10 @@
 
 #include <uct/gaudi/syn/gaudi_syn.h>
 
+#include <sched.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/math.h>
 #include <inttypes.h>
 
 
@@ -30,42 +32,70 @@
 #define UCT_GAUDI_SYN_PROBE_SIZE 128
 
 
-/* An entry the module created: [start, end) */
+/*
+ * An entry the module created: [start, end). The registrations it serves
+ * hold its address as their key. Once the memory under it is unmapped
+ * the entry leaves SynapseAI's table at once ("gone"): SynapseAI pinned
+ * the pages, and an application's synHostMap or synHostMalloc of new
+ * memory at that address would otherwise find it, succeed without making
+ * an entry, and have its copies use the old pages (docs/synapse.md, "Host
+ * maps"). The registrations still hold it until they are put.
+ */
 typedef struct uct_gaudi_syn_map {
     struct uct_gaudi_syn_map *next;
     uintptr_t                start;   /* SynapseAI's key */
     uintptr_t                end;
     unsigned                 refs;    /* registrations served by it */
+    int                      gone;    /* unmapped: not in SynapseAI's table */
 } uct_gaudi_syn_map_t;
 
 
-/* The module's entry with the greatest start <= @addr, or NULL */
+/* The list's own lock, for the memory event handlers (which may run
+ * inside malloc or inside SynapseAI): held for list walks only */
+static void uct_gaudi_syn_maps_lock(uct_gaudi_syn_maps_t *maps)
+{
+    while (__sync_lock_test_and_set(&maps->spin, 1)) {
+        while (maps->spin) {
+            sched_yield();
+        }
+    }
+}
+
+static void uct_gaudi_syn_maps_unlock(uct_gaudi_syn_maps_t *maps)
+{
+    __sync_lock_release(&maps->spin);
+}
+
+/* The module's live entry with the greatest start <= @addr, or NULL */
 static uct_gaudi_syn_map_t *
-uct_gaudi_syn_map_nearest(const uct_gaudi_syn_maps_t *maps, uintptr_t addr)
+uct_gaudi_syn_map_nearest(uct_gaudi_syn_maps_t *maps, uintptr_t addr)
 {
     uct_gaudi_syn_map_t *map, *best = NULL;
 
+    uct_gaudi_syn_maps_lock(maps);
     for (map = maps->head; map != NULL; map = map->next) {
-        if ((map->start <= addr) &&
+        if (!map->gone && (map->start <= addr) &&
             ((best == NULL) || (map->start > best->start))) {
             best = map;
         }
     }
+    uct_gaudi_syn_maps_unlock(maps);
     return best;
 }
 
 /* Whether one of the module's entries starts in (from, to] */
-static int uct_gaudi_syn_map_starts_in(const uct_gaudi_syn_maps_t *maps,
+static int uct_gaudi_syn_map_starts_in(uct_gaudi_syn_maps_t *maps,
                                        uintptr_t from, uintptr_t to)
 {
     uct_gaudi_syn_map_t *map;
+    int found = 0;
 
-    for (map = maps->head; map != NULL; map = map->next) {
-        if ((map->start > from) && (map->start <= to)) {
-            return 1;
-        }
+    uct_gaudi_syn_maps_lock(maps);
+    for (map = maps->head; (map != NULL) && !found; map = map->next) {
+        found = !map->gone && (map->start > from) && (map->start <= to);
     }
-    return 0;
+    uct_gaudi_syn_maps_unlock(maps);
+    return found;
 }
 
 static ucs_status_t uct_gaudi_syn_probe_init(const uct_gaudi_syn_t *syn,
@@ -183,8 +213,12 @@ static ucs_status_t uct_gaudi_syn_map_create(const uct_gaudi_syn_t *syn,
     map->start = start;
     map->end   = end;
     map->refs  = 0;
+    map->gone  = 0;
+    uct_gaudi_syn_maps_lock(maps);
     map->next  = maps->head;
     maps->head = map;
+    ++maps->live;
+    uct_gaudi_syn_maps_unlock(maps);
     *map_p     = map;
     return UCS_OK;
 }
@@ -198,9 +232,21 @@ static void uct_gaudi_syn_map_remove(const uct_gaudi_syn_t *syn,
     uct_gaudi_syn_status_t ret;
     int holds = 0;
 
+    int gone;
+
+    uct_gaudi_syn_maps_lock(maps);
     for (mp = &maps->head; *mp != map; mp = &(*mp)->next) {
     }
-    *mp = map->next;
+    *mp  = map->next;
+    gone = map->gone;
+    if (!gone) {
+        --maps->live;
+    }
+    uct_gaudi_syn_maps_unlock(maps);
+    if (gone) {
+        ucs_free(map);   /* out of SynapseAI's table already */
+        return;
+    }
 
     /* the application may have unmapped our entry (its own map inside it
      * had made nothing) and mapped a smaller buffer at the same start:
@@ -267,6 +313,92 @@ static ucs_status_t uct_gaudi_syn_map_new(const uct_gaudi_syn_t *syn,
                                     map_p);
 }
 
+/* The first live entry of the module over [start, end), marked gone;
+ * its start, 0 if none */
+static uintptr_t uct_gaudi_syn_maps_take(uct_gaudi_syn_maps_t *maps,
+                                         uintptr_t start, uintptr_t end,
+                                         unsigned *refs_p)
+{
+    uct_gaudi_syn_map_t *map;
+    uintptr_t found = 0;
+
+    uct_gaudi_syn_maps_lock(maps);
+    for (map = maps->head; map != NULL; map = map->next) {
+        if (!map->gone && (map->end > start) && (map->start < end)) {
+            map->gone = 1;
+            --maps->live;
+            found     = map->start;
+            *refs_p   = map->refs;
+            break;
+        }
+    }
+    uct_gaudi_syn_maps_unlock(maps);
+    return found;
+}
+
+int uct_gaudi_syn_maps_overlap(uct_gaudi_syn_maps_t *maps, uintptr_t start,
+                               uintptr_t end)
+{
+    uct_gaudi_syn_map_t *map;
+    int found = 0;
+
+    if (maps->live == 0) {
+        return 0;
+    }
+    uct_gaudi_syn_maps_lock(maps);
+    for (map = maps->head; (map != NULL) && !found; map = map->next) {
+        found = !map->gone && (map->end > start) && (map->start < end);
+    }
+    uct_gaudi_syn_maps_unlock(maps);
+    return found;
+}
+
+void uct_gaudi_syn_maps_unmapped(uct_gaudi_syn_maps_t *maps,
+                                 uintptr_t start, uintptr_t end)
+{
+    unsigned n;
+
+    uct_gaudi_syn_maps_lock(maps);
+    n = maps->npending;
+    if (n == UCT_GAUDI_SYN_MAPS_PENDING) {
+        /* full: the last slot grows to cover this range too */
+        --n;
+        start = ucs_min(start, maps->pending[n].start);
+        end   = ucs_max(end, maps->pending[n].end);
+    }
+    maps->pending[n].start = start;
+    maps->pending[n].end   = end;
+    maps->npending         = n + 1;
+    uct_gaudi_syn_maps_unlock(maps);
+}
+
+void uct_gaudi_syn_maps_flush(const uct_gaudi_syn_t *syn,
+                              uct_gaudi_syn_device_t device,
+                              uct_gaudi_syn_maps_t *maps)
+{
+    uct_gaudi_syn_status_t ret;
+    uintptr_t start, end, key;
+    unsigned refs = 0;
+
+    while (maps->npending > 0) {
+        uct_gaudi_syn_maps_lock(maps);
+        if (maps->npending == 0) {
+            uct_gaudi_syn_maps_unlock(maps);
+            break;
+        }
+        --maps->npending;
+        start = maps->pending[maps->npending].start;
+        end   = maps->pending[maps->npending].end;
+        uct_gaudi_syn_maps_unlock(maps);
+        while ((key = uct_gaudi_syn_maps_take(maps, start, end, &refs)) != 0) {
+            ret = syn->ops.host_unmap(device, (void*)key);
+            ucs_debug("gaudi: host 0x%" PRIxPTR " unmapped under %u "
+                      "registration(s): synHostUnmap %s", key, refs,
+                      uct_gaudi_syn_status_name(ret));
+        }
+    }
+}
+
 ucs_status_t uct_gaudi_syn_map_get(const uct_gaudi_syn_t *syn,
                                    uct_gaudi_syn_device_t device,
                                    uct_gaudi_syn_maps_t *maps,
@@ -275,11 +407,13 @@ ucs_status_t uct_gaudi_syn_map_get(const uct_gaudi_syn_t *syn,
                                    uct_gaudi_syn_map_kind_t *kind_p,
                                    uintptr_t *key_p)
 {
-    uct_gaudi_syn_map_t *map = uct_gaudi_syn_map_nearest(maps, addr);
+    uct_gaudi_syn_map_t *map;
     ucs_status_t status;
     int covered = 0, holds = 0;
 
     *key_p = 0;
+    uct_gaudi_syn_maps_flush(syn, device, maps);
+    map = uct_gaudi_syn_map_nearest(maps, addr);
 
     if ((map != NULL) && (addr < map->end)) {
         if (addr + length <= map->end) {
@@ -322,8 +456,13 @@ ucs_status_t uct_gaudi_syn_map_get(const uct_gaudi_syn_t *syn,
 own:
     ++map->refs;
     *kind_p = UCT_GAUDI_SYN_MAP_OWN;
-    *key_p  = map->start;
+    *key_p  = (uintptr_t)map;
     return UCS_OK;
+}
+
+uintptr_t uct_gaudi_syn_map_key_start(uintptr_t key)
+{
+    return ((const uct_gaudi_syn_map_t*)key)->start;
 }
 
 ucs_status_t uct_gaudi_syn_map_put(const uct_gaudi_syn_t *syn,
@@ -332,12 +471,15 @@ ucs_status_t uct_gaudi_syn_map_put(const uct_gaudi_syn_t *syn,
 {
     uct_gaudi_syn_map_t *map;
 
-    for (map = maps->head; (map != NULL) && (map->start != key);
+    uct_gaudi_syn_maps_flush(syn, device, maps);
+    uct_gaudi_syn_maps_lock(maps);
+    for (map = maps->head; (map != NULL) && ((uintptr_t)map != key);
          map = map->next) {
     }
+    uct_gaudi_syn_maps_unlock(maps);
     if (map == NULL) {
-        ucs_error("gaudi: no synHostMap of the module starts at 0x%" PRIxPTR,
-                  key);
+        ucs_error("gaudi: no synHostMap entry of the module has key 0x%"
+                  PRIxPTR, key);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -353,6 +495,7 @@ void uct_gaudi_syn_maps_cleanup(const uct_gaudi_syn_t *syn,
 {
     uct_gaudi_syn_map_t *map;
 
+    maps->npending = 0;   /* every entry goes anyway */
     while ((map = maps->head) != NULL) {
         ucs_debug("gaudi: synHostMap 0x%" PRIxPTR "..0x%" PRIxPTR " still "
                   "held (%u) at release", map->start, map->end, map->refs);
