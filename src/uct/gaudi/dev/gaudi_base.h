@@ -11,6 +11,7 @@
 
 #include <uct/gaudi/hl/gaudi_hl.h>
 #include <uct/gaudi/hl/gaudi_driver.h>
+#include <uct/gaudi/dev/gaudi_events.h>
 
 #include <uct_gaudi_ucx_features.h>
 #include UCT_GAUDI_UCS_TOPO_H /* where this UCX has it */
@@ -119,6 +120,7 @@ typedef struct uct_gaudi_ctx {
     struct uct_gaudi_syn        *syn;     /* SYNAPSE: the loaded library */
     uint32_t                    syn_device; /* SYNAPSE: synDeviceId */
     int                         syn_acquired; /* we acquired: we release */
+    uct_gaudi_events_t          events;   /* device faults (lock) */
 } uct_gaudi_ctx_t;
 
 
