@@ -104,8 +104,8 @@ void hlsim_notify_open(int dev)
 /*
  * A page fault of CS @a seq (0: not of a CS). The fault reaches the driver
  * on the event queue (EQ interrupt, work on eq_wq: K612 common/irq.c:
- * 496-558, 59-67); the CS's completion on a completion queue (CQ
- * interrupt, work on cq_wq: irq.c:130-220, 86); two single-threaded
+ * 496-567, 59-67); the CS's completion on a completion queue (CQ
+ * interrupt, work on cq_wq: irq.c:130-195, 86); two single-threaded
  * workqueues of their own (K612 common/device.c:906, 915), so nothing
  * orders the two: HLSIM_PAGE_FAULT_EVENT=before publishes the events at
  * the fault, =after (default, the module's harder case) only

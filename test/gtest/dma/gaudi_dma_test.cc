@@ -879,7 +879,7 @@ TEST_F(dma_test, shared_window_eagain) {
  * A copy that page-faults (Gaudi2: a DRAM VA without a mapping) is never
  * reported delivered when the driver tells the fault (notifier events)
  * before the CS completes; when it tells it after, the next copy fails
- * with an error that says so (docs/dma.md, "Faults reported by events").
+ * with an error that says so (docs/base.md, "Device faults told by events").
  * GAUDI_DMA_PF_CHILD=reset: the fault resets the device (Linux 6.1, and
  * hlsim's default), whose reset kills the child; =drop: no reset (what
  * Linux 6.12 asks for a Gaudi2 MMU page fault), the child goes on.
@@ -929,7 +929,8 @@ TEST_F(dma_test, page_fault_copy_outcome) {
                      {"HLSIM_PAGE_FAULT_EVENT", order},
                      {"HLSIM_PAGE_FAULT_CS", mode}}, true);
             /* told late of a CS that completes: the reset that kills
-             * the process is what stops the data's use (docs/dma.md) */
+             * the process is what stops the data's use (docs/base.md,
+             * "Device faults told by events") */
             bool late = !strcmp(order, "after") &&
                         !strcmp(mode, "completed");
 

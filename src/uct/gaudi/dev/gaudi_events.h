@@ -4,7 +4,7 @@
  * Device faults the driver tells through its notifier (facts 2.4): the
  * DMA engines ask after reaping CSs whether one happened since their last
  * check, since a CS whose copy page-faults may still complete
- * (docs/dma.md, "Faults reported by events").
+ * (docs/base.md, "Device faults told by events").
  */
 
 #ifndef UCT_GAUDI_EVENTS_H_

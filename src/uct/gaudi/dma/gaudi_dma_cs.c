@@ -468,7 +468,7 @@ static unsigned uct_gaudi_dma_fault_fail(uct_gaudi_dma_cs_t *dma,
 /*
  * Before copies done are delivered: whether the driver told of a fault on
  * the device since the last check (one ioctl when copies were done since;
- * docs/dma.md, "Faults reported by events"). The driver may tell it after
+ * docs/base.md, "Device faults told by events"). The driver may tell it after
  * the CS completed, past this check: then the copies of the next one fail
  * and the message says data of copies delivered before may be lost.
  */
@@ -840,7 +840,8 @@ static void uct_gaudi_dma_cs_destroy(uct_gaudi_dma_t *base)
         return;
     }
 
-    /* the last chance to say a fault told late (docs/dma.md) */
+    /* the last chance to say a fault told late (docs/base.md, "Device
+     * faults told by events") */
     dma->unchecked++;
     uct_gaudi_dma_check_faults(dma);
     uct_gaudi_dma_mem_cleanup(dma);
