@@ -51,7 +51,7 @@ static void hlsim_notify_send(hlsim_file_t *f, uint64_t mask)
 {
     uint64_t one = 1;
 
-    f->events_mask |= mask;
+    __atomic_or_fetch(&f->events_mask, mask, __ATOMIC_ACQ_REL);
     if ((f->eventfd1 > 0) &&
         (syscall(SYS_write, f->eventfd1 - 1, &one, sizeof(one)) !=
          sizeof(one))) {
@@ -212,7 +212,9 @@ void hlsim_notify_release(hlsim_file_t *f)
     }
 }
 
-/* events_info: read and clear (K612 :140-155, K61 :128-143); lock held */
+/* events_info: read and clear (K612 :140-155, K61 :128-143), under the
+ * file's own lock in the driver: an atomic exchange here, not hlsim_lock,
+ * which the engines hold */
 static int hlsim_notify_get_events(hlsim_file_t *f, struct hl_info_args *a)
 {
     uint64_t mask;
@@ -220,8 +222,12 @@ static int hlsim_notify_get_events(hlsim_file_t *f, struct hl_info_args *a)
     if ((a->return_size < sizeof(mask)) || !a->return_pointer) {
         return -EINVAL;
     }
-    mask           = f->events_mask;
-    f->events_mask = 0;
+    if (__atomic_load_n(&f->ev_due_ns, __ATOMIC_RELAXED)) {
+        pthread_mutex_lock(&hlsim_lock);
+        hlsim_notify_due(f);
+        pthread_mutex_unlock(&hlsim_lock);
+    }
+    mask = __atomic_exchange_n(&f->events_mask, 0, __ATOMIC_ACQ_REL);
     return hlsim_copy_to_user(a->return_pointer, &mask, sizeof(mask));
 }
 
@@ -277,12 +283,11 @@ int hlsim_notify_info(hlsim_file_t *f, struct hl_info_args *a,
                           (a->op == HL_INFO_UNREGISTER_EVENTFD)))) {
         return -EBUSY;
     }
+    if (a->op == HL_INFO_GET_EVENTS) {
+        return hlsim_notify_get_events(f, a);
+    }
     pthread_mutex_lock(&hlsim_lock);
-    hlsim_notify_due(f);
     switch (a->op) {
-    case HL_INFO_GET_EVENTS:
-        rc = hlsim_notify_get_events(f, a);
-        break;
     case HL_INFO_REGISTER_EVENTFD:
         rc = hlsim_notify_register(f, (int)a->eventfd);
         break;
