@@ -195,6 +195,7 @@ typedef struct hlsim_file {
     int               eventfd1;    /* registered eventfd's copy + 1; 0: none */
     uint64_t          ev_pending;  /* HLSIM_PAGE_FAULT_EVENT=after: */
     uint64_t          ev_seq;      /* ... events of this CS, */
+    uint64_t          ev_addr;     /* ... the capture of its fault, */
     uint64_t          ev_due_ns;   /* ... published then (0: not yet due) */
 } hlsim_file_t;
 

@@ -116,19 +116,24 @@ void hlsim_notify_fault(int dev, uint64_t addr, uint64_t seq)
     hlsim_file_t *f;
     uint64_t      mask = hlsim_pf_events(dev);
 
-    if (!hlsim_cfg.legacy) {
-        hlsim_notify_capture(dev, addr);   /* K61 captures none */
-    }
     pthread_mutex_lock(&hlsim_lock);
     f = hlsim_notify_file(dev);
-    if (f == NULL) {
-        /* closed meanwhile: nobody to tell */
-    } else if (hlsim_cfg.pf_event_after && (seq != 0)) {
+    if ((f != NULL) && hlsim_cfg.pf_event_after && (seq != 0)) {
+        /* the capture is made by the same event handler (K612
+         * common/device.c:2804-2811): late as well */
+        if (!f->ev_pending) {
+            f->ev_addr = addr;
+        }
         f->ev_pending |= mask;
         f->ev_seq      = HLSIM_MAX(f->ev_seq, seq);
         f->ev_due_ns   = 0;
     } else {
-        hlsim_notify_send(f, mask);
+        if (!hlsim_cfg.legacy) {
+            hlsim_notify_capture(dev, addr);   /* K61 captures none */
+        }
+        if (f != NULL) {
+            hlsim_notify_send(f, mask);
+        }
     }
     pthread_mutex_unlock(&hlsim_lock);
 }
@@ -145,6 +150,9 @@ void hlsim_notify_reported(hlsim_file_t *f, uint64_t seq)
 void hlsim_notify_due(hlsim_file_t *f)
 {
     if (f->ev_due_ns && (hlsim_now_ns() >= f->ev_due_ns)) {
+        if (!hlsim_cfg.legacy) {
+            hlsim_notify_capture(f->dev, f->ev_addr);
+        }
         hlsim_notify_send(f, f->ev_pending);
         f->ev_pending = 0;
         f->ev_due_ns  = 0;
@@ -271,7 +279,15 @@ int hlsim_notify_info(hlsim_file_t *f, struct hl_info_args *a,
     case HL_INFO_UNREGISTER_EVENTFD:
         break;
     case GAUDI_HL_INFO_PAGE_FAULT_EVENT:
-        return hlsim_cfg.legacy ? 1 : hlsim_notify_pf_info(f->dev, a);
+        if (hlsim_cfg.legacy) {
+            return 1;
+        }
+        if (__atomic_load_n(&f->ev_due_ns, __ATOMIC_RELAXED)) {
+            pthread_mutex_lock(&hlsim_lock);
+            hlsim_notify_due(f);
+            pthread_mutex_unlock(&hlsim_lock);
+        }
+        return hlsim_notify_pf_info(f->dev, a);
     default:
         return 1;
     }

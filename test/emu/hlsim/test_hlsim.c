@@ -3498,6 +3498,9 @@ static void t_notify(void)
         notify_fault(fd, &cb, va, bad1);
         if (after) {
             CHECK(get_events(fd) == 0, "after: not yet");
+            CHECK_OK(info(fd, GAUDI_HL_INFO_PAGE_FAULT_EVENT, &pf,
+                          sizeof(pf)), "PAGE_FAULT_EVENT");
+            CHECK(pf.addr == 0xababababababababULL, "not captured yet");
             usleep(20000);
         }
         CHECK((mask = get_events(fd)) == want, "events 0x%llx",

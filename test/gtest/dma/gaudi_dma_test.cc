@@ -901,6 +901,12 @@ TEST_F(dma_test, page_fault_copy_outcome) {
 
         uct_gaudi_dma_destroy(m_dma);
         m_params.max_queues = 1;
+        if (!strcmp(child, "borrowed")) {
+            /* as if attached to a borrowed fd: the module may not read
+             * GET_EVENTS there, only PAGE_FAULT_EVENT */
+            m_ctx->hl.owns_fd     = 0;
+            m_ctx->events.source  = UCT_GAUDI_EVENTS_UNSET;
+        }
         ASSERT_EQ(UCS_OK, uct_gaudi_dma_create(m_ctx, &m_params, &m_dma));
         printf("fault at 0x%llx\n", (unsigned long long)x[1].dst);
         status = uct_gaudi_dma_copy(m_dma, x, 2, "pf");
@@ -916,6 +922,13 @@ TEST_F(dma_test, page_fault_copy_outcome) {
         roundtrip(5000, 1, 2, true);   /* then copies work again */
         roundtrip(5000, 1, 2, false);
         printf("roundtrips done\n");
+        m_ctx->hl.owns_fd = 1;   /* ours after all: closed at the end */
+        if (!strcmp(child, "borrowed")) {
+            /* GET_EVENTS was never read: the events are all still there */
+            uint64_t events = 0;
+            EXPECT_EQ(UCS_OK, uct_gaudi_hl_get_events(&m_ctx->hl, &events));
+            printf("owner's events: 0x%llx\n", (unsigned long long)events);
+        }
         return;
     }
     const char *nodes = getenv("HLSIM_NODES");
@@ -949,32 +962,42 @@ TEST_F(dma_test, page_fault_copy_outcome) {
         if (linux61) {
             continue;   /* Linux 6.1 resets Gaudi2 on every page fault */
         }
-        gaudi_gtest::child_result r = gaudi_gtest::run_test_in_child(
-                gaudi_gtest::current_test(),
-                {{"GAUDI_DMA_PF_CHILD", "drop"},
-                 {"HLSIM_PAGE_FAULT", "drop"},
-                 {"HLSIM_PAGE_FAULT_EVENT", order}}, true, no_totals);
-        bool before = !strcmp(order, "before");
+        for (const char *fd : {"drop", "borrowed"}) {
+            gaudi_gtest::child_result r = gaudi_gtest::run_test_in_child(
+                    gaudi_gtest::current_test(),
+                    {{"GAUDI_DMA_PF_CHILD", fd},
+                     {"HLSIM_PAGE_FAULT", "drop"},
+                     {"HLSIM_PAGE_FAULT_EVENT", order}}, true, no_totals);
+            bool before = !strcmp(order, "before");
 
-        EXPECT_TRUE(r.passed()) << order << ":\n" << r.output;
-        EXPECT_NE(std::string::npos, r.output.find(before ?
-                  "copy status: Input/output error" : "copy status: Success"))
-            << order << ":\n" << r.output;
-        EXPECT_NE(std::string::npos, r.output.find(before ?
-                  "next status: Success" : "next status: Input/output error"))
-            << order << ":\n" << r.output;
-        size_t at = r.output.find("fault at 0x");
-        std::string addr = (at == std::string::npos) ? "?" :
-                           r.output.substr(at + 9, r.output.find('\n', at) -
-                                                   at - 9);
+            EXPECT_TRUE(r.passed()) << order << ":\n" << r.output;
+            const char *first = before ? "Input/output error" : "Success";
+            const char *next  = before ? "Success" : "Input/output error";
+            size_t at = r.output.find("fault at 0x");
+            size_t nl = r.output.find('\n', at);
+            std::string addr = (at == std::string::npos) ? "?" :
+                               r.output.substr(at + 9, nl - at - 9);
 
-        EXPECT_NE(std::string::npos, r.output.find("MMU page fault at " +
-                                                   addr))
-            << order << " " << addr << ":\n" << r.output;
-        EXPECT_NE(std::string::npos, r.output.find("may be lost"))
-            << order << ":\n" << r.output;
-        EXPECT_NE(std::string::npos, r.output.find("roundtrips done"))
-            << order << ":\n" << r.output;
+            EXPECT_NE(std::string::npos, r.output.find(
+                      std::string("copy status: ") + first))
+                << order << ":\n" << r.output;
+            EXPECT_NE(std::string::npos, r.output.find(
+                      std::string("next status: ") + next))
+                << order << ":\n" << r.output;
+
+            EXPECT_NE(std::string::npos, r.output.find("MMU page fault at " +
+                                                       addr))
+                << order << " " << addr << ":\n" << r.output;
+            EXPECT_NE(std::string::npos, r.output.find("may be lost"))
+                << order << ":\n" << r.output;
+            EXPECT_NE(std::string::npos, r.output.find("roundtrips done"))
+                << order << ":\n" << r.output;
+            if (!strcmp(fd, "borrowed")) {
+                EXPECT_NE(std::string::npos,
+                          r.output.find("owner's events: 0x120"))
+                    << order << ":\n" << r.output;
+            }
+        }
     }
 }
 
