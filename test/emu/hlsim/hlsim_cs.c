@@ -808,6 +808,7 @@ int hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a)
     }
 
     pthread_mutex_lock(&hlsim_lock);
+    hlsim_notify_due(f);
     if (seq >= ctx->next_seq) {
         pthread_mutex_unlock(&hlsim_lock);
         return -EINVAL;   /* never issued */
@@ -864,6 +865,12 @@ int hlsim_wait_cs(hlsim_file_t *f, union hl_wait_cs_args *a)
     pthread_mutex_unlock(&hlsim_lock);
 
 report:
+    if ((state != HLSIM_CS_PENDING) &&
+        __atomic_load_n(&f->ev_pending, __ATOMIC_RELAXED)) {
+        pthread_mutex_lock(&hlsim_lock);
+        hlsim_notify_reported(f, seq);   /* HLSIM_PAGE_FAULT_EVENT=after */
+        pthread_mutex_unlock(&hlsim_lock);
+    }
     switch (state) {
     case HLSIM_CS_PENDING:
         a->out.status = HL_WAIT_CS_STATUS_BUSY;

@@ -198,6 +198,7 @@ int hlsim_page_fault(int dev, const char *what, uint64_t addr, uint64_t size,
                  (mode == HLSIM_PF_STALL) ? "engine stopped" :
                  "transfer dropped");
     hlsim_log("dev%d: MMU page fault: %.*s", dev, n - 1, line);
+    hlsim_notify_fault(dev, addr, seq);
     snprintf(path, sizeof(path), "%s/page-faults", hlsim_cfg.root);
     fd = hlsim_real.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
                          0666);

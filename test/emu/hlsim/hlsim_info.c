@@ -96,6 +96,11 @@ int hlsim_info(hlsim_file_t *f, struct hl_info_args *a)
          (a->op == HL_INFO_UNREGISTER_EVENTFD))) {
         return -EOPNOTSUPP;
     }
+    /* the notifier's ops (hlsim_notify.c) */
+    err = hlsim_notify_info(f, a, hlsim_dev_operational(f->dev));
+    if (err != 1) {
+        return err;
+    }
     /* facts 2.1 */
     if (a->pad || !a->return_pointer || !a->return_size) {
         return -EINVAL;

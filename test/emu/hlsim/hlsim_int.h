@@ -104,6 +104,8 @@ typedef struct {
     int            no_drm;     /* Habana build without DRM accel (HLSIM_DRM=0) */
     int            page_fault; /* HLSIM_PAGE_FAULT: hlsim_pf_mode_t */
     int            pf_cs_aborted; /* HLSIM_PAGE_FAULT_CS=aborted */
+    int            pf_event_after; /* HLSIM_PAGE_FAULT_EVENT=after */
+    unsigned       pf_event_us;    /* ... that many us after the CS */
     unsigned       timeout_locked; /* HLSIM_TIMEOUT_LOCKED s, 0: default */
     int            verbose;
 } hlsim_config_t;
@@ -132,6 +134,10 @@ typedef struct {
                                  process (HLSIM_COUNTER_STALE_PIN_DMAS) */
     uint64_t polls_in_flight; /* WAIT_CS polls that found the CS running,
                                  every process */
+    /* the first page fault since the last compute open (hlsim_notify.c) */
+    uint32_t pf_captured;
+    uint64_t pf_timestamp;
+    uint64_t pf_addr;
 } hlsim_shdev_t;
 
 typedef struct {
@@ -184,6 +190,13 @@ typedef struct hlsim_file {
     int               accel;   /* accel (DRM) vs legacy ioctl set */
     struct hlsim_ctx *ctx;     /* HLSIM_F_COMPUTE */
     uint64_t          dmabuf_id;
+    /* notifier (hlsim_notify.c): the driver's hpriv->notifier_event */
+    uint64_t          events_mask;
+    int               eventfd1;    /* registered eventfd's copy + 1; 0: none */
+    uint64_t          ev_pending;  /* HLSIM_PAGE_FAULT_EVENT=after: */
+    uint64_t          ev_seq;      /* ... events of this CS, */
+    uint64_t          ev_addr;     /* ... the capture of its fault, */
+    uint64_t          ev_due_ns;   /* ... published then (0: not yet due) */
 } hlsim_file_t;
 
 /* Device memory allocation (Gaudi2/3 ALLOC handle, facts 3.2) */
@@ -489,6 +502,15 @@ int  hlsim_pin_segs(hlsim_map_t *m, uint8_t *host, uint64_t len, int write,
 void hlsim_pin_stale_dma(int dev, const char *what, uint64_t va,
                          uint64_t host, uint64_t size, int write);
 void hlsim_pin_atfork_parent(void);
+
+/* hlsim_notify.c */
+void hlsim_notify_fault(int dev, uint64_t addr, uint64_t seq);
+void hlsim_notify_reported(hlsim_file_t *f, uint64_t seq); /* lock held */
+void hlsim_notify_due(hlsim_file_t *f);                    /* lock held */
+int  hlsim_notify_info(hlsim_file_t *f, struct hl_info_args *a,
+                       int operational);
+void hlsim_notify_open(int dev);
+void hlsim_notify_release(hlsim_file_t *f);
 
 /* hlsim_fault.c */
 void hlsim_fault_env(const char *spec);

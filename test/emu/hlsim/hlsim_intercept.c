@@ -88,6 +88,7 @@ void hlsim_file_unref(hlsim_file_t *f)
     if (f->kind == HLSIM_F_DMABUF) {
         hlsim_counters[HLSIM_COUNTER_DMABUFS]--;
     }
+    hlsim_notify_release(f);
     free(f);
     if (ctx != NULL) {
         pthread_mutex_unlock(&hlsim_lock);

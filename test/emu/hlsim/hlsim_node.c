@@ -648,6 +648,7 @@ int hlsim_open_node(int dev, hlsim_fkind_t kind, const char *rpath,
         __atomic_store_n(&sd->owner_pid, (int32_t)getpid(),
                          __ATOMIC_RELEASE);
         __atomic_add_fetch(&sd->open_counter, 1, __ATOMIC_ACQ_REL);
+        hlsim_notify_open(dev);
         __atomic_store_n(&sd->last_open_ns, hlsim_now_ns(),
                          __ATOMIC_RELEASE);
     }

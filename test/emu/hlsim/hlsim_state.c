@@ -576,6 +576,21 @@ static int hlsim_do_init(void)
                       "using completed", s);
         }
     }
+    /* when a page fault's notifier events reach the user: at the fault,
+     * or (default) after WAIT_CS reported its CS (hlsim_notify.c) */
+    hlsim_cfg.pf_event_after = 1;
+    hlsim_cfg.pf_event_us    = 1000;
+    if ((s = getenv("HLSIM_PAGE_FAULT_EVENT")) && *s) {
+        hlsim_cfg.pf_event_after = strcmp(s, "before") != 0;
+        if (strcmp(s, "before") && strcmp(s, "after")) {
+            hlsim_log("HLSIM_PAGE_FAULT_EVENT=%s: want before or after; "
+                      "using after", s);
+        }
+    }
+    if (!hlsim_env_int("HLSIM_PAGE_FAULT_EVENT_US", 1000, 0, 10000000,
+                       &v)) {
+        hlsim_cfg.pf_event_us = v;
+    }
     if ((s = getenv("HLSIM_PAGE_FAULT")) && *s) {
         if (!strcmp(s, "stall")) {
             hlsim_cfg.page_fault = HLSIM_PF_STALL;

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -3418,6 +3419,129 @@ static void t_engine_fault(void)
           reset_count().hard_reset_cnt);
 }
 
+/* REGISTER/UNREGISTER_EVENTFD take no return buffer */
+static int info_eventfd(int fd, unsigned op, int efd)
+{
+    struct hl_info_args a = {0};
+
+    a.op      = op;
+    a.eventfd = efd;
+    return ioctl(fd, hl_legacy_nodes() ? GAUDI_HL_LEGACY_IOCTL_INFO :
+                 INFO_CODE, &a);
+}
+
+static uint64_t get_events(int fd)
+{
+    uint64_t mask = ~0ULL;
+
+    CHECK_OK(info(fd, HL_INFO_GET_EVENTS, &mask, sizeof(mask)),
+             "GET_EVENTS");
+    return mask;
+}
+
+/* One page-faulting DMA on Gaudi2 (HLSIM_PAGE_FAULT=drop: it completes) */
+static void notify_fault(int fd, hcb_t *cb, uint64_t va, uint64_t dst)
+{
+    uint32_t status;
+
+    CHECK_OK(g2_dma(fd, cb, 0, va, dst, 4096, 0, &status), "faulting DMA");
+    CHECK(status == HL_WAIT_CS_STATUS_COMPLETED, "the CS completes");
+}
+
+/*
+ * The notifier (hlsim_notify.c) per flavour: GET_EVENTS reads and clears
+ * the open file's events, with or without an eventfd; one eventfd per
+ * file; PAGE_FAULT_EVENT (not on Linux 6.1) keeps the first fault since
+ * the open, unchanged by reads. HLSIM_PAGE_FAULT_EVENT=after: the events
+ * only HLSIM_PAGE_FAULT_EVENT_US after WAIT_CS reported the CS.
+ */
+static void t_notify(void)
+{
+    const uint64_t bad1 = 0xFFF0000100000000ULL, bad2 = bad1 + 0x200000;
+    const char    *order = getenv("HLSIM_PAGE_FAULT_EVENT");
+    int            after = (order == NULL) || strcmp(order, "before");
+    int            legacy = hl_legacy_nodes();
+    uint64_t       want  = HL_NOTIFIER_EVENT_USER_ENGINE_ERR |
+                           (legacy ? 0 : GAUDI_HL_NOTIFIER_EVENT_PAGE_FAULT);
+    struct gaudi_hl_page_fault_info pf;
+    uint8_t       *buf = aligned_alloc(4096, 8192);
+    uint64_t       va, n, mask;
+    hcb_t          cb;
+    int            fd, efd, pfd[2];
+
+    CHECK_OK(fd = open_dev(0), "open");
+    CHECK_ERR(info(fd, HL_INFO_GET_EVENTS, &mask, 4), EINVAL, "4 bytes");
+    CHECK(get_events(fd) == 0, "no events yet");
+    CHECK(pipe(pfd) == 0, "pipe");
+    CHECK_ERR(info_eventfd(fd, HL_INFO_REGISTER_EVENTFD, pfd[0]), EINVAL,
+              "a pipe is no eventfd");
+    CHECK_ERR(info_eventfd(fd, HL_INFO_REGISTER_EVENTFD, 1000), EBADF,
+              "no such fd");
+    CHECK_ERR(info_eventfd(fd, HL_INFO_UNREGISTER_EVENTFD, 0), EINVAL,
+              "none to unregister");
+    CHECK_OK(efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "eventfd");
+    CHECK_OK(info_eventfd(fd, HL_INFO_REGISTER_EVENTFD, efd), "register");
+    CHECK_ERR(info_eventfd(fd, HL_INFO_REGISTER_EVENTFD, efd), EINVAL,
+              "one eventfd per open file");
+    memset(&pf, 0xab, sizeof(pf));
+    if (legacy) {
+        CHECK_ERR(info(fd, GAUDI_HL_INFO_PAGE_FAULT_EVENT, &pf, sizeof(pf)),
+                  EINVAL, "Linux 6.1: no PAGE_FAULT_EVENT");
+    } else {
+        CHECK_OK(info(fd, GAUDI_HL_INFO_PAGE_FAULT_EVENT, &pf, sizeof(pf)),
+                 "PAGE_FAULT_EVENT");
+        CHECK(pf.addr == 0xababababababababULL, "none: buffer untouched");
+    }
+    if (!legacy) {   /* Linux 6.1 resets Gaudi2 on a page fault */
+        cb = hcb_new(fd, 4096);
+        CHECK_OK(map_host(fd, buf, 8192, &va), "map");
+        notify_fault(fd, &cb, va, bad1);
+        if (after) {
+            CHECK(get_events(fd) == 0, "after: not yet");
+            CHECK_OK(info(fd, GAUDI_HL_INFO_PAGE_FAULT_EVENT, &pf,
+                          sizeof(pf)), "PAGE_FAULT_EVENT");
+            CHECK(pf.addr == 0xababababababababULL, "not captured yet");
+            usleep(20000);
+        }
+        CHECK((mask = get_events(fd)) == want, "events 0x%llx",
+              (unsigned long long)mask);
+        CHECK(get_events(fd) == 0, "cleared by the read");
+        CHECK(read(efd, &n, sizeof(n)) == sizeof(n) && (n == 1),
+              "eventfd signalled once");
+        notify_fault(fd, &cb, va, bad2);
+        usleep(20000);
+        CHECK(get_events(fd) == want, "second fault");
+        CHECK_OK(info(fd, GAUDI_HL_INFO_PAGE_FAULT_EVENT, &pf, sizeof(pf)),
+                 "PAGE_FAULT_EVENT");
+        CHECK((pf.addr == bad1) && (pf.timestamp != 0) &&
+              (pf.engine_id == 0), "the first fault: 0x%llx",
+              (unsigned long long)pf.addr);
+        CHECK_OK(info(fd, GAUDI_HL_INFO_PAGE_FAULT_EVENT, &pf, sizeof(pf)),
+                 "PAGE_FAULT_EVENT again");
+        CHECK(pf.addr == bad1, "unchanged by reading");
+        CHECK_OK(unmap(fd, va), "unmap");
+        CHECK_OK(unmap(fd, cb.va), "unmap CB");
+        free(cb.cb.p);
+    }
+    CHECK_OK(info_eventfd(fd, HL_INFO_UNREGISTER_EVENTFD, 0), "unregister");
+    CHECK_ERR(info_eventfd(fd, HL_INFO_UNREGISTER_EVENTFD, 0), EINVAL,
+              "unregistered");
+    close(fd);
+    if (!legacy) {
+        /* a new open: nothing captured */
+        CHECK_OK(fd = open_dev(0), "reopen");
+        memset(&pf, 0, sizeof(pf));
+        CHECK_OK(info(fd, GAUDI_HL_INFO_PAGE_FAULT_EVENT, &pf, sizeof(pf)),
+                 "PAGE_FAULT_EVENT");
+        CHECK(pf.timestamp == 0, "capture reset at open");
+        close(fd);
+    }
+    close(efd);
+    close(pfd[0]);
+    close(pfd[1]);
+    free(buf);
+}
+
 /* The per-process counter, and a dropped transfer writes nothing */
 static void t_page_fault_drop(void)
 {
@@ -4253,6 +4377,12 @@ static const test_t tests[] = {
       "HLSIM_TIMEOUT_LOCKED=1 HLSIM_TEST_FAULT=page_fault "
       "HLSIM_TEST_EXPECT=stall" },
     { "page_fault_drop", t_page_fault_drop, "HLSIM_PAGE_FAULT=drop" },
+    { "notify_after", t_notify, "HLSIM_PAGE_FAULT=drop" },
+    { "notify_before", t_notify,
+      "HLSIM_PAGE_FAULT=drop HLSIM_PAGE_FAULT_EVENT=before" },
+    { "notify_upstream", t_notify,
+      "HLSIM_PAGE_FAULT=drop HLSIM_FLAVOUR=upstream" },
+    { "notify_linux61", t_notify, "HLSIM_NODES=legacy" },
     { "dma_error_gaudi1", t_engine_fault, "HLSIM_ASIC=gaudi1 "
       "HLSIM_TIMEOUT_LOCKED=1 HLSIM_TEST_FAULT=dma_error "
       "HLSIM_TEST_EXPECT=stall" },
@@ -4319,7 +4449,8 @@ static const char *const test_unset[] = {
     "HLSIM_FLAVOUR", "HLSIM_MODULE_IDS", "HLSIM_NUMA_NODE", "HLSIM_DRM",
     "HLSIM_HBM_SIZE", "HLSIM_DRAM_PAGE_SIZE", "HLSIM_DMA_GBPS",
     "HLSIM_ENGINE_CLOCK", "HLSIM_TOTALS_FILE", "HLSIM_TOTALS",
-    "HLSIM_PAGE_FAULT_CS", NULL
+    "HLSIM_PAGE_FAULT_CS", "HLSIM_PAGE_FAULT_EVENT",
+    "HLSIM_PAGE_FAULT_EVENT_US", NULL
 };
 
 static const test_env_t test_env = {test_unset, "HLSIM_RELEASE_RESET_MS=0"};

@@ -11,6 +11,7 @@
 
 #include <uct/gaudi/hl/gaudi_hl.h>
 #include <uct/gaudi/hl/gaudi_driver.h>
+#include <uct/gaudi/dev/gaudi_events.h>
 
 #include <uct_gaudi_ucx_features.h>
 #include UCT_GAUDI_UCS_TOPO_H /* where this UCX has it */
@@ -121,6 +122,7 @@ typedef struct uct_gaudi_ctx {
     int                         syn_acquired; /* we acquired: we release */
     struct uct_gaudi_syn_unmapper *syn_unmapper; /* SYNAPSE: invalidation
                                                     of host maps */
+    uct_gaudi_events_t          events;   /* device faults (lock) */
 } uct_gaudi_ctx_t;
 
 

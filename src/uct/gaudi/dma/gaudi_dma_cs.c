@@ -172,6 +172,9 @@ uct_gaudi_dma_cs_create(uct_gaudi_ctx_t *ctx,
         goto err_free_slots;
     }
 
+    uct_gaudi_events_init(ctx);
+    dma->fault_gen = uct_gaudi_events_poll(ctx);
+
     ucs_debug("%s: %s DMA engine: %u queue(s), %u async slot(s), CB %zu B "
               "(%u packets), bounce %zu B", dma->super.name, dma->asic->name,
               dma->num_queues, dma->super.num_slots, dma->super.params.cb_size,
@@ -383,6 +386,7 @@ static ucs_status_t uct_gaudi_dma_slot_submit(uct_gaudi_dma_cs_t *dma,
     if (status == UCS_OK) {
         slot->name       = name;
         slot->busy_since = 0;
+        slot->tainted    = 0;
         slot->state      = UCT_GAUDI_DMA_SLOT_INFLIGHT;
         return UCS_INPROGRESS;
     } else if (status == UCS_ERR_BUSY) {
@@ -412,7 +416,12 @@ static void uct_gaudi_dma_slot_done(uct_gaudi_dma_cs_t *dma,
                                     uct_gaudi_dma_slot_t *slot,
                                     ucs_status_t status)
 {
-    if (status != UCS_OK) {
+    if ((status == UCS_OK) && slot->tainted) {
+        status = UCS_ERR_IO_ERROR;   /* a fault, said when found */
+    } else if (status == UCS_OK) {
+        slot->epoch = dma->epoch;    /* to be checked for a fault */
+        dma->unchecked++;
+    } else {
         ucs_error("%s: %s of %zu bytes (CS seq %" PRIu64 ") failed: %s",
                   dma->super.name, slot->name, slot->length, slot->seq,
                   (status == UCS_ERR_TIMED_OUT) ?
@@ -424,6 +433,72 @@ static void uct_gaudi_dma_slot_done(uct_gaudi_dma_cs_t *dma,
 
     slot->status = status;
     slot->state  = UCT_GAUDI_DMA_SLOT_DONE;
+}
+
+/*
+ * A fault seen: the copies done since the last check fail, and so will
+ * those in flight; which CS faulted the driver does not say. Returns how
+ * many copies done fail, and counts those in flight in @a inflight.
+ */
+static unsigned uct_gaudi_dma_fault_fail(uct_gaudi_dma_cs_t *dma,
+                                         unsigned *inflight,
+                                         const char **name_p)
+{
+    uct_gaudi_dma_slot_t *slot;
+    unsigned i, failed = 0;
+
+    *inflight = 0;
+    for (i = 0; i <= dma->super.num_slots; i++) {   /* with the sync one */
+        slot = &dma->slots[i];
+        if ((slot->state == UCT_GAUDI_DMA_SLOT_DONE) &&
+            (slot->status == UCS_OK) && (slot->epoch == dma->epoch)) {
+            slot->status = UCS_ERR_IO_ERROR;
+            *name_p      = slot->name;
+            failed++;
+        } else if (slot->state == UCT_GAUDI_DMA_SLOT_INFLIGHT) {
+            slot->tainted = 1;
+            *name_p       = slot->name;
+            (*inflight)++;
+        }
+    }
+
+    return failed;
+}
+
+/*
+ * Before copies done are delivered: whether the driver told of a fault on
+ * the device since the last check (one ioctl when copies were done since;
+ * docs/base.md, "Device faults told by events"). The driver may tell it after
+ * the CS completed, past this check: then the copies of the next one fail
+ * and the message says data of copies delivered before may be lost.
+ */
+static void uct_gaudi_dma_check_faults(uct_gaudi_dma_cs_t *dma)
+{
+    const char *name = "copy";
+    unsigned failed, inflight;
+    uint64_t gen;
+    char what[200];
+
+    if (dma->unchecked == 0) {
+        return;
+    }
+
+    gen             = uct_gaudi_events_poll(dma->super.ctx);
+    dma->unchecked  = 0;
+    if (gen == dma->fault_gen) {
+        dma->epoch++;
+        return;
+    }
+
+    dma->fault_gen = gen;
+    failed         = uct_gaudi_dma_fault_fail(dma, &inflight, &name);
+    dma->epoch++;
+    uct_gaudi_events_describe(dma->super.ctx, what, sizeof(what));
+    ucs_error("%s: the driver reports %s: %u copies done since the last "
+              "check and %u in flight (%s, ...) fail with an I/O error; "
+              "data of copies reported complete before may be lost too, "
+              "if the driver told the fault after their completion",
+              dma->super.name, what, failed, inflight, name);
 }
 
 /*
@@ -469,15 +544,15 @@ static int uct_gaudi_dma_slot_poll(uct_gaudi_dma_cs_t *dma,
     return 1;
 }
 
-static unsigned uct_gaudi_dma_cs_progress(uct_gaudi_dma_t *base, unsigned max)
+/* Poll the first @a max copies in submission order, up to the first one
+ * still running */
+static void uct_gaudi_dma_reap(uct_gaudi_dma_cs_t *dma, unsigned max)
 {
-    uct_gaudi_dma_cs_t *dma = ucs_derived_of(base, uct_gaudi_dma_cs_t);
     uct_gaudi_dma_slot_t *slot;
-    unsigned delivered = 0;
+    unsigned i;
 
-    /* in submission order: stop at the first copy still running */
-    while ((dma->super.ring_count > 0) && (delivered < max)) {
-        slot = &dma->slots[dma->super.ring_head];
+    for (i = 0; (i < dma->super.ring_count) && (i < max); i++) {
+        slot = &dma->slots[uct_gaudi_dma_ring_index(&dma->super, i)];
         if (slot->state == UCT_GAUDI_DMA_SLOT_INFLIGHT) {
             if ((slot->busy_since != 0) &&
                 (ucs_get_time() - dma->last_busy_poll <
@@ -490,6 +565,24 @@ static unsigned uct_gaudi_dma_cs_progress(uct_gaudi_dma_t *base, unsigned max)
                 }
                 break;
             }
+        }
+    }
+}
+
+static unsigned uct_gaudi_dma_cs_progress(uct_gaudi_dma_t *base, unsigned max)
+{
+    uct_gaudi_dma_cs_t *dma = ucs_derived_of(base, uct_gaudi_dma_cs_t);
+    uct_gaudi_dma_slot_t *slot;
+    unsigned delivered = 0;
+
+    uct_gaudi_dma_reap(dma, max);
+    uct_gaudi_dma_check_faults(dma);
+
+    /* in submission order: stop at the first copy still running */
+    while ((dma->super.ring_count > 0) && (delivered < max)) {
+        slot = &dma->slots[dma->super.ring_head];
+        if (slot->state != UCT_GAUDI_DMA_SLOT_DONE) {
+            break;
         }
 
         /* pop before the callback: it may submit again */
@@ -582,6 +675,7 @@ static ucs_status_t uct_gaudi_dma_sync_wait(uct_gaudi_dma_cs_t *dma,
         }
     }
 
+    uct_gaudi_dma_check_faults(dma);
     slot->state = UCT_GAUDI_DMA_SLOT_FREE;
     return slot->status;
 }
@@ -717,6 +811,7 @@ static ucs_status_t uct_gaudi_dma_cs_quiesce(uct_gaudi_dma_t *base)
         return UCS_ERR_TIMED_OUT;
     }
 
+    uct_gaudi_dma_check_faults(dma);
     return UCS_OK;
 }
 
@@ -745,6 +840,10 @@ static void uct_gaudi_dma_cs_destroy(uct_gaudi_dma_t *base)
         return;
     }
 
+    /* the last chance to say a fault told late (docs/base.md, "Device
+     * faults told by events") */
+    dma->unchecked++;
+    uct_gaudi_dma_check_faults(dma);
     uct_gaudi_dma_mem_cleanup(dma);
     ucs_free(dma->slots);
     ucs_free(dma);

@@ -28,6 +28,8 @@ typedef struct uct_gaudi_dma_slot {
     uint64_t                   seq;       /* CS sequence number */
     ucs_status_t               status;    /* when DONE */
     ucs_time_t                 busy_since; /* device not operational since */
+    uint64_t                   epoch;     /* DONE in this fault epoch */
+    int                        tainted;   /* in flight at a fault: fails */
     size_t                     length;    /* bytes, for messages */
     const char                 *name;     /* operation, for messages */
     uct_gaudi_dma_comp_cb_t    cb;
@@ -73,6 +75,12 @@ typedef struct uct_gaudi_dma_cs {
     uint64_t                      kcb_handle[UCT_GAUDI_DMA_MAX_QUEUES];
     void                          *kcb_ptr[UCT_GAUDI_DMA_MAX_QUEUES];
     size_t                        kcb_map_size;
+
+    /* Fault checks (gaudi_events.h): the device's fault count at the last
+     * one, its number, and the copies done OK since (unchecked) */
+    uint64_t                      fault_gen;
+    uint64_t                      epoch;
+    unsigned                      unchecked;
 
     int                           reset_logged;
     int                           dead_logged; /* needs a reset: said */

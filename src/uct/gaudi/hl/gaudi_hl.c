@@ -483,6 +483,36 @@ ucs_status_t uct_gaudi_hl_device_status(const uct_gaudi_hl_t *hl,
     return ret;
 }
 
+/* Read-and-clear of the open file's notifier events (facts 2.4) */
+ucs_status_t uct_gaudi_hl_get_events(const uct_gaudi_hl_t *hl,
+                                     uint64_t *events)
+{
+    return uct_gaudi_hl_info(hl, HL_INFO_GET_EVENTS, "GET_EVENTS", events,
+                             sizeof(*events));
+}
+
+ucs_status_t
+uct_gaudi_hl_page_fault_info(const uct_gaudi_hl_t *hl,
+                             struct gaudi_hl_page_fault_info *info)
+{
+    int err = uct_gaudi_hl_check_borrowed(hl);
+
+    if (err == 0) {
+        /* all zero unless the driver has captured a fault (facts 2.4) */
+        err = uct_gaudi_hl_info_raw(hl->fd, hl->abi,
+                                    GAUDI_HL_INFO_PAGE_FAULT_EVENT, info,
+                                    sizeof(*info));
+    }
+    if (err == EINVAL) {
+        return UCS_ERR_UNSUPPORTED;   /* Linux 6.1: no such op */
+    } else if (err != 0) {
+        return uct_gaudi_hl_fail(hl->name, err, err == EBUSY,
+                                 "INFO PAGE_FAULT_EVENT");
+    }
+
+    return UCS_OK;
+}
+
 ucs_status_t uct_gaudi_hl_open_stats(const uct_gaudi_hl_t *hl,
                                      struct hl_open_stats_info *stats)
 {

@@ -114,6 +114,17 @@ ucs_status_t uct_gaudi_hl_device_status(const uct_gaudi_hl_t *hl,
 ucs_status_t uct_gaudi_hl_open_stats(const uct_gaudi_hl_t *hl,
                                      struct hl_open_stats_info *stats);
 
+/* GET_EVENTS: the notifier events of this open file since the last call,
+ * which clears them (compute node only) */
+ucs_status_t uct_gaudi_hl_get_events(const uct_gaudi_hl_t *hl,
+                                     uint64_t *events);
+
+/* PAGE_FAULT_EVENT: the device's first page fault since its compute node
+ * was opened, all zero if none; UCS_ERR_UNSUPPORTED on Linux 6.1 */
+ucs_status_t
+uct_gaudi_hl_page_fault_info(const uct_gaudi_hl_t *hl,
+                             struct gaudi_hl_page_fault_info *info);
+
 
 /**
  * DRM_IOCTL_VERSION through libdrm's drmGetVersion(). Only DRM accel

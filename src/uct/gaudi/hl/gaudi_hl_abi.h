@@ -157,6 +157,27 @@ struct gaudi_hl_hw_ip_info {
 #define GAUDI_HL_DEVICE_STATUS_IN_DEVICE_CREATION            4
 #define GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE 5
 
+/*
+ * Notifier events (facts 2.4). U61 has GET_EVENTS (op 30), REGISTER/
+ * UNREGISTER_EVENTFD (28/29) and event bits 0-6 (U61:711-727); Linux 6.12
+ * and Habana's driver add bits 7-10 (UAPI:715-741) and
+ * HL_INFO_PAGE_FAULT_EVENT (op 33, UAPI:800, 843), which Linux 6.1 does
+ * not have (K61 common/habanalabs_ioctl.c:800-910: EINVAL).
+ */
+#define GAUDI_HL_INFO_PAGE_FAULT_EVENT      33
+#define GAUDI_HL_NOTIFIER_EVENT_RAZWI       (1ULL << 7)
+#define GAUDI_HL_NOTIFIER_EVENT_PAGE_FAULT  (1ULL << 8)
+#define GAUDI_HL_NOTIFIER_EVENT_CRITICAL_HW (1ULL << 9)
+#define GAUDI_HL_NOTIFIER_EVENT_CRITICAL_FW (1ULL << 10)
+
+/* HL_INFO_PAGE_FAULT_EVENT answer (UAPI:1321-1332) */
+struct gaudi_hl_page_fault_info {
+    __s64 timestamp;   /* ktime_get() ns: CLOCK_MONOTONIC */
+    __u64 addr;
+    __u16 engine_id;   /* Gaudi3 only; 0 on Gaudi1/2 */
+    __u8  pad[6];
+};
+
 /* CB handle encoding (facts 5.1: K612 common/habanalabs.h:44-58) */
 #define GAUDI_HL_MMAP_TYPE_SHIFT        59
 #define GAUDI_HL_MMAP_TYPE_CB           0x2ULL
@@ -175,6 +196,7 @@ static_assert(sizeof(union hl_mem_args) == 40, "hl_mem_args");
 static_assert(sizeof(struct hl_cs_chunk) == 64, "hl_cs_chunk");
 static_assert(sizeof(struct hl_info_hw_ip_info) == 256, "U61 hw_ip_info");
 static_assert(sizeof(struct gaudi_hl_hw_ip_info) == 304, "hw_ip_info 6.12");
+static_assert(sizeof(struct gaudi_hl_page_fault_info) == 24, "page fault");
 static_assert(sizeof(struct gaudi_hl_mem_in) == sizeof(struct hl_mem_in),
               "gaudi_hl_mem_in");
 static_assert(GAUDI_HL_DRM_IOCTL_INFO == 0xc0186440, "DRM INFO code");
