@@ -11,7 +11,6 @@
 
 #include <uct/gaudi/hl/gaudi_hl.h>
 #include <uct/gaudi/hl/gaudi_driver.h>
-#include <uct/gaudi/dev/gaudi_events.h>
 
 #include <uct_gaudi_ucx_features.h>
 #include UCT_GAUDI_UCS_TOPO_H /* where this UCX has it */
@@ -103,6 +102,32 @@ typedef struct uct_gaudi_global_config {
     char             *synapse_lib;   /* libSynapse name or path */
     int              device_mem;     /* uct_gaudi_device_mem_t */
 } uct_gaudi_global_config_t;
+
+
+/*
+ * Device faults the driver tells through its notifier (facts 2.4): the DMA
+ * engines ask after reaping CSs whether one happened since their last
+ * check, since a CS whose copy page-faults may still complete
+ * (docs/base.md, "Device faults told by events").
+ */
+/* Where the faults are learnt from */
+typedef enum {
+    UCT_GAUDI_EVENTS_UNSET,
+    UCT_GAUDI_EVENTS_GET,      /* our own fd: GET_EVENTS (read and clear) */
+    UCT_GAUDI_EVENTS_PF_INFO,  /* a borrowed fd: PAGE_FAULT_EVENT only */
+    UCT_GAUDI_EVENTS_NONE      /* a borrowed fd on Linux 6.1: nothing */
+} uct_gaudi_events_source_t;
+
+
+/* Per device context; guarded by the context's lock */
+typedef struct uct_gaudi_events {
+    uct_gaudi_events_source_t source;
+    uint64_t                  gen;     /* faults seen so far */
+    int64_t                   pf_seen; /* PAGE_FAULT_EVENT timestamp seen */
+    uint64_t                  events;  /* notifier events of the last one */
+    uint64_t                  addr;    /* its address, if addr_known */
+    int                       addr_known;
+} uct_gaudi_events_t;
 
 
 /* The process's device context, shared by every MD and iface */
@@ -227,6 +252,48 @@ void uct_gaudi_ctx_put(uct_gaudi_ctx_t *ctx);
  * ioctls on it. The one fork check of the plugin.
  */
 int uct_gaudi_ctx_owned(const uct_gaudi_ctx_t *ctx);
+
+
+/* Device faults (gaudi_events.c) */
+
+/* Choose the source; once per context, before its first poll */
+void uct_gaudi_events_init(struct uct_gaudi_ctx *ctx);
+
+/* The number of faults seen so far on the device, after asking the driver
+ * (one ioctl; two when there is a new page fault) */
+uint64_t uct_gaudi_events_poll(struct uct_gaudi_ctx *ctx);
+
+/* "an MMU page fault at 0x..." etc.: the last fault, for messages */
+void uct_gaudi_events_describe(struct uct_gaudi_ctx *ctx, char *buf,
+                               size_t max);
+
+
+/*
+ * NUMA placement of the host buffers a device reads and writes (command
+ * buffers, bounce buffers): on multi-socket hosts they go to the NUMA node
+ * of the device's PCI function, so its DMA does not cross the socket
+ * interconnect. Placement is best effort and never fails an allocation.
+ * Design notes: docs/base.md.
+ */
+
+/* The device's NUMA node from sysfs (PCI numa_node), -1 if none/unknown */
+int uct_gaudi_numa_node(const uct_gaudi_dev_info_t *info);
+
+/**
+ * The node to place the device's host buffers on, or -1 and @a reason
+ * (checked in this order): no NUMA support, no node reported, a memory
+ * policy of the process's own (e.g. numactl --membind), which is
+ * respected, a single-node host, a node this process may not allocate on.
+ */
+int uct_gaudi_numa_target(const uct_gaudi_dev_info_t *info,
+                          const char **reason);
+
+/* Prefer @a node for the page-aligned [ptr, +size) and move pages there */
+ucs_status_t uct_gaudi_numa_bind(void *ptr, size_t size, int node);
+
+/* Place a page-aligned host buffer of @a ctx's device; logs, never fails */
+void uct_gaudi_numa_place(const uct_gaudi_ctx_t *ctx, void *ptr, size_t size,
+                          const char *what);
 
 END_C_DECLS
 

@@ -8,7 +8,6 @@
 #  include "config.h"
 #endif
 
-#include <uct/gaudi/dev/gaudi_events.h>
 #include <uct/gaudi/dev/gaudi_base.h>
 
 #include <ucs/debug/log.h>

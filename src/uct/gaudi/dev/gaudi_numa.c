@@ -1,14 +1,14 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * NUMA placement of device-visible host buffers (see gaudi_numa.h).
+ * NUMA placement of device-visible host buffers (declared in gaudi_base.h).
  */
 
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
 #endif
 
-#include <uct/gaudi/dev/gaudi_numa.h>
+#include <uct/gaudi/dev/gaudi_base.h>
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/sys.h>

@@ -76,7 +76,7 @@ typedef struct uct_gaudi_dma_cs {
     void                          *kcb_ptr[UCT_GAUDI_DMA_MAX_QUEUES];
     size_t                        kcb_map_size;
 
-    /* Fault checks (gaudi_events.h): the device's fault count at the last
+    /* Fault checks (dev/gaudi_events.c): the device's fault count at the last
      * one, its number, and the copies done OK since (unchecked) */
     uint64_t                      fault_gen;
     uint64_t                      epoch;

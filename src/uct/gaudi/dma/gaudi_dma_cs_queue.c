@@ -18,7 +18,7 @@
 #endif
 
 #include <uct/gaudi/dma/gaudi_dma_cs.h>
-#include <uct/gaudi/dev/gaudi_numa.h>
+#include <uct/gaudi/dev/gaudi_base.h>
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>

@@ -18,7 +18,7 @@
 #endif
 
 #include <uct/gaudi/dma/gaudi_dma_ops.h>
-#include <uct/gaudi/dev/gaudi_numa.h>
+#include <uct/gaudi/dev/gaudi_base.h>
 #include <uct/gaudi/syn/gaudi_syn.h>
 
 #include <ucs/debug/log.h>
