@@ -103,6 +103,9 @@ typedef struct {
     int                   terminated;         /* DFA started: API refused */
     int                   fd_offset;          /* 48 or 40 */
     int                 (*pdma_copy)(int, uint64_t, uint64_t, uint64_t);
+    int                 (*va_imported)(int, uint64_t, uint64_t);
+    int                 (*pdma_fault)(int, uint64_t, uint64_t);
+    int                   imported_va;        /* SYNSIM_IMPORTED_VA */
     synsim_dev_t          dev;        /* one device per process */
     struct synsim_stream *streams;
     struct synsim_event  *events;
@@ -116,6 +119,9 @@ synsim_dev_t *synsim_dev_get(synDeviceId id);       /* lock held */
 int synsim_hl_mem(const synsim_dev_t *d, union hl_mem_args *args);
 synStatus synsim_errno_status(int err);
 void synsim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* synsim_stream.c */
+int synsim_imported_va_init(void);
 
 /* synsim_dfa.c */
 synStatus synsim_api_enter(void);   /* synUninitialized / Terminated */

@@ -12,6 +12,7 @@
 
 #include "synsim_int.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,12 +36,88 @@ static struct synsim_event *synsim_event_find(synEventHandle e)
     return p;
 }
 
+/*
+ * What the engine does with a device VA that an op-99 import mapped: not
+ * published (docs/synapse.md, "Imported VAs"). SynapseAI does not
+ * translate device addresses of a copy (QueueCopyScal::memcopy,
+ * rt/scal/common/stream_copy_scal.cpp:143-146, DRAM_TO_DRAM: no
+ * translation), so whatever happens, happens in the engine:
+ *   read  - it reads and writes it like any mapped VA (the default);
+ *   fault - its MMU cannot translate it: a page fault, which on Gaudi2/3
+ *           asks no reset (docs/driver-facts.md 9.3): the copy is dropped
+ *           and reports success, as for an unmapped VA;
+ *   error - the engine fails the copy: a device error, the DFA
+ *           (synsim_dfa.c; TERMINATE_SYNAPSE_UPON_DFA=2 kills the process).
+ */
+enum {
+    SYNSIM_IMPORTED_READ,
+    SYNSIM_IMPORTED_FAULT,
+    SYNSIM_IMPORTED_ERROR
+};
+
+int synsim_imported_va_init(void)
+{
+    static const char *names[] = {"read", "fault", "error"};
+    const char *v = getenv("SYNSIM_IMPORTED_VA");
+    int         i;
+
+    synsim.imported_va = SYNSIM_IMPORTED_READ;
+    synsim.va_imported = (int (*)(int, uint64_t, uint64_t))
+                         dlsym(RTLD_DEFAULT, "hlsim_va_imported");
+    synsim.pdma_fault  = (int (*)(int, uint64_t, uint64_t))
+                         dlsym(RTLD_DEFAULT, "hlsim_pdma_fault");
+    if ((v == NULL) || (*v == '\0')) {
+        return 0;
+    }
+    for (i = 0; i < 3; i++) {
+        if (!strcmp(v, names[i])) {
+            synsim.imported_va = i;
+            return 0;
+        }
+    }
+    synsim_log("SYNSIM_IMPORTED_VA=%s: read (the default), fault or error",
+               v);
+    return -1;
+}
+
+/* A copy touching an imported VA under SYNSIM_IMPORTED_VA=fault|error:
+ * 0 (dropped after a page fault) or -ENXIO (an engine error); 1 = copy */
+static int synsim_imported_copy(int fd, const synsim_copy_t *c)
+{
+    uint64_t va;
+
+    if ((synsim.imported_va == SYNSIM_IMPORTED_READ) ||
+        (synsim.va_imported == NULL)) {
+        return 1;
+    }
+    if (synsim.va_imported(fd, c->src, c->size) == 1) {
+        va = c->src;
+    } else if (synsim.va_imported(fd, c->dst, c->size) == 1) {
+        va = c->dst;
+    } else {
+        return 1;
+    }
+    if (synsim.imported_va == SYNSIM_IMPORTED_ERROR) {
+        synsim_log("DMA engine error at imported VA 0x%llx "
+                   "(SYNSIM_IMPORTED_VA=error)", (unsigned long long)va);
+        return -ENXIO;
+    }
+    if (synsim.pdma_fault != NULL) {
+        (void)synsim.pdma_fault(fd, va, c->size);
+    }
+    return 0;
+}
+
 static void synsim_run_op(struct synsim_stream *s, synsim_op_t *op)
 {
     int      rc = 0, dfa = 0;
     uint64_t i;
 
     for (i = 0; (i < op->count) && (rc == 0); i++) {
+        rc = synsim_imported_copy(s->fd, &op->copy[i]);
+        if (rc != 1) {
+            continue;
+        }
         rc = synsim.pdma_copy(s->fd, op->copy[i].dst, op->copy[i].src,
                               op->copy[i].size);
         if (rc == -EFAULT) {
