@@ -108,11 +108,76 @@ static int synsim_imported_copy(int fd, const synsim_copy_t *c)
     return 0;
 }
 
+/*
+ * Streams and queues (docs/synapse.md). A generic stream starts at
+ * affinity 0 (StreamsContainer::createStream, rt/common/streams/
+ * streams_container.cpp:15) and gets its queue set at its first copy
+ * (addJob -> setStreamAffinityByJobType :267): the usage counter of the
+ * copy's queue type modulo the number of sets
+ * (getStreamAffinityByStreamType :362), 3 on Gaudi2 and Gaudi3
+ * (rt/scal/common/device_scal.cpp:43-53; 2 on a single-die Gaudi3, which
+ * hlsim does not model). The stream keeps that set; each set has one
+ * queue per direction, shared by every stream of the set. Each stream's
+ * worker still runs its own copies in order, and a copy waits for its
+ * turn in its queue: copies of one queue run one at a time, in the order
+ * they were queued.
+ */
+void synsim_queues_init(void)
+{
+    int a, d;
+
+    for (a = 0; a < SYNSIM_AFFINITIES; a++) {
+        for (d = 0; d < SYNSIM_DIRECTIONS; d++) {
+            pthread_mutex_init(&synsim.queues[a][d].lock, NULL);
+            pthread_cond_init(&synsim.queues[a][d].cond, NULL);
+        }
+    }
+}
+
+/* The queue of a copy in @dir on @s, and its ticket; synsim_lock held */
+static void synsim_queue_op(struct synsim_stream *s, synDmaDir dir,
+                            synsim_op_t *op)
+{
+    synsim_queue_t *q;
+
+    if (s->affinity < 0) {
+        s->affinity = synsim.type_usage[dir] % SYNSIM_AFFINITIES;
+        synsim.type_usage[dir]++;
+    }
+    q = &synsim.queues[s->affinity][dir];
+    pthread_mutex_lock(&q->lock);
+    op->queue  = q;
+    op->ticket = q->next++;
+    pthread_mutex_unlock(&q->lock);
+}
+
+static void synsim_queue_enter(synsim_op_t *op)
+{
+    synsim_queue_t *q = op->queue;
+
+    pthread_mutex_lock(&q->lock);
+    while (q->serving != op->ticket) {
+        pthread_cond_wait(&q->cond, &q->lock);
+    }
+    pthread_mutex_unlock(&q->lock);
+}
+
+static void synsim_queue_leave(synsim_op_t *op)
+{
+    synsim_queue_t *q = op->queue;
+
+    pthread_mutex_lock(&q->lock);
+    q->serving++;
+    pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->lock);
+}
+
 static void synsim_run_op(struct synsim_stream *s, synsim_op_t *op)
 {
     int      rc = 0, dfa = 0;
     uint64_t i;
 
+    synsim_queue_enter(op);
     for (i = 0; (i < op->count) && (rc == 0); i++) {
         rc = synsim_imported_copy(s->fd, &op->copy[i]);
         if (rc != 1) {
@@ -126,6 +191,7 @@ static void synsim_run_op(struct synsim_stream *s, synsim_op_t *op)
             rc = 0;
         }
     }
+    synsim_queue_leave(op);
     if (rc != 0) {
         dfa = synsim_dfa_begin((rc == -EIO) ? "device reset" :
                                "DMA engine error");
@@ -210,8 +276,9 @@ synStatus synStreamCreateGeneric(synStreamHandle *pStreamHandle,
         status = synOutOfHostMemory;
         goto out;
     }
-    s->dev = 0;
-    s->fd  = d->fd;
+    s->dev      = 0;
+    s->fd       = d->fd;
+    s->affinity = -1;       /* streams_container.cpp:15 */
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     if (pthread_create(&s->thread, NULL, synsim_worker, s)) {
@@ -380,6 +447,9 @@ void synsim_streams_release(void)
         synsim.events = e->next;
         free(e);
     }
+    /* the device's queue sets go with it (removeAffinities,
+     * streams_container.cpp) */
+    memset(synsim.type_usage, 0, sizeof(synsim.type_usage));
     pthread_mutex_unlock(&synsim_lock);
 
     while ((s = mine) != NULL) {
@@ -534,6 +604,7 @@ synStatus synMemCopyAsyncMultiple(const synStreamHandle streamHandle,
         goto out;
     }
     op->count = numCopies;
+    synsim_queue_op(s, direction, op);
 
     pthread_mutex_lock(&s->lock);
     op->seq = ++s->last_seq;
