@@ -25,6 +25,14 @@
  *       request of role 1 must complete (with an error or not) and its
  *       endpoint, worker and context close (a request UCX never gave
  *       back is reported at cleanup; the suite greps for that).
+ *   dead-exporter [zombie|reaped]: NIXL's pattern (ucp_mem_map, packed
+ *       rkeys exchanged, ucp_put_nbx/ucp_get_nbx, a progress thread):
+ *       role 1 gets role 0's buffer once (the import is cached), role 0
+ *       dies, then role 1's first get must fail with a connection error
+ *       (CONNECTION_RESET or ENDPOINT_TIMEOUT, never INVALID_ADDR from
+ *       the cache's identity check) and the ep's error callback run. "zombie": the launcher reaps
+ *       role 0 only after role 1 is done (its fd table is gone, its pid
+ *       still there); "reaped": at once.
  *   forged: role 0 (attacker) exports a Gaudi buffer and sends role 1
  *       (victim) its packed key, the key with a grown buffer, and a key
  *       that does not hold together; role 2 (a bystander) sends its own
@@ -44,6 +52,7 @@
 #include <ucp/api/ucp.h>
 
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,7 +75,9 @@ static int          role = -1;
 static const char  *test_case;
 static int          peer_mode;        /* UCP_ERR_HANDLING_MODE_PEER */
 static int          sock[MAX_ROLES];  /* role 1: to roles 0 and 2 */
-static ucs_status_t ep_error = UCS_OK;
+static ucs_status_t ep_error = UCS_OK;  /* set by the progress thread */
+static int          mt_worker;        /* a progress thread drives it */
+static int          dead_zombie;      /* dead-exporter: a zombie exporter */
 
 static double now(void)
 {
@@ -177,7 +188,7 @@ static void ep_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     fprintf(stderr, "role %d: ep error callback: %s\n", role,
             ucs_status_string(status));
-    ep_error = status;
+    __atomic_store_n(&ep_error, status, __ATOMIC_RELEASE);
 }
 
 static void node_init(node_t *n, int peer_fd)
@@ -198,7 +209,8 @@ static void node_init(node_t *n, int peer_fd)
         die("ucp_init", status);
     }
     wparams.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    wparams.thread_mode = mt_worker ? UCS_THREAD_MODE_MULTI :
+                                      UCS_THREAD_MODE_SINGLE;
     status = ucp_worker_create(n->ctx, &wparams, &n->worker);
     if (status != UCS_OK) {
         die("ucp_worker_create", status);
@@ -609,6 +621,206 @@ static int run_kill_rma(void)
     ucp_rkey_destroy(rkey);
     uct_gaudi_mem_free(buf);
     return node_fini(&n, 1) ? 0 : 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* a dead exporter, NIXL's pattern                                      */
+
+#define DEAD_OPS  8
+#define DEAD_SIZE (1ul << 20)
+
+typedef struct {
+    node_t       *n;
+    int           stop;
+    int           pause;     /* asked: the thread stops progressing */
+    int           paused;    /* and says so */
+    ucs_status_t  status[DEAD_OPS];
+} dead_ctx_t;
+
+static void *dead_progress(void *arg)
+{
+    dead_ctx_t *d = arg;
+
+    while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+        if (__atomic_load_n(&d->pause, __ATOMIC_ACQUIRE)) {
+            __atomic_store_n(&d->paused, 1, __ATOMIC_RELEASE);
+            usleep(100);
+            continue;
+        }
+        __atomic_store_n(&d->paused, 0, __ATOMIC_RELEASE);
+        ucp_worker_progress(d->n->worker);
+    }
+    return NULL;
+}
+
+static void dead_pause(dead_ctx_t *d, int pause)
+{
+    __atomic_store_n(&d->pause, pause, __ATOMIC_RELEASE);
+    while (pause && !__atomic_load_n(&d->paused, __ATOMIC_ACQUIRE)) {
+        usleep(100);
+    }
+}
+
+static void dead_done(void *request, ucs_status_t status, void *user_data)
+{
+    ucs_status_t *slot = user_data;
+
+    __atomic_store_n(slot, status, __ATOMIC_RELEASE);
+}
+
+/* the state letter of @a pid in /proc, '?' if none */
+static char proc_state(pid_t pid)
+{
+    char  path[64], buf[256], *p;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return '?';
+    }
+    p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+    fclose(f);
+    return ((p != NULL) && (p[1] == ' ')) ? p[2] : '?';
+}
+
+static int dead_connection_error(ucs_status_t status)
+{
+    return (status == UCS_ERR_CONNECTION_RESET) ||
+           (status == UCS_ERR_ENDPOINT_TIMEOUT);
+}
+
+static int run_dead_exporter(void)
+{
+    ucp_request_param_t param = { 0 };
+    dead_ctx_t          d     = { 0 };
+    ucs_status_ptr_t    req[DEAD_OPS];
+    int                 i, nops, good;
+    ucp_rkey_h          rkey;
+    pthread_t           thread;
+    void               *buf, *packed;
+    uint64_t            remote;
+    pid_t               exporter;
+    double              deadline;
+    ucs_status_t        status;
+    size_t              len;
+    long                bad;
+    node_t              n;
+
+    mt_worker = 1;
+    node_init(&n, sock[0]);
+    buf = gaudi_alloc_fill(DEAD_SIZE, role);
+    if (role == 0) {
+        send_u64(sock[0], getpid());
+        (void)export_buffer(&n, buf, DEAD_SIZE, sock[0], &packed, &len);
+        free(must_recv(sock[0], NULL));       /* imported */
+        raise(SIGKILL);
+    }
+
+    exporter = (pid_t)recv_u64(sock[0]);
+    remote   = recv_u64(sock[0]);
+    packed   = must_recv(sock[0], NULL);
+    status   = ucp_ep_rkey_unpack(n.ep, packed, &rkey);
+    if (status != UCS_OK) {
+        die("ucp_ep_rkey_unpack", status);
+    }
+    free(packed);
+
+    d.n = &n;
+    if (pthread_create(&thread, NULL, dead_progress, &d) != 0) {
+        die("pthread_create", UCS_ERR_NO_RESOURCE);
+    }
+
+    /* one get while the exporter lives: its import is cached */
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send      = dead_done;
+    d.status[0]        = UCS_INPROGRESS;
+    param.user_data    = &d.status[0];
+    req[0] = ucp_get_nbx(n.ep, buf, DEAD_SIZE, remote, rkey, &param);
+    if (UCS_PTR_IS_ERR(req[0])) {
+        die("first ucp_get_nbx", UCS_PTR_STATUS(req[0]));
+    } else if (UCS_PTR_IS_PTR(req[0])) {
+        deadline = now() + 20;
+        while ((__atomic_load_n(&d.status[0], __ATOMIC_ACQUIRE) ==
+                UCS_INPROGRESS) && (now() < deadline)) {
+            usleep(1000);
+        }
+        if (d.status[0] != UCS_OK) {
+            die("first ucp_get_nbx", d.status[0]);
+        }
+        ucp_request_free(req[0]);
+    }
+    bad = gaudi_check(buf, DEAD_SIZE, 0);
+    if (bad != -1) {
+        fprintf(stderr, "role 1: first get: data differ at %ld\n", bad);
+        return 1;
+    }
+    /* the progress thread falls behind (as a busy one does): the get
+     * below, not tcp's disconnect, is the first to meet the death */
+    dead_pause(&d, 1);
+    send_u64(sock[0], 1);
+    wait_peer_gone(sock[0]);
+    deadline = now() + 5;
+    while ((dead_zombie ? (proc_state(exporter) != 'Z') :
+                          (proc_state(exporter) != '?')) &&
+           (now() < deadline)) {
+        usleep(1000);
+    }
+    fprintf(stderr, "role 1: exporter pid %d gone, state %c\n",
+            (int)exporter, proc_state(exporter));
+
+    /* as NIXL: transfers until one fails, then the endpoint is done for
+     * (UCX 1.13 asserts on a get posted to a failed endpoint) */
+    for (i = 0, nops = 0; (i < DEAD_OPS) && (ep_error == UCS_OK);
+         i++, nops++) {
+        d.status[i]     = UCS_INPROGRESS;
+        param.user_data = &d.status[i];
+        req[i] = (i & 1) ?
+                 ucp_put_nbx(n.ep, buf, DEAD_SIZE, remote, rkey, &param) :
+                 ucp_get_nbx(n.ep, buf, DEAD_SIZE, remote, rkey, &param);
+        if (!UCS_PTR_IS_PTR(req[i])) {
+            d.status[i] = UCS_PTR_STATUS(req[i]);
+        }
+        dead_pause(&d, 0);
+        deadline = now() + 20;
+        while ((__atomic_load_n(&d.status[i], __ATOMIC_ACQUIRE) ==
+                UCS_INPROGRESS) && (now() < deadline)) {
+            usleep(1000);
+        }
+        fprintf(stderr, "role 1: %s %d after the exporter's death: %s\n",
+                (i & 1) ? "put" : "get", i,
+                (d.status[i] == UCS_INPROGRESS) ? "never completed" :
+                ucs_status_string(d.status[i]));
+        if (d.status[i] != UCS_OK) {
+            nops++;
+            break;
+        }
+    }
+    /* the ep's error callback may follow the failed request */
+    deadline = now() + 5;
+    while ((__atomic_load_n(&ep_error, __ATOMIC_ACQUIRE) == UCS_OK) &&
+           (now() < deadline)) {
+        usleep(1000);
+    }
+    dead_pause(&d, 0);
+    __atomic_store_n(&d.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(thread, NULL);
+
+    for (i = 0; i < nops; i++) {
+        if (UCS_PTR_IS_PTR(req[i]) && (d.status[i] != UCS_INPROGRESS)) {
+            ucp_request_free(req[i]);
+        }
+    }
+    good = (nops == 1) && dead_connection_error(d.status[0]);
+    fprintf(stderr, "role 1: dead exporter: first transfer %s; ep error "
+            "callback %s\n", good ? "failed with a connection error" :
+            "did not fail with a connection error",
+            (ep_error != UCS_OK) ? ucs_status_string(ep_error) : "none");
+    ucp_rkey_destroy(rkey);
+    uct_gaudi_mem_free(buf);
+    return (node_fini(&n, 1) && good &&
+            dead_connection_error(ep_error)) ? 0 : 1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1056,7 +1268,7 @@ static int launch(int argc, char **argv)
     const char *faults, *t;
     double deadline, timeout;
     char  *args[16];
-    int    killed = -1, ok = 1;
+    int    killed = -1, ok = 1, hold = -1;
 
     t       = getenv("PEER_TEST_TIMEOUT");
     timeout = t ? atof(t) : 30;
@@ -1066,10 +1278,17 @@ static int launch(int argc, char **argv)
                  argv[i]);
     }
     if (!strcmp(argv[1], "kill-sender") ||
-        !strcmp(argv[1], "kill-exporter-rma")) {
+        !strcmp(argv[1], "kill-exporter-rma") ||
+        !strcmp(argv[1], "dead-exporter")) {
         killed = 0;
     } else if (!strcmp(argv[1], "kill-receiver")) {
         killed = 1;
+    }
+
+    /* a zombie exporter: reaped only once role 1 is done */
+    if (!strcmp(argv[1], "dead-exporter") && (argc > 4) &&
+        !strcmp(argv[4], "zombie")) {
+        hold = 0;
     }
 
     /* pair[r]: role 1 <-> role r (r = 0, 2) */
@@ -1139,6 +1358,9 @@ static int launch(int argc, char **argv)
     left     = nroles;
     while ((left > 0) && (now() < deadline)) {
         for (r = 0; r < nroles; r++) {
+            if ((r == hold) && !done[1]) {
+                continue;
+            }
             if (!done[r] && (waitpid(pid[r], &status[r], WNOHANG) ==
                              pid[r])) {
                 done[r] = 1;
@@ -1187,8 +1409,8 @@ int main(int argc, char **argv)
 
     if ((argc < 2) || !strcmp(argv[1], "-h")) {
         fprintf(stderr, "usage: %s kill-sender|kill-receiver|"
-                "kill-exporter-rma|forged|faults-tag|faults-stream "
-                "[peer|none] [ipc|staged]\n",
+                "kill-exporter-rma|dead-exporter|forged|faults-tag|"
+                "faults-stream [peer|none] [ipc|staged] [mid|zombie]\n",
                 argv[0]);
         return 2;
     }
@@ -1213,6 +1435,9 @@ int main(int argc, char **argv)
         return run_kill(0, (argc > 9) && !strcmp(argv[9], "mid"));
     } else if (!strcmp(test_case, "kill-exporter-rma")) {
         return run_kill_rma();
+    } else if (!strcmp(test_case, "dead-exporter")) {
+        dead_zombie = (argc > 9) && !strcmp(argv[9], "zombie");
+        return run_dead_exporter();
     } else if (!strcmp(test_case, "forged")) {
         return (role == 1) ? forge_victim() : forge_exporter();
     } else if (!strcmp(test_case, "faults-tag")) {

@@ -16,6 +16,9 @@ need_free_devices 1
 # Gaudi2 with UCX_GAUDI_COPY_BACKEND=synapse
 export HLSIM_NUM_DEVICES=2
 export UCX_GAUDI_SYNAPSE_LIB=$synsim_lib
+# gaudi_ipc copies imports on SynapseAI only when told (docs/ipc.md,
+# "SynapseAI and imported buffers"); the emulated engines read them
+export UCX_GAUDI_IPC_SYNAPSE_IMPORT=y
 for run in kernel:gaudi2 auto:gaudi3 synapse:gaudi2; do
     echo "=== UCX_GAUDI_COPY_BACKEND=${run%%:*} HLSIM_ASIC=${run#*:}"
     new_node

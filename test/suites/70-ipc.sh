@@ -31,7 +31,9 @@ done
 # Device memory is SynapseAI's there (synDeviceMalloc, pieces of its pool,
 # exported through the pool's mapping, gaudi_ipc.synapse_tensors for the
 # application's own tensors); Gaudi1, whose SynapseAI memory is physical,
-# exports by physical address
+# exports by physical address. The importing side copies from op-99 imports
+# only with UCX_GAUDI_IPC_SYNAPSE_IMPORT=y (off by default on SynapseAI,
+# docs/ipc.md), which these runs set: the emulated engines read imports.
 for run in auto:gaudi3 synapse:gaudi2 synapse:gaudi1 auto:gaudi3:synapse; do
     IFS=: read -r backend asic mem <<< "$run"
     new_node
@@ -40,7 +42,7 @@ for run in auto:gaudi3 synapse:gaudi2 synapse:gaudi1 auto:gaudi3:synapse; do
          "UCX_GAUDI_DEVICE_MEM=${mem:-auto}"
     HLSIM_ASIC=$asic HLSIM_NUM_DEVICES=3 \
         UCX_GAUDI_COPY_BACKEND=$backend UCX_GAUDI_DEVICE_MEM=${mem:-auto} \
-        UCX_GAUDI_SYNAPSE_LIB=$synsim_lib \
+        UCX_GAUDI_SYNAPSE_LIB=$synsim_lib UCX_GAUDI_IPC_SYNAPSE_IMPORT=y \
         on_emulator "$gtest" 2>&1 | tee "$log"
     gtest_add "$asic $backend ${mem:-auto}" "$log" "${PIPESTATUS[0]}"
 done

@@ -111,8 +111,11 @@ HLSIM_NODES=legacy NOERR=1 PROG=$rma run_mpi \
 # (HLSIM_ASIC also for mpirun: the first process on a node records it)
 for run in auto:gaudi3 synapse:gaudi2; do
     export HLSIM_ASIC=${run#*:}
+    # (zero copy on gaudi_ipc, off by default on SynapseAI: docs/ipc.md,
+    # "SynapseAI and imported buffers"; the emulated engines read imports)
     syn_env=(-x HLSIM_ASIC -x UCX_GAUDI_COPY_BACKEND="${run%%:*}"
-             -x UCX_GAUDI_SYNAPSE_LIB="$synsim_lib")
+             -x UCX_GAUDI_SYNAPSE_LIB="$synsim_lib"
+             -x UCX_GAUDI_IPC_SYNAPSE_IMPORT=y)
     run_mpi "SynapseAI backend, $HLSIM_ASIC" "${syn_env[@]}" \
         -x UCX_LOG_LEVEL=diag
     # (the line of the take, not the expectation an open MD logs)

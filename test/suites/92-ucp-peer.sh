@@ -118,6 +118,23 @@ for mode in peer none; do
         '!not returned to mpool'
 done
 unset HLSIM_DMA_GBPS
+# A dead exporter, NIXL's pattern (PEER mode, a progress thread): role 1
+# imported role 0's buffer (cached), role 0 dies; each later put and get
+# fails with a connection error, never "invalid address" from the cache's
+# identity check, whether role 0 is still a zombie (its fd table gone) or
+# reaped. No keepalive rounds: the transfer itself must notice. 20 runs
+# each: the liveness check must win every race.
+for state in zombie reaped; do
+    st=Z; [ $state = reaped ] && st='[?]'
+    for run in $(seq 1 "${DEAD_EXPORTER_RUNS:-20}"); do
+        UCX_PROTO_ENABLE=y UCX_KEEPALIVE_INTERVAL=inf peer_case \
+            "dead exporter ($state), run $run" \
+            gaudi_cpy,gaudi_ipc,tcp,self dead-exporter peer ipc "$state" -- \
+            'role 1: dead exporter: first transfer failed with a connection error; ep error callback (Connection reset|Endpoint timeout)' \
+            "exporter pid [0-9]+ gone, state $st" \
+            '!Invalid address|stale rkey|not returned to mpool'
+    done
+done
 # (no error handling, sender killed, staged: UCX 1.13's put pipeline
 # crashes in ucp_ep_req_purge when the endpoint fails, or its receive never
 # ends without indirect ids; docs/ipc.md)

@@ -11,6 +11,9 @@
 #   fw_net_get  ... for gets, if another
 #   fw_check    a function called with the log of a passing run, which
 #               fails the run by returning non-zero with fw_why set
+#   fw_env      more mpirun -x arguments (e.g. UCX_GAUDI_IPC_SYNAPSE_IMPORT)
+#   fw_local    the transport expected on one node (default gaudi_ipc;
+#               "!gaudi_ipc": anything else, e.g. host-staged)
 # fw_run NAME NODES ASIC BACKEND[:EXPECTED] [ARGS...]: one run, NODES 1
 # (both ranks on one emulated node of two devices) or 2 (a node each, tcp
 # between them), on ASIC (gaudi2, gaudi3) with
@@ -72,7 +75,7 @@ fw_run() {
         --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
         --mca osc ^ucx --mca btl ^openib,uct \
         -x LD_PRELOAD="${fw_preload:-$HLSIM_LIB}" -x HLSIM_ASIC "${env[@]}" \
-        "${fw_mpi_env[@]}" \
+        "${fw_mpi_env[@]}" "${fw_env[@]}" \
         -x UCX_WARN_UNUSED_ENV_VARS=n -x UCX_PROTO_ENABLE=y \
         -x UCX_PROTO_INFO=y -x UCX_LOG_LEVEL=diag \
         -x UCX_GAUDI_COPY_BACKEND="$backend" \
@@ -122,7 +125,17 @@ fw_path_ok() {
             fw_why="no UCX_PROTO_INFO table of Gaudi -> Gaudi $op on both ranks"
             return 1
         fi
-        if [ "$nodes" = 1 ]; then
+        if [ "$nodes" = 1 ] && [ "${fw_local:-gaudi_ipc}" = '!gaudi_ipc' ]
+        then
+            if echo "$lines" | grep -q gaudi_ipc; then
+                fw_why="$op on gaudi_ipc: $lines"
+                return 1
+            fi
+            fw_seen="$fw_seen${fw_seen:+, }$op not on gaudi_ipc ($(echo \
+                "$lines" | awk '{$1=""; print}' | sort -u | tr -s ' ' |
+                tr '\n' ';'))"
+            continue
+        elif [ "$nodes" = 1 ]; then
             want=gaudi_ipc
         else
             want=${fw_net:-tcp}

@@ -257,9 +257,17 @@ case $ver in
     fw_wrapper=("${mpi_run[@]}")
     fw_run "framework process, one node, Gaudi2, kernel backend" \
         1 gaudi2 kernel
+    # (gaudi_ipc on SynapseAI only when told, docs/ipc.md, "SynapseAI and
+    # imported buffers"; by default the transport is not gaudi_ipc)
+    fw_env=(-x UCX_GAUDI_IPC_SYNAPSE_IMPORT=y)
     fw_run "framework process, one node, Gaudi2, SynapseAI backend" \
         1 gaudi2 synapse
     fw_run "framework process, one node, Gaudi3" 1 gaudi3 auto:synapse
+    fw_env=()
+    fw_local='!gaudi_ipc'
+    fw_run "framework process, one node, Gaudi3, default" 1 gaudi3 \
+        auto:synapse
+    unset fw_local
     fw_run "framework process, two nodes over tcp, Gaudi2, kernel backend" \
         2 gaudi2 kernel
     ;;

@@ -91,6 +91,22 @@ int64_t hlsim_get_counter(hlsim_counter_t counter, int dev);
 int hlsim_pdma_copy(int fd, uint64_t dst, uint64_t src, uint64_t size);
 
 /*
+ * Whether [@va, +@len) lies in a mapping of the compute context behind
+ * @fd that an op-99 import (HL_MEM_OP_REG_DMABUF_FD) made: 1 yes, 0 no,
+ * -EBADF not a compute fd. For the emulated libSynapse, which lets a test
+ * choose what its engines do with such an address (docs/synapse.md).
+ */
+int hlsim_va_imported(int fd, uint64_t va, uint64_t len);
+
+/*
+ * Record an MMU page fault of a PDMA copy at [@va, +@len) on the device
+ * behind compute fd @fd, as hlsim_pdma_copy does for an unmapped range
+ * (HLSIM_COUNTER_PAGE_FAULTS, $HLSIM_ROOT/page-faults): for the emulated
+ * libSynapse when its engine is not to reach an imported VA. 0 or -EBADF.
+ */
+int hlsim_pdma_fault(int fd, uint64_t va, uint64_t len);
+
+/*
  * Dma-buf importers other than the habanalabs driver (test entry points
  * for the emulated RDMA NIC, test/emu/nicsim): attach to the dma-buf @fd as
  * another device's driver does (dma_buf_get + attach + map: the exporter's

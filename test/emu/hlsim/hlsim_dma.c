@@ -429,6 +429,49 @@ out:
     free(tmp);
 }
 
+int hlsim_va_imported(int fd, uint64_t va, uint64_t len)
+{
+    hlsim_file_t *f;
+    hlsim_map_t  *m;
+    int           rc;
+
+    rc = hlsim_init();
+    if (rc) {
+        return rc;
+    }
+    pthread_mutex_lock(&hlsim_lock);
+    f = hlsim_fd_get(fd);
+    if ((f == NULL) || (f->kind != HLSIM_F_COMPUTE) || (f->ctx == NULL)) {
+        rc = -EBADF;
+    } else {
+        m  = hlsim_map_find(f->ctx, va, len);
+        rc = (m != NULL) && (m->kind == HLSIM_MAP_IMPORT);
+    }
+    pthread_mutex_unlock(&hlsim_lock);
+    return rc;
+}
+
+int hlsim_pdma_fault(int fd, uint64_t va, uint64_t len)
+{
+    hlsim_file_t *f;
+    int           dev = -1;
+
+    if (hlsim_init()) {
+        return -EBADF;
+    }
+    pthread_mutex_lock(&hlsim_lock);
+    f = hlsim_fd_get(fd);
+    if ((f != NULL) && (f->kind == HLSIM_F_COMPUTE) && (f->ctx != NULL)) {
+        dev = f->dev;
+    }
+    pthread_mutex_unlock(&hlsim_lock);
+    if (dev < 0) {
+        return -EBADF;
+    }
+    (void)hlsim_page_fault(dev, "PDMA copy", va, len, 0);
+    return 0;
+}
+
 int hlsim_pdma_copy(int fd, uint64_t dst, uint64_t src, uint64_t size)
 {
     static __thread hlsim_segs_t sv, dv;

@@ -245,7 +245,8 @@ synStatus synInitialize(void)
         status = synSuccess;    /* syn_singleton.cpp:327-360 */
         goto out;
     }
-    if (synsim_dfa_init()) {
+    synsim_queues_init();
+    if (synsim_dfa_init() || synsim_imported_va_init()) {
         status = synInvalidArgument;
         goto out;
     }

@@ -69,8 +69,26 @@ typedef struct synsim_op {
     struct synsim_op *next;
     uint64_t          seq;
     uint64_t          count;
+    struct synsim_queue *queue;     /* the engine queue it runs on */
+    uint64_t          ticket;       /* its place in that queue */
     synsim_copy_t     copy[];
 } synsim_op_t;
+
+/*
+ * A physical engine queue: SynapseAI gives each stream, at its first copy,
+ * one of SYNSIM_AFFINITIES queue sets (one queue per direction) by round
+ * robin per direction, and streams of one set share its queues
+ * (synsim_stream.c, docs/synapse.md "Streams and queues"). Copies of one
+ * queue run in the order they were queued, whatever their stream.
+ */
+#define SYNSIM_AFFINITIES   3
+#define SYNSIM_DIRECTIONS   3       /* H2D, D2H, D2D */
+typedef struct synsim_queue {
+    pthread_mutex_t       lock;
+    pthread_cond_t        cond;
+    uint64_t              next;     /* ticket of the next queued copy */
+    uint64_t              serving;  /* ticket running or next to run */
+} synsim_queue_t;
 
 struct synsim_stream {
     struct synsim_stream *next;     /* registry */
@@ -87,6 +105,7 @@ struct synsim_stream {
     uint64_t              fail[SYNSIM_FAILS]; /* recent failed ops */
     unsigned              nfail;
     int                   stop;
+    int                   affinity; /* queue set, -1 before its 1st copy */
 };
 
 struct synsim_event {
@@ -103,6 +122,11 @@ typedef struct {
     int                   terminated;         /* DFA started: API refused */
     int                   fd_offset;          /* 48 or 40 */
     int                 (*pdma_copy)(int, uint64_t, uint64_t, uint64_t);
+    int                 (*va_imported)(int, uint64_t, uint64_t);
+    int                 (*pdma_fault)(int, uint64_t, uint64_t);
+    int                   imported_va;        /* SYNSIM_IMPORTED_VA */
+    synsim_queue_t        queues[SYNSIM_AFFINITIES][SYNSIM_DIRECTIONS];
+    unsigned              type_usage[SYNSIM_DIRECTIONS]; /* round robin */
     synsim_dev_t          dev;        /* one device per process */
     struct synsim_stream *streams;
     struct synsim_event  *events;
@@ -116,6 +140,10 @@ synsim_dev_t *synsim_dev_get(synDeviceId id);       /* lock held */
 int synsim_hl_mem(const synsim_dev_t *d, union hl_mem_args *args);
 synStatus synsim_errno_status(int err);
 void synsim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* synsim_stream.c */
+int synsim_imported_va_init(void);
+void synsim_queues_init(void);
 
 /* synsim_dfa.c */
 synStatus synsim_api_enter(void);   /* synUninitialized / Terminated */

@@ -12,6 +12,7 @@
 
 #include "synsim_int.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,12 +36,153 @@ static struct synsim_event *synsim_event_find(synEventHandle e)
     return p;
 }
 
+/*
+ * What the engine does with a device VA that an op-99 import mapped: not
+ * published (docs/synapse.md, "Imported VAs"). SynapseAI does not
+ * translate device addresses of a copy (QueueCopyScal::memcopy,
+ * rt/scal/common/stream_copy_scal.cpp:143-146, DRAM_TO_DRAM: no
+ * translation), so whatever happens, happens in the engine:
+ *   read  - it reads and writes it like any mapped VA (the default);
+ *   fault - its MMU cannot translate it: a page fault, which on Gaudi2/3
+ *           asks no reset (docs/driver-facts.md 9.3): the copy is dropped
+ *           and reports success, as for an unmapped VA;
+ *   error - the engine fails the copy: a device error, the DFA
+ *           (synsim_dfa.c; TERMINATE_SYNAPSE_UPON_DFA=2 kills the process).
+ */
+enum {
+    SYNSIM_IMPORTED_READ,
+    SYNSIM_IMPORTED_FAULT,
+    SYNSIM_IMPORTED_ERROR
+};
+
+int synsim_imported_va_init(void)
+{
+    static const char *names[] = {"read", "fault", "error"};
+    const char *v = getenv("SYNSIM_IMPORTED_VA");
+    int         i;
+
+    synsim.imported_va = SYNSIM_IMPORTED_READ;
+    synsim.va_imported = (int (*)(int, uint64_t, uint64_t))
+                         dlsym(RTLD_DEFAULT, "hlsim_va_imported");
+    synsim.pdma_fault  = (int (*)(int, uint64_t, uint64_t))
+                         dlsym(RTLD_DEFAULT, "hlsim_pdma_fault");
+    if ((v == NULL) || (*v == '\0')) {
+        return 0;
+    }
+    for (i = 0; i < 3; i++) {
+        if (!strcmp(v, names[i])) {
+            synsim.imported_va = i;
+            return 0;
+        }
+    }
+    synsim_log("SYNSIM_IMPORTED_VA=%s: read (the default), fault or error",
+               v);
+    return -1;
+}
+
+/* A copy touching an imported VA under SYNSIM_IMPORTED_VA=fault|error:
+ * 0 (dropped after a page fault) or -ENXIO (an engine error); 1 = copy */
+static int synsim_imported_copy(int fd, const synsim_copy_t *c)
+{
+    uint64_t va;
+
+    if ((synsim.imported_va == SYNSIM_IMPORTED_READ) ||
+        (synsim.va_imported == NULL)) {
+        return 1;
+    }
+    if (synsim.va_imported(fd, c->src, c->size) == 1) {
+        va = c->src;
+    } else if (synsim.va_imported(fd, c->dst, c->size) == 1) {
+        va = c->dst;
+    } else {
+        return 1;
+    }
+    if (synsim.imported_va == SYNSIM_IMPORTED_ERROR) {
+        synsim_log("DMA engine error at imported VA 0x%llx "
+                   "(SYNSIM_IMPORTED_VA=error)", (unsigned long long)va);
+        return -ENXIO;
+    }
+    if (synsim.pdma_fault != NULL) {
+        (void)synsim.pdma_fault(fd, va, c->size);
+    }
+    return 0;
+}
+
+/*
+ * Streams and queues (docs/synapse.md). A generic stream starts at
+ * affinity 0 (StreamsContainer::createStream, rt/common/streams/
+ * streams_container.cpp:15) and gets its queue set at its first copy
+ * (addJob -> setStreamAffinityByJobType :267): the usage counter of the
+ * copy's queue type modulo the number of sets
+ * (getStreamAffinityByStreamType :362), 3 on Gaudi2 and Gaudi3
+ * (rt/scal/common/device_scal.cpp:43-53; 2 on a single-die Gaudi3, which
+ * hlsim does not model). The stream keeps that set; each set has one
+ * queue per direction, shared by every stream of the set. Each stream's
+ * worker still runs its own copies in order, and a copy waits for its
+ * turn in its queue: copies of one queue run one at a time, in the order
+ * they were queued.
+ */
+void synsim_queues_init(void)
+{
+    int a, d;
+
+    for (a = 0; a < SYNSIM_AFFINITIES; a++) {
+        for (d = 0; d < SYNSIM_DIRECTIONS; d++) {
+            pthread_mutex_init(&synsim.queues[a][d].lock, NULL);
+            pthread_cond_init(&synsim.queues[a][d].cond, NULL);
+        }
+    }
+}
+
+/* The queue of a copy in @dir on @s, and its ticket; synsim_lock held */
+static void synsim_queue_op(struct synsim_stream *s, synDmaDir dir,
+                            synsim_op_t *op)
+{
+    synsim_queue_t *q;
+
+    if (s->affinity < 0) {
+        s->affinity = synsim.type_usage[dir] % SYNSIM_AFFINITIES;
+        synsim.type_usage[dir]++;
+    }
+    q = &synsim.queues[s->affinity][dir];
+    pthread_mutex_lock(&q->lock);
+    op->queue  = q;
+    op->ticket = q->next++;
+    pthread_mutex_unlock(&q->lock);
+}
+
+static void synsim_queue_enter(synsim_op_t *op)
+{
+    synsim_queue_t *q = op->queue;
+
+    pthread_mutex_lock(&q->lock);
+    while (q->serving != op->ticket) {
+        pthread_cond_wait(&q->cond, &q->lock);
+    }
+    pthread_mutex_unlock(&q->lock);
+}
+
+static void synsim_queue_leave(synsim_op_t *op)
+{
+    synsim_queue_t *q = op->queue;
+
+    pthread_mutex_lock(&q->lock);
+    q->serving++;
+    pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->lock);
+}
+
 static void synsim_run_op(struct synsim_stream *s, synsim_op_t *op)
 {
     int      rc = 0, dfa = 0;
     uint64_t i;
 
+    synsim_queue_enter(op);
     for (i = 0; (i < op->count) && (rc == 0); i++) {
+        rc = synsim_imported_copy(s->fd, &op->copy[i]);
+        if (rc != 1) {
+            continue;
+        }
         rc = synsim.pdma_copy(s->fd, op->copy[i].dst, op->copy[i].src,
                               op->copy[i].size);
         if (rc == -EFAULT) {
@@ -49,6 +191,7 @@ static void synsim_run_op(struct synsim_stream *s, synsim_op_t *op)
             rc = 0;
         }
     }
+    synsim_queue_leave(op);
     if (rc != 0) {
         dfa = synsim_dfa_begin((rc == -EIO) ? "device reset" :
                                "DMA engine error");
@@ -133,8 +276,9 @@ synStatus synStreamCreateGeneric(synStreamHandle *pStreamHandle,
         status = synOutOfHostMemory;
         goto out;
     }
-    s->dev = 0;
-    s->fd  = d->fd;
+    s->dev      = 0;
+    s->fd       = d->fd;
+    s->affinity = -1;       /* streams_container.cpp:15 */
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     if (pthread_create(&s->thread, NULL, synsim_worker, s)) {
@@ -303,6 +447,9 @@ void synsim_streams_release(void)
         synsim.events = e->next;
         free(e);
     }
+    /* the device's queue sets go with it (removeAffinities,
+     * streams_container.cpp) */
+    memset(synsim.type_usage, 0, sizeof(synsim.type_usage));
     pthread_mutex_unlock(&synsim_lock);
 
     while ((s = mine) != NULL) {
@@ -457,6 +604,7 @@ synStatus synMemCopyAsyncMultiple(const synStreamHandle streamHandle,
         goto out;
     }
     op->count = numCopies;
+    synsim_queue_op(s, direction, op);
 
     pthread_mutex_lock(&s->lock);
     op->seq = ++s->last_seq;

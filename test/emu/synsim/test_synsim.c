@@ -898,6 +898,52 @@ static void t_streams_independent(void)
     OK(synEventQuery(e1));
 }
 
+/* SynapseAI's queue sets (docs/synapse.md, "Streams and queues"): the
+ * first copies of four streams put them on sets 0, 1, 2, 0; a copy on the
+ * fourth waits behind the first stream's, the second's does not */
+static void t_streams_share_queue(void)
+{
+    synDeviceId     id = acquire(NULL);
+    uint8_t        *big = mapped(id, 32 * MB), *small = mapped(id, 4096);
+    synStreamHandle s[4];
+    synEventHandle  ebig, e2, e4;
+    uint64_t        d;
+    int             i;
+
+    OK(synDeviceMalloc(id, 32 * MB + 8 * 4096, 0, 0, &d));
+    for (i = 0; i < 4; i++) {
+        OK(synStreamCreateGeneric(&s[i], id, 0));
+        OK(synMemCopyAsync(s[i], (uintptr_t)small, 4096,
+                           d + 32 * MB + i * 4096, HOST_TO_DRAM));
+        OK(synStreamSynchronize(s[i]));
+    }
+    OK(synEventCreate(&ebig, id, 0));
+    OK(synEventCreate(&e2, id, 0));
+    OK(synEventCreate(&e4, id, 0));
+    OK(synMemCopyAsync(s[0], (uintptr_t)big, 32 * MB, d, HOST_TO_DRAM));
+    OK(synEventRecord(ebig, s[0]));
+    OK(synMemCopyAsync(s[1], (uintptr_t)small, 4096, d + 32 * MB,
+                       HOST_TO_DRAM));
+    OK(synEventRecord(e2, s[1]));
+    OK(synMemCopyAsync(s[3], (uintptr_t)small, 4096, d + 32 * MB + 4096,
+                       HOST_TO_DRAM));
+    OK(synEventRecord(e4, s[3]));
+    OK(synEventSynchronize(e2));
+    CHECK_SYN(synEventQuery(ebig), synBusy);     /* set 1: not behind it */
+    CHECK_SYN(synEventQuery(e4), synBusy);       /* set 0: behind it */
+    OK(synEventSynchronize(e4));
+    OK(synEventQuery(ebig));
+    /* the other direction of set 0 is another queue */
+    OK(synMemCopyAsync(s[0], (uintptr_t)big, 32 * MB, d, HOST_TO_DRAM));
+    OK(synEventRecord(ebig, s[0]));
+    OK(synMemCopyAsync(s[3], d + 32 * MB, 4096, (uintptr_t)small,
+                       DRAM_TO_HOST));
+    OK(synEventRecord(e4, s[3]));
+    OK(synEventSynchronize(e4));
+    CHECK_SYN(synEventQuery(ebig), synBusy);
+    OK(synStreamSynchronize(s[0]));
+}
+
 static void t_device_sync(void)
 {
     synDeviceId     id = acquire(NULL);
@@ -1226,6 +1272,7 @@ static const test_t tests[] = {
     { "order", t_order, "HLSIM_DMA_GBPS=0.1" },
     { "order_gaudi3", t_order, "HLSIM_DMA_GBPS=0.1 HLSIM_ASIC=gaudi3" },
     { "streams_independent", t_streams_independent, "HLSIM_DMA_GBPS=0.1" },
+    { "streams_share_queue", t_streams_share_queue, "HLSIM_DMA_GBPS=0.1" },
     { "events", t_events, "HLSIM_DMA_GBPS=0.1" },
     { "device_sync", t_device_sync, "HLSIM_DMA_GBPS=0.1" },
     { "copy_legacy", t_copy_legacy, "HLSIM_NODES=legacy" },

@@ -14,6 +14,7 @@
 #include <ucs/sys/math.h>
 #include <inttypes.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/kcmp.h>
 #include <sys/syscall.h>
 #include <string.h>
@@ -148,6 +149,14 @@ static void uct_gaudi_ipc_peer_drop(uct_gaudi_ipc_cache_t *cache,
     }
 }
 
+static void uct_gaudi_ipc_peer_died(uct_gaudi_ipc_cache_t *cache,
+                                    uct_gaudi_ipc_peer_t *peer)
+{
+    ucs_diag("gaudi_ipc: exporter pid %d exited: unmapping its buffers",
+             peer->pid);
+    uct_gaudi_ipc_peer_drop(cache, peer);
+}
+
 int uct_gaudi_ipc_cache_peer_alive(uct_gaudi_ipc_cache_t *cache,
                                    uct_gaudi_ipc_peer_t *peer)
 {
@@ -157,11 +166,43 @@ int uct_gaudi_ipc_cache_peer_alive(uct_gaudi_ipc_cache_t *cache,
     if (uct_gaudi_ipc_pidfd_alive(peer->pidfd)) {
         return 1;
     }
-
-    ucs_diag("gaudi_ipc: exporter pid %d exited: unmapping its buffers",
-             peer->pid);
-    uct_gaudi_ipc_peer_drop(cache, peer);
+    uct_gaudi_ipc_peer_died(cache, peer);
     return 0;
+}
+
+/*
+ * Whether the exporter is exiting although its pidfd does not say so yet:
+ * a pidfd is readable only once the whole thread group is gone, while the
+ * group leader drops its file table (kcmp then fails with EBADF, as for a
+ * closed export) and turns zombie while its other threads still exit.
+ */
+static int uct_gaudi_ipc_peer_exiting(uct_gaudi_ipc_cache_t *cache,
+                                      uct_gaudi_ipc_peer_t *peer)
+{
+    char path[64], buf[256], *p;
+    ssize_t n;
+    int fd;
+
+    if (!uct_gaudi_ipc_cache_peer_alive(cache, peer)) {
+        return 1;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)peer->pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if ((fd < 0) && (errno != ENOENT)) {
+        return 0;       /* no /proc to ask: the pidfd's word stands */
+    } else if (fd >= 0) {
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        buf[ucs_max(n, 0)] = '\0';
+        p = strrchr(buf, ')');       /* "pid (comm) S ..." */
+        if ((p == NULL) || (p[1] != ' ') ||
+            (strchr("ZXx", p[2]) == NULL)) {
+            return 0;
+        }
+    }
+
+    uct_gaudi_ipc_peer_died(cache, peer);
+    return 1;
 }
 
 /*
@@ -332,6 +373,14 @@ static int uct_gaudi_ipc_region_overlaps(const uct_gaudi_ipc_region_t *region,
            (key->base < region->base + region->length);
 }
 
+/* The exporter of @a key has exited: the transport's error for a peer
+ * that went away, which UCP turns into the endpoint's failure */
+static ucs_status_t uct_gaudi_ipc_peer_exited(const uct_gaudi_ipc_rkey_t *key)
+{
+    ucs_error("gaudi_ipc: exporter pid %d has exited", key->pid);
+    return UCS_ERR_CONNECTION_RESET;
+}
+
 ucs_status_t uct_gaudi_ipc_cache_get(uct_gaudi_ipc_cache_t *cache,
                                      const uct_gaudi_ipc_rkey_t *key,
                                      uct_gaudi_ipc_region_t **region_p)
@@ -343,6 +392,12 @@ ucs_status_t uct_gaudi_ipc_cache_get(uct_gaudi_ipc_cache_t *cache,
     status = uct_gaudi_ipc_peer_get(cache, key, &peer);
     if (status != UCS_OK) {
         return status;
+    }
+
+    /* liveness first: a dead (or zombie) exporter's fd table is gone, so
+     * the identity check below would call its keys revoked */
+    if (!uct_gaudi_ipc_cache_peer_alive(cache, peer)) {
+        return uct_gaudi_ipc_peer_exited(key);
     }
 
     ucs_list_for_each_safe(region, tmp, &cache->lru, list) {
@@ -364,6 +419,10 @@ ucs_status_t uct_gaudi_ipc_cache_get(uct_gaudi_ipc_cache_t *cache,
                 return UCS_ERR_INVALID_PARAM;
             }
             if (!uct_gaudi_ipc_region_exported(region)) {
+                /* or is it dying (or died since the check above)? */
+                if (uct_gaudi_ipc_peer_exiting(cache, peer)) {
+                    return uct_gaudi_ipc_peer_exited(key);
+                }
                 return uct_gaudi_ipc_region_revoked(cache, region);
             }
             ++cache->stats.hits;
@@ -380,12 +439,6 @@ ucs_status_t uct_gaudi_ipc_cache_get(uct_gaudi_ipc_cache_t *cache,
             ++cache->stats.remaps;
             uct_gaudi_ipc_region_drop(cache, region);
         }
-    }
-
-    /* a miss is where an exited exporter is noticed */
-    if (!uct_gaudi_ipc_cache_peer_alive(cache, peer)) {
-        ucs_error("gaudi_ipc: exporter pid %d has exited", key->pid);
-        return UCS_ERR_CONNECTION_RESET;
     }
 
     ++cache->stats.misses;

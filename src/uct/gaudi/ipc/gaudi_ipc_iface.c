@@ -84,11 +84,41 @@ static ucs_config_field_t uct_gaudi_ipc_iface_config_table[] = {
      ucs_offsetof(uct_gaudi_ipc_iface_config_t, peer_check),
      UCS_CONFIG_TYPE_TIME},
 
+    {"SYNAPSE_IMPORT", "n",
+     "On the SynapseAI copy backend, copy to and from peers' buffers\n"
+     "imported with op 99 (zero copy). Whether SynapseAI's engines reach\n"
+     "such an address is not published; if they do not, a copy from it can\n"
+     "end in SynapseAI's device failure analysis, which by default kills\n"
+     "the process. With n, other processes are unreachable on that backend\n"
+     "and UCP stages through host memory; set y only where a zero-copy\n"
+     "transfer was verified on the platform (docs/ipc.md).",
+     ucs_offsetof(uct_gaudi_ipc_iface_config_t, syn_import),
+     UCS_CONFIG_TYPE_BOOL},
+
     {NULL}
 };
 
 
 static void UCS_CLASS_DELETE_FUNC_NAME(uct_gaudi_ipc_iface_t)(uct_iface_t*);
+
+/* Why SynapseAI does not copy imported buffers unless told it may */
+static const char uct_gaudi_ipc_syn_import_reason[] =
+        "the SynapseAI copy backend is not known to reach buffers imported "
+        "with op 99 (a failed copy may kill the process through SynapseAI's "
+        "device failure analysis; UCX_GAUDI_IPC_SYNAPSE_IMPORT=y enables "
+        "it); UCP uses host-staged rendezvous instead";
+
+/* Our side's copies of imported buffers on @a backend: allowed? */
+static int uct_gaudi_ipc_iface_backend_ok(uct_gaudi_ipc_iface_t *iface,
+                                          uct_gaudi_backend_t backend)
+{
+    if ((backend != UCT_GAUDI_BACKEND_SYNAPSE) || iface->syn_import) {
+        return 1;
+    }
+    iface->import_ok = 0;
+    iface->reason    = uct_gaudi_ipc_syn_import_reason;
+    return 0;
+}
 
 
 /* Addresses and reachability */
@@ -139,6 +169,10 @@ static void uct_gaudi_ipc_iface_expect(uct_gaudi_ipc_iface_t *iface)
         uct_gaudi_ipc_iface_set_import(iface,
                                        info->abi != GAUDI_HL_ABI_LEGACY);
     }
+    if (iface->import_ok) {
+        (void)uct_gaudi_ipc_iface_backend_ok(
+                iface, uct_gaudi_ctx_expected_backend(info->asic));
+    }
 }
 
 /* Whether our device can import peer buffers: a DMA queue (not Gaudi3,
@@ -155,6 +189,9 @@ static void uct_gaudi_ipc_iface_probe(uct_gaudi_ipc_iface_t *iface,
     iface->import_ok = 0;
     if (uct_gaudi_dma_check(ctx, &reason) != UCS_OK) {
         iface->reason = reason;
+        goto out;
+    }
+    if (!uct_gaudi_ipc_iface_backend_ok(iface, ctx->backend)) {
         goto out;
     }
 
@@ -380,6 +417,7 @@ static UCS_CLASS_INIT_FUNC(uct_gaudi_ipc_iface_t, uct_md_h md,
     self->next_check = 0;
     self->export_ok  = uct_gaudi_ipc_md_export_ok(ipc_md);
     self->refused    = 0;
+    self->syn_import = config->syn_import;
 
     self->config.bw         = config->bw;
     self->config.latency    = config->latency;

@@ -53,6 +53,7 @@ typedef struct uct_gaudi_ipc_iface_config {
                                                     DMA_QUEUES,
                                                     POLL_INTERVAL */
     double                    peer_check;        /* PEER_CHECK_INTERVAL */
+    int                       syn_import;        /* SYNAPSE_IMPORT */
 } uct_gaudi_ipc_iface_config_t;
 
 
@@ -71,6 +72,7 @@ typedef struct uct_gaudi_ipc_iface {
     int                   import_ok; /* op 99 available on our device
                                         (expected until probed) */
     int                   probed;    /* import_ok is the probe's */
+    int                   syn_import; /* SynapseAI may copy imported VAs */
     int                   export_ok; /* our MD registers (exports) */
     const char            *reason;   /* why not, for the log */
     int                   refused;   /* an op was refused for it (logged
