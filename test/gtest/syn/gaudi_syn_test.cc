@@ -1218,3 +1218,83 @@ TEST_F(gaudi_syn_heap, synapse_needs_backend)
     EXPECT_NE("", log.find({"UCX_GAUDI_DEVICE_MEM=synapse", "kernel"}))
             << log.dump();
 }
+
+/*
+ * HBM economy (docs/md.md): the framework's free HBM as it reads it
+ * (synDeviceGetMemoryInfo) drops by at most one UCX_GAUDI_SYN_HEAP_CHUNK
+ * and a page for a 4 KiB UCX allocation, far below the driver's DRAM page,
+ * and is back after the free; an exported allocation stays retained, still
+ * within that bound
+ */
+class gaudi_syn_hbm : public gaudi_syn_heap {
+protected:
+    uint64_t free_hbm()
+    {
+        typedef int (*meminfo_fn)(uint32_t, uint64_t*, uint64_t*);
+        meminfo_fn fn = (meminfo_fn)dlsym(m_app, "synDeviceGetMemoryInfo");
+        uint64_t free = 0, total = 0;
+
+        EXPECT_TRUE(fn != NULL) << dlerror();
+        if (fn != NULL) {
+            EXPECT_EQ(0, fn((uint32_t)m_dev, &free, &total));
+            EXPECT_GE(total, free);
+            EXPECT_LE(total, (uint64_t)m_ctx->info->hw_ip.u61.dram_size);
+        }
+        return free;
+    }
+
+    void small_alloc(uint64_t want_page);
+};
+
+void gaudi_syn_hbm::small_alloc(uint64_t want_page)
+{
+    const uint64_t bound = (2ull << 20) + 4096; /* default chunk + page */
+    uct_gaudi_buf_t *buf;
+    uint64_t free0, off;
+    size_t length;
+    int fd;
+
+    open_heap();
+    if (want_page != 0) {
+        EXPECT_EQ(want_page,
+                  (uint64_t)m_ctx->info->hw_ip.u61.dram_page_size);
+    }
+    free0 = free_hbm();
+    ASSERT_GT(free0, 0u);
+
+    length = 4096;
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
+    EXPECT_TRUE(buf->chunk->syn);
+    EXPECT_LE(free0 - free_hbm(), bound);
+    EXPECT_GT(free0 - free_hbm(), 0u) << "the allocation took no HBM";
+    EXPECT_LE(m_heap->counters.chunk_bytes, bound);
+    EXPECT_EQ(0u, buf->chunk->ptr % m_heap->host_page);
+    check_data(buf->memh.address, length);
+    heap_free(buf);
+    EXPECT_EQ(free0, free_hbm()) << "the HBM did not come back";
+    EXPECT_EQ(0u, m_heap->counters.chunk_bytes);
+
+    /* exported: retained (a peer may hold its dma-buf), still bounded */
+    length = 4096;
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
+    if (syn_pool()) {
+        ASSERT_EQ(UCS_OK, uct_gaudi_heap_dmabuf(m_heap, buf->memh.address,
+                                                length, &fd, &off));
+        close(fd);
+    }
+    heap_free(buf);
+    EXPECT_LE(free0 - free_hbm(), bound);
+}
+
+TEST_F(gaudi_syn_hbm, small_alloc_gaudi2)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_SYNAPSE_LIB", syn_lib()}});
+    small_alloc(768ull << 20);
+}
+
+TEST_F(gaudi_syn_hbm, small_alloc_gaudi3)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_ASIC", "gaudi3"},
+                      {"UCX_GAUDI_SYNAPSE_LIB", syn_lib()}});
+    small_alloc(0);     /* Gaudi3's page as hlsim models it */
+}

@@ -101,6 +101,7 @@ typedef struct uct_gaudi_global_config {
     int              copy_backend;   /* uct_gaudi_backend_t */
     char             *synapse_lib;   /* libSynapse name or path */
     int              device_mem;     /* uct_gaudi_device_mem_t */
+    size_t           syn_heap_chunk; /* chunk of SynapseAI memory */
 } uct_gaudi_global_config_t;
 
 

@@ -94,6 +94,15 @@ static ucs_config_field_t uct_gaudi_global_config_table[] = {
      ucs_offsetof(uct_gaudi_global_config_t, device_mem),
      UCS_CONFIG_TYPE_ENUM(uct_gaudi_device_mem_names)},
 
+    {"SYN_HEAP_CHUNK", "2m",
+     "Size of the chunks UCX takes from SynapseAI's device memory pool\n"
+     "(synDeviceMalloc) for its small device allocations: they share these\n"
+     "chunks; an allocation of half a chunk or more takes its own piece of\n"
+     "its size. Rounded up to the host page. Bounds what one small UCX\n"
+     "allocation takes from a framework's HBM (docs/md.md).",
+     ucs_offsetof(uct_gaudi_global_config_t, syn_heap_chunk),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
     {"OPEN_TIMEOUT", "5s",
      "How long to keep retrying, with back-off, to open a device that is\n"
      "being reset or released by its previous user (EAGAIN).",

@@ -231,9 +231,16 @@ static ucs_status_t uct_gaudi_chunk_provide(uct_gaudi_heap_t *heap,
 
     *syn_p = (heap->device_mem == UCT_GAUDI_DEVICE_MEM_SYNAPSE);
     if (*syn_p) {
-        *handle_p = 0;
-        return uct_gaudi_syn_device_malloc(heap->ctx->syn,
-                                           heap->ctx->syn_device, size, va_p);
+        /* SynapseAI's pieces are 128-byte aligned (synsim_devmem.c): one
+         * page more makes a page-aligned chunk, so that an export of the
+         * pages around a buffer never shares the framework's tensors
+         * beside it; the piece's own address goes back to synDeviceFree */
+        status = uct_gaudi_syn_device_malloc(heap->ctx->syn,
+                                             heap->ctx->syn_device,
+                                             size + heap->host_page,
+                                             handle_p);
+        *va_p  = ucs_align_up(*handle_p, heap->host_page);
+        return status;
     }
 
     status = uct_gaudi_hl_mem_alloc(hl, size, 0, handle_p);
@@ -254,12 +261,32 @@ static void uct_gaudi_chunk_unprovide(uct_gaudi_heap_t *heap, int syn,
 {
     if (syn) {
         (void)uct_gaudi_syn_device_free(heap->ctx->syn,
-                                        heap->ctx->syn_device, va);
+                                        heap->ctx->syn_device, handle);
         return;
     }
 
     (void)uct_gaudi_hl_mem_unmap(&heap->ctx->hl, va);
     (void)uct_gaudi_hl_mem_free(&heap->ctx->hl, handle);
+}
+
+/* Once per process: where UCX's device memory comes from and what one
+ * chunk of it takes (the counters keep the running total) */
+static void uct_gaudi_heap_log_held(uct_gaudi_heap_t *heap, int syn,
+                                    uint64_t size)
+{
+    static int logged = 0;
+
+    if (__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED)) {
+        return;
+    }
+    ucs_diag("gaudi %s: UCX device allocations take %s: chunks of %" PRIu64
+             " KiB%s (first one now; counters: chunk_bytes)",
+             uct_gaudi_heap_name(heap), syn ? "SynapseAI's device memory "
+             "(synDeviceMalloc)" : "the driver's DRAM pages (ALLOC + MAP)",
+             (size + (syn ? heap->host_page : 0)) >> 10, syn ?
+             ", UCX_GAUDI_SYN_HEAP_CHUNK; each is given back when its last "
+             "buffer is freed, unless it was ever exported" :
+             ", the driver's page size; small buffers share one");
 }
 
 static ucs_status_t uct_gaudi_chunk_create(uct_gaudi_heap_t *heap,
@@ -295,7 +322,9 @@ static ucs_status_t uct_gaudi_chunk_create(uct_gaudi_heap_t *heap,
     chunk->dedicated = dedicated;
     ucs_list_add_tail(&heap->chunks, &chunk->list);
     UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_count, 1);
-    UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_bytes, size);
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_bytes, size + (syn ?
+                                                         heap->host_page : 0));
+    uct_gaudi_heap_log_held(heap, syn, size);
     ucs_debug("gaudi %s: new %s chunk of %" PRIu64 " bytes at 0x%" PRIx64
               " (%s %" PRIu64 ")", uct_gaudi_heap_name(heap),
               dedicated ? "dedicated" : "shared", size, chunk->ptr,
@@ -318,7 +347,8 @@ static ucs_status_t uct_gaudi_chunk_release(uct_gaudi_heap_t *heap,
     pthread_mutex_lock(&heap->ctx->lock);
     if (chunk->syn) {
         status = uct_gaudi_syn_device_free(heap->ctx->syn,
-                                           heap->ctx->syn_device, chunk->dma);
+                                           heap->ctx->syn_device,
+                                           chunk->handle);
     } else if (chunk->mapped) {
         status = uct_gaudi_hl_mem_unmap_exported(hl, chunk->ptr);
         if (status == UCS_OK) {
@@ -332,7 +362,9 @@ static ucs_status_t uct_gaudi_chunk_release(uct_gaudi_heap_t *heap,
 
     if (status == UCS_OK) {
         UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_count, -1);
-        UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_bytes, -chunk->size);
+        UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_bytes,
+                                  -(chunk->size + (chunk->syn ?
+                                                   heap->host_page : 0)));
     }
     return status;
 }
@@ -457,6 +489,25 @@ static void uct_gaudi_heap_drop_deferred(uct_gaudi_heap_t *heap)
 
 /* Heap lifetime */
 
+/*
+ * Chunks of SynapseAI's memory: SynapseAI's allocator is 128-byte granular
+ * (scal_memory_pool.cpp:54-67), so the chunk is the module's choice,
+ * UCX_GAUDI_SYN_HEAP_CHUNK (host pages), not the driver's DRAM page (768
+ * MiB on Gaudi2, facts 3.4): a small UCX allocation takes at most one such
+ * chunk (+ one page) of the framework's HBM. Never above the driver page.
+ */
+static void uct_gaudi_heap_syn_chunk(uct_gaudi_heap_t *heap)
+{
+    size_t want = uct_gaudi_global_config()->syn_heap_chunk;
+    uint64_t page = heap->info->hw_ip.u61.dram_page_size;
+
+    if ((page == 0) || uct_gaudi_heap_is_gaudi1(heap)) {
+        page = UCT_GAUDI_MEM_G1_SYN_CHUNK;
+    }
+    heap->chunk_size = ucs_align_up(ucs_max(ucs_min(want, page), 1),
+                                    heap->host_page);
+}
+
 static ucs_status_t uct_gaudi_heap_layout(uct_gaudi_heap_t *heap)
 {
     const uct_gaudi_dev_info_t *info       = heap->info;
@@ -477,7 +528,7 @@ static ucs_status_t uct_gaudi_heap_layout(uct_gaudi_heap_t *heap)
                            hw_ip->u61.dram_base_address;
         heap->win_end    = heap->win_start + hw_ip->u61.dram_size;
         if (!uct_gaudi_heap_ranged(heap)) {
-            heap->chunk_size = UCT_GAUDI_MEM_G1_SYN_CHUNK;
+            uct_gaudi_heap_syn_chunk(heap);
             return UCS_OK;
         }
         heap->chunk_size = hw_ip->u61.dram_size;
@@ -511,6 +562,9 @@ static ucs_status_t uct_gaudi_heap_layout(uct_gaudi_heap_t *heap)
                   " page size %" PRIu64, info->name, info->node_name,
                   (uint64_t)hw_ip->u61.dram_base_address, heap->chunk_size);
         return UCS_ERR_UNSUPPORTED;
+    }
+    if (heap->device_mem == UCT_GAUDI_DEVICE_MEM_SYNAPSE) {
+        uct_gaudi_heap_syn_chunk(heap);
     }
     return UCS_OK;
 }
@@ -904,6 +958,7 @@ uct_gaudi_heap_place(uct_gaudi_heap_t *heap, uint64_t size,
                      uct_gaudi_chunk_t **chunk_p, uint64_t *off_p)
 {
     uct_gaudi_chunk_t *chunk;
+    uint64_t chunk_size;
     ucs_status_t status;
     int dedicated;
 
@@ -920,14 +975,14 @@ uct_gaudi_heap_place(uct_gaudi_heap_t *heap, uint64_t size,
             }
         }
 
-        chunk = uct_gaudi_heap_reuse(heap, ucs_align_up(size,
-                                                        heap->chunk_size),
-                                     dedicated);
+        chunk_size = ucs_align_up(size, (dedicated &&
+                                         (heap->device_mem ==
+                                          UCT_GAUDI_DEVICE_MEM_SYNAPSE)) ?
+                                        heap->host_page : heap->chunk_size);
+        chunk = uct_gaudi_heap_reuse(heap, chunk_size, dedicated);
         if (chunk == NULL) {
-            status = uct_gaudi_chunk_create(heap,
-                                            ucs_align_up(size,
-                                                         heap->chunk_size),
-                                            dedicated, &chunk);
+            status = uct_gaudi_chunk_create(heap, chunk_size, dedicated,
+                                            &chunk);
             if (status != UCS_OK) {
                 return status;
             }
