@@ -867,13 +867,13 @@ protected:
         gaudi_syn::TearDown();
     }
 
-    void open_heap()
+    void open_heap(int backend = UCT_GAUDI_BACKEND_SYNAPSE)
     {
         m_app = dlopen(syn_lib(), RTLD_NOW | RTLD_GLOBAL);
         ASSERT_NE(nullptr, m_app) << dlerror();
         acquire(NULL);
         ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &m_ctx));
-        ASSERT_EQ(UCT_GAUDI_BACKEND_SYNAPSE, m_ctx->backend);
+        ASSERT_EQ(backend, m_ctx->backend);
         ASSERT_EQ(UCS_OK, uct_gaudi_heap_get(m_ctx, &m_heap));
     }
 
@@ -1243,10 +1243,11 @@ protected:
         return free;
     }
 
-    void small_alloc(uint64_t want_page);
+    void small_alloc(uint64_t want_page,
+                     int backend = UCT_GAUDI_BACKEND_SYNAPSE);
 };
 
-void gaudi_syn_hbm::small_alloc(uint64_t want_page)
+void gaudi_syn_hbm::small_alloc(uint64_t want_page, int backend)
 {
     const uint64_t bound = (2ull << 20) + 4096; /* default chunk + page */
     uct_gaudi_buf_t *buf;
@@ -1254,7 +1255,7 @@ void gaudi_syn_hbm::small_alloc(uint64_t want_page)
     size_t length;
     int fd;
 
-    open_heap();
+    open_heap(backend);
     if (want_page != 0) {
         EXPECT_EQ(want_page,
                   (uint64_t)m_ctx->info->hw_ip.u61.dram_page_size);
@@ -1292,9 +1293,78 @@ TEST_F(gaudi_syn_hbm, small_alloc_gaudi2)
     small_alloc(768ull << 20);
 }
 
+/* the kernel backend on the framework's fd: SynapseAI's allocator too */
+TEST_F(gaudi_syn_hbm, small_alloc_gaudi2_kernel)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_COPY_BACKEND", "kernel"},
+                      {"UCX_GAUDI_SYNAPSE_LIB", syn_lib()}});
+    small_alloc(768ull << 20, UCT_GAUDI_BACKEND_KERNEL);
+}
+
 TEST_F(gaudi_syn_hbm, small_alloc_gaudi3)
 {
     GAUDI_UNIT_CHILD({{"HLSIM_ASIC", "gaudi3"},
                       {"UCX_GAUDI_SYNAPSE_LIB", syn_lib()}});
     small_alloc(0);     /* Gaudi3's page as hlsim models it */
+}
+
+/*
+ * A UCX allocation before the framework's acquire (UCX_GAUDI_ALLOC_ACQUIRE
+ * =try): refused with the reason, the device untouched, so the
+ * framework's own acquire succeeds; UCX's next allocation borrows it
+ */
+class gaudi_syn_fw_first : public gaudi_syn {
+protected:
+    void alloc_before_acquire()
+    {
+        uct_gaudi_heap_t *heap;
+        uct_gaudi_buf_t *buf;
+        size_t length = 4096;
+
+        void *app = dlopen(syn_lib(), RTLD_NOW | RTLD_GLOBAL);
+        ASSERT_NE(nullptr, app) << dlerror();
+        ASSERT_EQ(UCS_OK, uct_gaudi_heap_md_get(&heap));
+        {
+            log_capture log;
+
+            EXPECT_EQ(UCS_ERR_NO_DEVICE,
+                      uct_gaudi_heap_alloc(heap, &length, &buf));
+            EXPECT_NE("", log.find({"allocation refused", "loaded "
+                                    "SynapseAI", "UCX_GAUDI_ALLOC_ACQUIRE"}))
+                    << log.dump();
+            EXPECT_EQ(1u, log.count(UCS_LOG_LEVEL_ERROR)) << log.dump();
+        }
+        EXPECT_EQ(0, gaudi_gtest::hlsim_counter(HLSIM_COUNTER_CONTEXTS));
+
+        /* the framework acquires: its device */
+        acquire(NULL);
+        ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(heap, &length, &buf));
+        EXPECT_FALSE(uct_gaudi_heap_ctx(heap)->hl.owns_fd);
+        EXPECT_EQ(1, gaudi_gtest::hlsim_counter(HLSIM_COUNTER_CONTEXTS));
+        pthread_mutex_lock(&heap->lock);
+        EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(heap, buf));
+        pthread_mutex_unlock(&heap->lock);
+        uct_gaudi_heap_put(heap);
+    }
+};
+
+TEST_F(gaudi_syn_fw_first, refused_synapse)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_COPY_BACKEND", "synapse"},
+                      {"UCX_GAUDI_SYNAPSE_LIB", syn_lib()}});
+    alloc_before_acquire();
+}
+
+TEST_F(gaudi_syn_fw_first, refused_kernel)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_COPY_BACKEND", "kernel"},
+                      {"UCX_GAUDI_SYNAPSE_LIB", syn_lib()}});
+    alloc_before_acquire();
+}
+
+TEST_F(gaudi_syn_fw_first, refused_gaudi3)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_ASIC", "gaudi3"},
+                      {"UCX_GAUDI_SYNAPSE_LIB", syn_lib()}});
+    alloc_before_acquire();
 }

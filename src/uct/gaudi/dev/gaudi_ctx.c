@@ -1050,6 +1050,18 @@ ucs_status_t uct_gaudi_ctx_get(int index, uct_gaudi_ctx_t **ctx_p)
     return uct_gaudi_ctx_get_common(index, 1, ctx_p);
 }
 
+int uct_gaudi_ctx_app_synapse(void)
+{
+    const char *libname = uct_gaudi_global_config()->synapse_lib;
+    int own;
+
+    pthread_mutex_lock(&uct_gaudi_process.backend.lock);
+    own = (uct_gaudi_process.backend.syn.handle != NULL) &&
+          !uct_gaudi_process.backend.syn.preloaded;
+    pthread_mutex_unlock(&uct_gaudi_process.backend.lock);
+    return !own && uct_gaudi_ctx_syn_loaded(libname);
+}
+
 ucs_status_t uct_gaudi_ctx_borrow(uct_gaudi_ctx_t **ctx_p)
 {
     return uct_gaudi_ctx_get_common(-1, 0, ctx_p);

@@ -235,8 +235,7 @@ static ucs_status_t uct_gaudi_chunk_provide(uct_gaudi_heap_t *heap,
          * page more makes a page-aligned chunk, so that an export of the
          * pages around a buffer never shares the framework's tensors
          * beside it; the piece's own address goes back to synDeviceFree */
-        status = uct_gaudi_syn_device_malloc(heap->ctx->syn,
-                                             heap->ctx->syn_device,
+        status = uct_gaudi_syn_device_malloc(heap->syn, heap->syn_device,
                                              size + heap->host_page,
                                              handle_p);
         *va_p  = ucs_align_up(*handle_p, heap->host_page);
@@ -260,8 +259,8 @@ static void uct_gaudi_chunk_unprovide(uct_gaudi_heap_t *heap, int syn,
                                       uint64_t handle, uint64_t va)
 {
     if (syn) {
-        (void)uct_gaudi_syn_device_free(heap->ctx->syn,
-                                        heap->ctx->syn_device, handle);
+        (void)uct_gaudi_syn_device_free(heap->syn, heap->syn_device,
+                                        handle);
         return;
     }
 
@@ -346,8 +345,7 @@ static ucs_status_t uct_gaudi_chunk_release(uct_gaudi_heap_t *heap,
 
     pthread_mutex_lock(&heap->ctx->lock);
     if (chunk->syn) {
-        status = uct_gaudi_syn_device_free(heap->ctx->syn,
-                                           heap->ctx->syn_device,
+        status = uct_gaudi_syn_device_free(heap->syn, heap->syn_device,
                                            chunk->handle);
     } else if (chunk->mapped) {
         status = uct_gaudi_hl_mem_unmap_exported(hl, chunk->ptr);
@@ -570,11 +568,74 @@ static ucs_status_t uct_gaudi_heap_layout(uct_gaudi_heap_t *heap)
 }
 
 /*
+ * SynapseAI's allocator for a kernel-backend context on SynapseAI's fd (a
+ * framework process): the library the application loaded, its device the
+ * one whose fd we borrowed. SCAL mapped all of the device's DRAM into its
+ * pools at acquire (docs/synapse.md, "Device memory"), so the driver's
+ * ALLOC finds none; SynapseAI's allocator is the only source there.
+ * UCS_OK with heap->syn set, else heap->syn stays NULL.
+ */
+static ucs_status_t uct_gaudi_heap_borrow_syn(uct_gaudi_heap_t *heap,
+                                              const uct_gaudi_ctx_t *ctx)
+{
+    const char *libname = uct_gaudi_global_config()->synapse_lib;
+    uct_gaudi_syn_device_t device;
+    uct_gaudi_syn_t *syn;
+    ucs_status_t status;
+    int fd;
+
+    if (ctx->hl.owns_fd || strcmp(ctx->source, "SynapseAI") ||
+        !uct_gaudi_syn_is_loaded(libname, &heap->syn_absent_at)) {
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    syn = ucs_calloc(1, sizeof(*syn), "gaudi heap syn");
+    if (syn == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    status = uct_gaudi_syn_load(libname, uct_gaudi_device_minor_known, syn);
+    if (status == UCS_OK) {
+        status = uct_gaudi_syn_held_fd(syn, &fd, &device);
+        if ((status == UCS_OK) && (fd != ctx->hl.fd)) {
+            status = UCS_ERR_NO_DEVICE;
+        }
+        if (status != UCS_OK) {
+            uct_gaudi_syn_unload(syn);
+        }
+    }
+    if (status != UCS_OK) {
+        ucs_free(syn);
+        ucs_diag("gaudi %s: SynapseAI's allocator is not usable on its fd "
+                 "(%s): device memory from the driver, which finds no DRAM "
+                 "SCAL has not mapped", ctx->info->name,
+                 ucs_status_string(status));
+        return status;
+    }
+
+    heap->syn        = syn;
+    heap->syn_device = device;
+    heap->syn_own    = 1;
+    return UCS_OK;
+}
+
+/* Drop the heap's own SynapseAI reference (after its chunks) */
+static void uct_gaudi_heap_unborrow_syn(uct_gaudi_heap_t *heap)
+{
+    if (heap->syn_own) {
+        uct_gaudi_syn_unload(heap->syn);
+        ucs_free(heap->syn);
+        heap->syn_own = 0;
+    }
+    heap->syn = NULL;
+}
+
+/*
  * Resolve UCX_GAUDI_DEVICE_MEM for the heap's device and backend. "auto":
- * SynapseAI's allocator whenever SynapseAI drives the device. On Gaudi2/3
- * SCAL mapped all free DRAM at acquire (docs/synapse.md, "Device memory"),
- * so the driver has none left to ALLOC; on Gaudi1 the driver's ALLOC only
- * counts bytes of the DRAM SynapseAI places its buffers in (facts 3.2).
+ * SynapseAI's allocator whenever SynapseAI drives the device, or holds
+ * the fd the kernel backend borrowed. On Gaudi2/3 SCAL mapped all free
+ * DRAM at acquire (docs/synapse.md, "Device memory"), so the driver has
+ * none left to ALLOC; on Gaudi1 the driver's ALLOC only counts bytes of
+ * the DRAM SynapseAI places its buffers in (facts 3.2).
  */
 static ucs_status_t uct_gaudi_heap_device_mem(uct_gaudi_heap_t *heap,
                                               const uct_gaudi_ctx_t *ctx)
@@ -582,10 +643,19 @@ static ucs_status_t uct_gaudi_heap_device_mem(uct_gaudi_heap_t *heap,
     const uct_gaudi_dev_info_t *info = ctx->info;
     int value = uct_gaudi_global_config()->device_mem;
 
-    if (ctx->syn == NULL) {
+    heap->syn        = ctx->syn;
+    heap->syn_device = ctx->syn_device;
+    if ((ctx->syn == NULL) && (value != UCT_GAUDI_DEVICE_MEM_DRIVER) &&
+        (uct_gaudi_heap_borrow_syn(heap, ctx) == UCS_OK) &&
+        (value == UCT_GAUDI_DEVICE_MEM_AUTO)) {
+        value = UCT_GAUDI_DEVICE_MEM_SYNAPSE;
+    }
+
+    if (heap->syn == NULL) {
         if (value == UCT_GAUDI_DEVICE_MEM_SYNAPSE) {
             ucs_error("gaudi %s (%s): UCX_GAUDI_DEVICE_MEM=synapse needs "
-                      "the synapse copy backend; this device has %s (%s)",
+                      "SynapseAI's device (the synapse copy backend, or its "
+                      "fd borrowed); this device has %s (%s)",
                       info->name, info->node_name,
                       uct_gaudi_backend_names[ctx->backend],
                       ctx->backend_why);
@@ -629,6 +699,7 @@ static ucs_status_t uct_gaudi_heap_attach(uct_gaudi_heap_t *heap,
         status = uct_gaudi_heap_layout(heap);   /* Gaudi1's driver range */
     }
     if (status != UCS_OK) {
+        uct_gaudi_heap_unborrow_syn(heap);
         heap->info = expected;
         return status;
     }
@@ -653,6 +724,42 @@ static ucs_status_t uct_gaudi_heap_attach(uct_gaudi_heap_t *heap,
     return UCS_OK;
 }
 
+/*
+ * Whether our own open may take the device (UCX_GAUDI_ALLOC_ACQUIRE): not
+ * in a framework process before the framework acquired it, as SynapseAI
+ * gives a process one device and its second acquire fails with
+ * synDeviceAlreadyAcquired (osal_linux.cpp:146-150); the refusal is
+ * logged once, with the fix, and is not sticky: once the framework holds
+ * the device, allocations borrow it.
+ */
+static ucs_status_t uct_gaudi_heap_may_open(uct_gaudi_heap_t *heap)
+{
+    int mode = uct_gaudi_global_config()->alloc_acquire;
+    int log;
+
+    if ((mode == UCS_YES) ||
+        ((mode == UCS_TRY) && !uct_gaudi_ctx_app_synapse())) {
+        return UCS_OK;
+    }
+
+    pthread_mutex_lock(&heap->lock);
+    log               = !heap->take_logged;
+    heap->take_logged = 1;
+    pthread_mutex_unlock(&heap->lock);
+    if (log) {
+        ucs_error("gaudi %s (%s): device memory allocation refused: no "
+                  "device is in use yet and %s; acquire the device first "
+                  "(e.g. move a tensor to 'hpu' before UCX allocates) or "
+                  "set UCX_GAUDI_ALLOC_ACQUIRE=yes", heap->info->name,
+                  heap->info->node_name, (mode == UCS_NO) ?
+                  "UCX_GAUDI_ALLOC_ACQUIRE=no" :
+                  "the application loaded SynapseAI, which acquires the "
+                  "process's only device at its own init (an acquire by "
+                  "UCX now would make it fail)");
+    }
+    return UCS_ERR_NO_DEVICE;
+}
+
 /* A reference on the process's device: the application's, else with
  * @a may_open our own open, tried once per process */
 static ucs_status_t uct_gaudi_heap_take_ctx(uct_gaudi_heap_t *heap,
@@ -663,6 +770,11 @@ static ucs_status_t uct_gaudi_heap_take_ctx(uct_gaudi_heap_t *heap,
 
     status = uct_gaudi_ctx_borrow(ctx_p);
     if ((status != UCS_ERR_NO_DEVICE) || !may_open) {
+        return status;
+    }
+
+    status = uct_gaudi_heap_may_open(heap);
+    if (status != UCS_OK) {
         return status;
     }
 
@@ -830,6 +942,7 @@ static void uct_gaudi_heap_destroy(uct_gaudi_heap_t *heap)
         ucs_list_del(&chunk->list);
         uct_gaudi_chunk_delete(chunk);
     }
+    uct_gaudi_heap_unborrow_syn(heap);
     ucs_pgtable_cleanup(&heap->bufs);
     kh_destroy(uct_gaudi_memh_set, heap->registry);
     pthread_mutex_destroy(&heap->lock);
@@ -1369,7 +1482,7 @@ static ucs_status_t uct_gaudi_heap_pool_export(uct_gaudi_heap_t *heap,
     ucs_status_t status;
 
     if (uct_gaudi_heap_is_gaudi1(heap) ||
-        (uct_gaudi_syn_pool_find(heap->ctx->syn, heap->ctx->hl.fd, addr, len,
+        (uct_gaudi_syn_pool_find(heap->syn, heap->ctx->hl.fd, addr, len,
                                  &pool) != UCS_OK)) {
         ucs_debug("gaudi %s: 0x%" PRIx64 "+%zu is device memory of unknown "
                   "origin (not the module's, not in SynapseAI's pool): no "

@@ -160,6 +160,12 @@ typedef struct uct_gaudi_heap {
                                            SynapseAI, kept (see below) */
     int                       device_mem; /* uct_gaudi_device_mem_t:
                                              DRIVER, SYNAPSE or AUTO */
+    struct uct_gaudi_syn      *syn;      /* SYNAPSE: allocator, the ctx's
+                                            or (kernel backend on
+                                            SynapseAI's fd) our own */
+    uint32_t                  syn_device; /* its synDeviceId */
+    int                       syn_own;   /* syn loaded by the heap */
+    uint64_t                  syn_absent_at; /* uct_gaudi_syn_is_loaded */
     ucs_pgtable_t             bufs;     /* uct_gaudi_buf_t */
     void                      *registry; /* live memh set (khash) */
     unsigned                  refcount;  /* MDs + public API */
