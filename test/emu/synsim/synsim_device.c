@@ -120,7 +120,9 @@ static int synsim_accel_nodes(void)
     return access(path, F_OK) == 0;
 }
 
-/* A sysfs attribute of node @n, "" if absent */
+/* A sysfs attribute of node @n, "" if absent: under device/, else on the
+ * class device itself, as the 6.1 misc driver has it (docs/driver-facts.md
+ * 1.1, HLT src/libhlthunk.c:137-201) */
 static void synsim_sysfs(int accel, int n, const char *attr, char *buf,
                          size_t len)
 {
@@ -131,6 +133,11 @@ static void synsim_sysfs(int accel, int n, const char *attr, char *buf,
              "/device/%s" : GAUDI_HL_SYSFS_LEGACY_FMT "/device/%s", n, attr);
     buf[0] = '\0';
     f = fopen(path, "r");
+    if (f == NULL) {
+        snprintf(path, sizeof(path), accel ? GAUDI_HL_SYSFS_ACCEL_FMT "/%s" :
+                 GAUDI_HL_SYSFS_LEGACY_FMT "/%s", n, attr);
+        f = fopen(path, "r");
+    }
     if (f == NULL) {
         return;
     }
