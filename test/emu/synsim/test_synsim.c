@@ -1266,8 +1266,10 @@ static const test_t tests[] = {
     { "info_bad_layout", t_info_bad_layout, "SYNSIM_INFO_FD_OFFSET=44" },
     { "malloc", t_malloc, "" },
     { "malloc_gaudi1", t_malloc_gaudi1, "HLSIM_ASIC=gaudi1" },
-    { "pool_gaudi2", t_pool_gaudi2, "" },
-    { "pool_gaudi3", t_pool_gaudi3, "HLSIM_ASIC=gaudi3" },
+    /* the pool arithmetic below is worked out for 16 GiB, 64 MiB pages */
+    { "pool_gaudi2", t_pool_gaudi2,
+      "HLSIM_HBM_SIZE=16G HLSIM_DRAM_PAGE_SIZE=64M" },
+    { "pool_gaudi3", t_pool_gaudi3, "HLSIM_ASIC=gaudi3 HLSIM_HBM_SIZE=16G" },
     { "copy_gaudi2", t_copy_gaudi2, "" },
     { "copy_gaudi3", t_copy_gaudi3, "HLSIM_ASIC_1=gaudi3" },
     { "copy_gaudi1", t_copy_gaudi1, "HLSIM_ASIC=gaudi1" },
@@ -1303,7 +1305,8 @@ static const test_t tests[] = {
 static const char *const test_unset[] = {
     "HLSIM_NUM_DEVICES", "HLSIM_ASIC", "HLSIM_ASIC_0", "HLSIM_ASIC_1",
     "HLSIM_FAULTS", "HLSIM_MODULE_IDS", "HLSIM_DMA_GBPS", "HLSIM_NODES",
-    "HLSIM_RELEASE_RESET_MS", "SYNSIM_INFO_FD_OFFSET",
+    "HLSIM_RELEASE_RESET_MS", "SYNSIM_INFO_FD_OFFSET", "HLSIM_HBM_SIZE",
+    "HLSIM_DRAM_PAGE_SIZE",
     "TERMINATE_SYNAPSE_UPON_DFA", NULL
 };
 

@@ -1368,3 +1368,39 @@ TEST_F(gaudi_syn_fw_first, refused_gaudi3)
                       {"UCX_GAUDI_SYNAPSE_LIB", syn_lib()}});
     alloc_before_acquire();
 }
+
+/*
+ * A device in reset: the module waits for it by its control node within
+ * UCX_GAUDI_OPEN_TIMEOUT, never inside SynapseAI's own wait (up to 60 s,
+ * physical_device.cpp:82-110); after the reset the acquire goes through
+ */
+TEST_F(gaudi_syn, acquire_waits_reset_within_open_timeout)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_COPY_BACKEND", "synapse"},
+                      {"UCX_GAUDI_SYNAPSE_LIB", syn_lib()},
+                      {"UCX_GAUDI_DEVICE", "0"},
+                      {"UCX_GAUDI_OPEN_TIMEOUT", "1s"}});
+    uct_gaudi_ctx_t *ctx = NULL;
+    ucs_time_t t0;
+    double elapsed;
+
+    ASSERT_EQ(0, gaudi_gtest::hlsim_set_device_status(0,
+                   GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE));
+    t0 = ucs_get_time();
+    {
+        log_capture log;
+
+        EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_gaudi_ctx_get(-1, &ctx));
+        EXPECT_NE("", log.find({"GAUDI_0", "UCX_GAUDI_OPEN_TIMEOUT",
+                                "in reset"})) << log.dump();
+    }
+    elapsed = ucs_time_to_sec(ucs_get_time() - t0);
+    EXPECT_GE(elapsed, 0.9);
+    EXPECT_LT(elapsed, 5.0) << "waited inside SynapseAI";
+
+    ASSERT_EQ(0, gaudi_gtest::hlsim_set_device_status(0,
+                   GAUDI_HL_DEVICE_STATUS_OPERATIONAL));
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_EQ(UCT_GAUDI_BACKEND_SYNAPSE, ctx->backend);
+    uct_gaudi_ctx_put(ctx);
+}
