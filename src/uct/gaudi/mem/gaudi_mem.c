@@ -489,7 +489,7 @@ static void uct_gaudi_heap_drop_deferred(uct_gaudi_heap_t *heap)
 
 /*
  * Chunks of SynapseAI's memory: SynapseAI's allocator is 128-byte granular
- * (scal_memory_pool.cpp:54-67), so the chunk is the module's choice,
+ * (G3 scal_memory_pool.cpp:54-56, scal_base.h:705), so the chunk is ours,
  * UCX_GAUDI_SYN_HEAP_CHUNK (host pages), not the driver's DRAM page (768
  * MiB on Gaudi2, facts 3.4): a small UCX allocation takes at most one such
  * chunk (+ one page) of the framework's HBM. Never above the driver page.
