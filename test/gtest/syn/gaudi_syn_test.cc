@@ -858,6 +858,9 @@ protected:
 
     void TearDown() override
     {
+        for (int fd : m_fds) {
+            close(fd);
+        }
         if (m_heap != NULL) {
             uct_gaudi_heap_put(m_heap);
         }
@@ -901,8 +904,9 @@ protected:
         return uct_gaudi_syn_device_free(&m_syn, m_dev, ptr) == UCS_OK;
     }
 
-    /* Allocate @a length, export it, free it: the chunk it had (retained
-     * when from SynapseAI), 0 on failure */
+    /* Allocate @a length, export it, free it with the dma-buf fd still
+     * open (a holder of the export: the chunk is retained when from
+     * SynapseAI), the chunk it had, 0 on failure */
     uint64_t exported_cycle(size_t length)
     {
         uct_gaudi_buf_t *buf;
@@ -915,7 +919,7 @@ protected:
         chunk = buf->chunk->ptr;
         if (uct_gaudi_heap_dmabuf(m_heap, buf->memh.address, length, &fd,
                                   &off) == UCS_OK) {
-            close(fd);
+            m_fds.push_back(fd);
         } else {
             chunk = 0;
         }
@@ -962,6 +966,7 @@ protected:
     void                   *m_app;
     uct_gaudi_ctx_t        *m_ctx;
     uct_gaudi_heap_t       *m_heap;
+    std::vector<int>       m_fds;    /* exports held open */
 };
 
 /* UCX_GAUDI_DEVICE_MEM=synapse: chunks from synDeviceMalloc, freed back */
@@ -1079,15 +1084,15 @@ TEST_F(gaudi_syn_heap, app_tensors_export)
     }
 
     /* a range that runs past the pool, and a freed buffer of the
-     * module's own whose chunk it keeps (exported once, so retained):
-     * clear errors, no export */
+     * module's own whose chunk it keeps (its export still open, so
+     * retained): clear errors, no export */
     uct_gaudi_buf_t *buf;
     size_t length = 4096;
     uint64_t own;
     ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
     own = buf->memh.address;
     ASSERT_EQ(UCS_OK, uct_gaudi_heap_dmabuf(m_heap, own, length, &fd, &off));
-    close(fd);
+    m_fds.push_back(fd);
     heap_free(buf);
     {
         log_capture log;
@@ -1105,7 +1110,8 @@ TEST_F(gaudi_syn_heap, app_tensors_export)
     }
 }
 
-/* An exported SynapseAI chunk is never freed back to SynapseAI */
+/* An exported SynapseAI chunk stays while an fd of its export is open in
+ * the process, and goes back to SynapseAI once none is */
 TEST_F(gaudi_syn_heap, exported_chunk_retained)
 {
     GAUDI_UNIT_CHILD({{"UCX_GAUDI_DEVICE_MEM", "synapse"}});
@@ -1124,7 +1130,6 @@ TEST_F(gaudi_syn_heap, exported_chunk_retained)
     chunk = buf->chunk->ptr;
     ASSERT_EQ(UCS_OK, uct_gaudi_heap_dmabuf(m_heap, buf->memh.address,
                                             length, &fd, &off));
-    close(fd);
     pthread_mutex_lock(&m_heap->lock);
     EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
     EXPECT_FALSE(ucs_list_is_empty(&m_heap->retained));
@@ -1132,7 +1137,17 @@ TEST_F(gaudi_syn_heap, exported_chunk_retained)
     /* a pointer into it is the module's freed memory, not SynapseAI's */
     EXPECT_EQ(UCS_ERR_INVALID_ADDR,
               uct_gaudi_heap_resolve(m_heap, chunk + 4096, 64, &range));
-    EXPECT_TRUE(syn_owns(chunk)) << "an exported chunk went back";
+
+    /* the export closed: the next heap operation gives it back */
+    close(fd);
+    length = 4096;
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
+    pthread_mutex_lock(&m_heap->lock);
+    EXPECT_TRUE(ucs_list_is_empty(&m_heap->retained));
+    pthread_mutex_unlock(&m_heap->lock);
+    heap_free(buf);
+    EXPECT_FALSE(syn_owns(chunk)) << "a chunk whose exports are closed "
+                                     "was kept";
 }
 
 /* Exported SynapseAI chunks are reused: alloc, export, free in cycles
@@ -1160,7 +1175,7 @@ TEST_F(gaudi_syn_heap, retained_chunk_reused)
         EXPECT_EQ(first, buf->chunk->ptr) << "cycle " << i;
         ASSERT_EQ(UCS_OK, uct_gaudi_heap_dmabuf(m_heap, buf->memh.address,
                                                 length, &fd, &off));
-        close(fd);
+        m_fds.push_back(fd);    /* a holder of every export */
         if ((i % 5) == 0) {
             check_data(buf->memh.address, length);
         }
@@ -1275,16 +1290,24 @@ void gaudi_syn_hbm::small_alloc(uint64_t want_page, int backend)
     EXPECT_EQ(free0, free_hbm()) << "the HBM did not come back";
     EXPECT_EQ(0u, m_heap->counters.chunk_bytes);
 
-    /* exported: retained (a peer may hold its dma-buf), still bounded */
+    /* exported: retained while an fd of the export is open (bounded),
+     * given back at the next heap operation once it is closed */
+    if (!syn_pool()) {
+        return;
+    }
     length = 4096;
     ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
-    if (syn_pool()) {
-        ASSERT_EQ(UCS_OK, uct_gaudi_heap_dmabuf(m_heap, buf->memh.address,
-                                                length, &fd, &off));
-        close(fd);
-    }
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_dmabuf(m_heap, buf->memh.address,
+                                            length, &fd, &off));
     heap_free(buf);
     EXPECT_LE(free0 - free_hbm(), bound);
+    EXPECT_GT(free0 - free_hbm(), 0u) << "given back while exported";
+    close(fd);
+    uct_gaudi_heap_progress(m_heap);
+    length = 4096;
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
+    heap_free(buf);
+    EXPECT_EQ(free0, free_hbm()) << "kept after its export was closed";
 }
 
 TEST_F(gaudi_syn_hbm, small_alloc_gaudi2)

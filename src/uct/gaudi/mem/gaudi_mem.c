@@ -19,7 +19,9 @@
 #include <ucs/sys/math.h>
 #include <uct/gaudi/compat/gaudi_compat.h>
 #include <ucs/sys/sys.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <string.h>
 #include <time.h>
@@ -212,7 +214,63 @@ static void uct_gaudi_chunk_delete(uct_gaudi_chunk_t *chunk)
     ucs_list_for_each_safe(ext, tmp, &chunk->free_list, list) {
         ucs_free(ext);
     }
+    ucs_free(chunk->export_ids);
     ucs_free(chunk);
+}
+
+/* Remember the dma-buf file @a fd exported from @a chunk (SynapseAI's):
+ * its release waits until no fd of the file is open here. 0 or -1 (then
+ * the chunk is kept for good) */
+static int uct_gaudi_chunk_note_export(uct_gaudi_chunk_t *chunk, int fd)
+{
+    uint64_t *ids;
+    struct stat st;
+
+    if (fstat(fd, &st) < 0) {
+        return -1;
+    }
+    ids = ucs_realloc(chunk->export_ids,
+                      sizeof(*ids) * 2 * (chunk->num_exports + 1),
+                      "gaudi_chunk_exports");
+    if (ids == NULL) {
+        return -1;
+    }
+    ids[2 * chunk->num_exports]     = st.st_dev;
+    ids[2 * chunk->num_exports + 1] = st.st_ino;
+    chunk->export_ids               = ids;
+    ++chunk->num_exports;
+    return 0;
+}
+
+/* Whether an fd of a dma-buf exported from @a chunk is open in this
+ * process (the heap's, gaudi_ipc's, the application's); 1 if unknown */
+static int uct_gaudi_chunk_exports_held(const uct_gaudi_chunk_t *chunk)
+{
+    struct dirent *de;
+    struct stat st;
+    unsigned i;
+    int held = 0;
+    DIR *dir;
+
+    if (chunk->export_lost) {
+        return 1;
+    }
+    dir = opendir("/proc/self/fd");
+    if (dir == NULL) {
+        return 1;
+    }
+    while (!held && ((de = readdir(dir)) != NULL)) {
+        if ((de->d_name[0] == '.') ||
+            (fstat(atoi(de->d_name), &st) < 0)) {
+            continue;
+        }
+        for (i = 0; i < chunk->num_exports; ++i) {
+            held |= (chunk->export_ids[2 * i] == st.st_dev) &&
+                    (chunk->export_ids[2 * i + 1] == st.st_ino);
+        }
+    }
+    closedir(dir);
+    return held;
 }
 
 
@@ -375,11 +433,12 @@ static void uct_gaudi_chunk_destroy(uct_gaudi_heap_t *heap,
     ucs_status_t status;
 
     ucs_list_del(&chunk->list);
-    if (chunk->syn && chunk->exported) {
-        /* see gaudi_mem.h: never back to SynapseAI once exported */
+    if (chunk->syn && chunk->exported &&
+        uct_gaudi_chunk_exports_held(chunk)) {
+        /* see gaudi_mem.h: not back to SynapseAI while exported */
         ucs_list_add_tail(&heap->retained, &chunk->list);
         ucs_debug("gaudi %s: SynapseAI chunk 0x%" PRIx64 " (%" PRIu64
-                  " bytes) was exported: kept reserved, not freed",
+                  " bytes) is still exported: kept reserved, not freed",
                   uct_gaudi_heap_name(heap), chunk->ptr, chunk->size);
         return;
     }
@@ -429,12 +488,35 @@ static void uct_gaudi_heap_retry_deferred(uct_gaudi_heap_t *heap)
     }
 }
 
+/* Retained SynapseAI chunks whose exports are all closed here go back to
+ * SynapseAI (gaudi_mem.h); heap->lock held, owner process only */
+static void uct_gaudi_heap_retry_retained(uct_gaudi_heap_t *heap)
+{
+    uct_gaudi_chunk_t *chunk, *tmp;
+
+    ucs_list_for_each_safe(chunk, tmp, &heap->retained, list) {
+        if (uct_gaudi_chunk_exports_held(chunk) ||
+            (uct_gaudi_chunk_release(heap, chunk) != UCS_OK)) {
+            continue;
+        }
+        ucs_debug("gaudi %s: SynapseAI chunk 0x%" PRIx64 " (%" PRIu64
+                  " bytes): its exports are closed, given back",
+                  uct_gaudi_heap_name(heap), chunk->ptr, chunk->size);
+        ucs_list_del(&chunk->list);
+        uct_gaudi_chunk_delete(chunk);
+    }
+}
+
 static inline void
 uct_gaudi_heap_retry_deferred_fast(uct_gaudi_heap_t *heap)
 {
     if (ucs_unlikely(!ucs_list_is_empty(&heap->deferred)) &&
         uct_gaudi_ctx_owned(heap->ctx)) {
         uct_gaudi_heap_retry_deferred(heap);
+    }
+    if (ucs_unlikely(!ucs_list_is_empty(&heap->retained)) &&
+        uct_gaudi_ctx_owned(heap->ctx)) {
+        uct_gaudi_heap_retry_retained(heap);
     }
 }
 
@@ -936,6 +1018,9 @@ static void uct_gaudi_heap_destroy(uct_gaudi_heap_t *heap)
     }
     if (heap->ctx != NULL) {
         uct_gaudi_heap_drop_deferred(heap);
+    }
+    if ((heap->ctx != NULL) && uct_gaudi_ctx_owned(heap->ctx)) {
+        uct_gaudi_heap_retry_retained(heap);
     }
     ucs_list_for_each_safe(chunk, tmp, &heap->retained, list) {
         /* left to SynapseAI's release of the device (gaudi_mem.h) */
@@ -1571,6 +1656,10 @@ static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
               uct_gaudi_heap_name(heap), buf->super.start, fd, addr, off,
               end - start);
 out:
+    if (buf->chunk->syn &&
+        (uct_gaudi_chunk_note_export(buf->chunk, fd) != 0)) {
+        buf->chunk->export_lost = 1;
+    }
     buf->dmabuf_fd       = fd;
     buf->chunk->exported = 1;
     UCT_GAUDI_MEM_COUNTER_ADD(heap, dmabuf_open, 1);

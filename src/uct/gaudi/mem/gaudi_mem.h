@@ -100,6 +100,10 @@ typedef struct uct_gaudi_chunk {
     int             mapped;     /* MAP not undone yet (Gaudi2/3) */
     int             syn;        /* from synDeviceMalloc, not the driver */
     int             exported;   /* a dma-buf of it was ever exported */
+    uint64_t        *export_ids; /* SynapseAI chunk: st_dev, st_ino of
+                                    each dma-buf file exported from it */
+    unsigned        num_exports;
+    int             export_lost; /* an export not noted: kept for good */
     unsigned        release_tries; /* failed releases (deferred) */
     uint64_t        ptr;        /* Gaudi pointer of byte 0 = MAP VA */
     uint64_t        dma;        /* DMA address of byte 0 */
@@ -268,12 +272,15 @@ ucs_status_t uct_gaudi_heap_alloc(uct_gaudi_heap_t *heap,
  *
  * Chunks from SynapseAI's allocator (UCX_GAUDI_DEVICE_MEM) are pieces of
  * SynapseAI's pool mapping and go back with synDeviceFree, which hands a
- * freed piece out again at once while a peer may still write through its
- * import of the pages. So an empty chunk that was ever exported is never
- * given back: it stays reserved on heap->retained, serves the heap's next
- * chunks that fit in it (smallest first: cycles of allocating and freeing
- * exported buffers do not grow the module's memory), and is left to
- * SynapseAI's release of the device when the heap goes.
+ * freed piece out again at once; the pool's mapping is never unmapped, so
+ * the driver's refusal above does not protect them. An empty chunk that
+ * was exported goes back only when no fd of any dma-buf file exported
+ * from it is open in this process any more (/proc/self/fd): a gaudi_ipc
+ * peer's transfers need the exporter to hold the file (its per-transfer
+ * check, docs/ipc.md), so none starts after that. Until then it stays on
+ * heap->retained, serves the heap's next chunks that fit in it (smallest
+ * first), and is checked again at every heap alloc and free; what is left
+ * at heap teardown goes with SynapseAI's release of the device.
  */
 
 /* Retry deferred releases now; cheap when there are none. Takes the lock */
