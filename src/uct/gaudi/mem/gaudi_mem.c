@@ -326,8 +326,8 @@ static void uct_gaudi_chunk_unprovide(uct_gaudi_heap_t *heap, int syn,
     (void)uct_gaudi_hl_mem_free(&heap->ctx->hl, handle);
 }
 
-/* Once per process: where UCX's device memory comes from and what one
- * chunk of it takes (the counters keep the running total) */
+/* Once per process: where UCX's device memory comes from and what its
+ * chunks take (the counters keep the running total) */
 static void uct_gaudi_heap_log_held(uct_gaudi_heap_t *heap, int syn,
                                     uint64_t size)
 {
@@ -336,14 +336,15 @@ static void uct_gaudi_heap_log_held(uct_gaudi_heap_t *heap, int syn,
     if (__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED)) {
         return;
     }
-    ucs_diag("gaudi %s: UCX device allocations take %s: chunks of %" PRIu64
-             " KiB%s (first one now; counters: chunk_bytes)",
-             uct_gaudi_heap_name(heap), syn ? "SynapseAI's device memory "
-             "(synDeviceMalloc)" : "the driver's DRAM pages (ALLOC + MAP)",
-             (size + (syn ? heap->host_page : 0)) >> 10, syn ?
-             ", UCX_GAUDI_SYN_HEAP_CHUNK; each is given back when its last "
-             "buffer is freed, unless it was ever exported" :
-             ", the driver's page size; small buffers share one");
+    ucs_diag("gaudi %s: UCX device allocations take %s in chunks of %" PRIu64
+             " KiB%s; the first one now, %" PRIu64 " KiB (counters: "
+             "chunk_bytes)", uct_gaudi_heap_name(heap), syn ?
+             "SynapseAI's device memory (synDeviceMalloc)" :
+             "the driver's DRAM pages (ALLOC + MAP)",
+             heap->chunk_size >> 10, syn ?
+             " (UCX_GAUDI_SYN_HEAP_CHUNK), given back when empty and no "
+             "export of them is open" : " (the driver's page), small "
+             "buffers sharing one", (size + (syn ? heap->host_page : 0)) >> 10);
 }
 
 static ucs_status_t uct_gaudi_chunk_create(uct_gaudi_heap_t *heap,
