@@ -1427,3 +1427,53 @@ TEST_F(gaudi_syn, acquire_waits_reset_within_open_timeout)
     EXPECT_EQ(UCT_GAUDI_BACKEND_SYNAPSE, ctx->backend);
     uct_gaudi_ctx_put(ctx);
 }
+
+/*
+ * A device whose previous context is still being released (Linux 6.1
+ * nodes, where only Gaudi1 exports: its exporter closed it while a
+ * dma-buf of it lives, OPEN_STATS compute_ctx_in_release, the open
+ * EAGAIN): SynapseAI's acquire fails at once (synFail, no wait of its
+ * own); the module reads the release on the control node and waits
+ * within UCX_GAUDI_OPEN_TIMEOUT, then names it; once the dma-buf is
+ * closed the acquire goes through
+ */
+TEST_F(gaudi_syn, acquire_waits_release_within_open_timeout)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NODES", "legacy"},
+                      {"HLSIM_ASIC", "gaudi1"},
+                      {"UCX_GAUDI_COPY_BACKEND", "synapse"},
+                      {"UCX_GAUDI_SYNAPSE_LIB", syn_lib()},
+                      {"UCX_GAUDI_DEVICE", "0"},
+                      {"UCX_GAUDI_OPEN_TIMEOUT", "1s"}});
+    const uct_gaudi_dev_info_t *info = uct_gaudi_device_by_index(0);
+    uct_gaudi_ctx_t *ctx = NULL;
+    uct_gaudi_hl_t hl;
+    ucs_time_t t0;
+    double elapsed;
+    int dfd;
+
+    ASSERT_TRUE(info != NULL);
+    ASSERT_EQ(UCS_OK, uct_gaudi_hl_open(info->minor, 0, 0, &hl));
+    ASSERT_EQ(UCS_OK, uct_gaudi_hl_export_dmabuf(&hl,
+                        info->hw_ip.u61.dram_base_address, 4096, 0,
+                        O_RDWR | O_CLOEXEC, &dfd));
+    uct_gaudi_hl_close(&hl);    /* the context lives on in the dma-buf */
+
+    t0 = ucs_get_time();
+    {
+        log_capture log;
+
+        EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_gaudi_ctx_get(-1, &ctx));
+        EXPECT_NE("", log.find({"GAUDI_0", "UCX_GAUDI_OPEN_TIMEOUT",
+                                "releasing its previous context"}))
+                << log.dump();
+    }
+    elapsed = ucs_time_to_sec(ucs_get_time() - t0);
+    EXPECT_GE(elapsed, 0.9);
+    EXPECT_LT(elapsed, 5.0);
+
+    close(dfd);
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_EQ(UCT_GAUDI_BACKEND_SYNAPSE, ctx->backend);
+    uct_gaudi_ctx_put(ctx);
+}
