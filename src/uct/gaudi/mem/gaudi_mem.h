@@ -46,8 +46,8 @@ BEGIN_C_DECLS
  */
 #define UCT_GAUDI_MEM_G1_WINDOW     0x4000000000000000ull
 
-/* Gaudi1 chunks from SynapseAI's allocator: the heap's own granularity
- * (Gaudi1 has no DRAM page of the MMU to follow) */
+/* Gaudi1 chunks from SynapseAI's allocator: the cap of
+ * UCX_GAUDI_SYN_HEAP_CHUNK there (Gaudi1 has no DRAM page of the MMU) */
 #define UCT_GAUDI_MEM_G1_SYN_CHUNK  (32ull << 20)
 
 /* End of the DRAM VA range (VA_HBM_SPACE_END, facts 3.4) */
@@ -155,7 +155,9 @@ typedef struct uct_gaudi_heap {
     uint64_t                  uuid;      /* identity of this device context */
     uint64_t                  win_start; /* Gaudi pointer window */
     uint64_t                  win_end;
-    uint64_t                  chunk_size;   /* dram_page_size (facts 2.3) */
+    uint64_t                  chunk_size;   /* dram_page_size (facts 2.3),
+                                               SynapseAI's memory:
+                                               UCX_GAUDI_SYN_HEAP_CHUNK */
     size_t                    host_page;
     ucs_list_link_t           chunks;
     ucs_list_link_t           deferred; /* empty chunks the driver did not
