@@ -839,8 +839,9 @@ static int uct_gaudi_device_looks_busy(const uct_gaudi_dev_info_t *info)
  * Open @a info for the chosen backend, waiting up to @a timeout while it is
  * in reset; UCS_ERR_BUSY when another process holds it. SynapseAI acquires
  * the device by its bus id, so both backends go through the same passes of
- * uct_gaudi_ctx_get_free (SynapseAI's own "any device" gives up at the
- * first refusal, even when the next device is only resetting).
+ * uct_gaudi_ctx_get_free (SynapseAI's own "any device" skips busy devices
+ * but waits up to 60 s inside the call for one in reset, osal_linux.cpp:
+ * 241-300, beyond UCX_GAUDI_OPEN_TIMEOUT).
  */
 static ucs_status_t uct_gaudi_ctx_try_dev(const uct_gaudi_dev_info_t *info,
                                           uct_gaudi_ctx_choice_t *choice,
