@@ -289,7 +289,7 @@ static ucs_status_t uct_gaudi_chunk_provide(uct_gaudi_heap_t *heap,
 
     *syn_p = (heap->device_mem == UCT_GAUDI_DEVICE_MEM_SYNAPSE);
     if (*syn_p) {
-        /* SynapseAI's pieces are 128-byte aligned (synsim_devmem.c): one
+        /* SynapseAI's pieces are 128-byte aligned (scal_base.h:705): one
          * page more makes a page-aligned chunk, so that an export of the
          * pages around a buffer never shares the framework's tensors
          * beside it; the piece's own address goes back to synDeviceFree */
