@@ -65,6 +65,7 @@ typedef struct {
     synStatus (*stream_sync)(synStreamHandle);
     synStatus (*copy)(synStreamHandle, uint64_t, uint64_t, uint64_t,
                       synDmaDir);
+    synStatus (*mem_info)(synDeviceId, uint64_t*, uint64_t*);
 } syn_t;
 
 typedef struct {
@@ -148,6 +149,7 @@ static int syn_load(void)
         {"synStreamDestroy",             (void**)&syn.stream_destroy,  0},
         {"synStreamSynchronize",         (void**)&syn.stream_sync,     0},
         {"synMemCopyAsync",              (void**)&syn.copy,            0},
+        {"synDeviceGetMemoryInfo",       (void**)&syn.mem_info,        1},
     };
     size_t i;
     int ok = 1;
@@ -645,6 +647,65 @@ static void mem_unmap(ucp_mem_h memh)
     }
 }
 
+/* the framework's free HBM as its memory statistics read it */
+static uint64_t free_hbm(void)
+{
+    uint64_t free = 0, total = 0;
+
+    (void)syn_ok(syn.mem_info(dev, &free, &total), "synDeviceGetMemoryInfo");
+    return free;
+}
+
+/*
+ * A 4 KiB device allocation through UCX (ucp_mem_map ALLOCATE, memory
+ * type @a mt) takes at most UCX_GAUDI_SYN_HEAP_CHUNK (2 MiB) + 4 KiB of
+ * the framework's free HBM, not a device page (768 MiB on Gaudi2), holds
+ * data, and the unmap gives it back (docs/md.md, "Device memory")
+ */
+static void hbm_alloc(ucs_memory_type_t mt)
+{
+    const uint64_t bound = (2ul << 20) + 4096;
+    ucp_mem_map_params_t mp = { 0 };
+    ucp_mem_attr_t attr;
+    uint64_t free0, free1, free2;
+    ucp_mem_h memh;
+    char what[200];
+    int ok;
+
+    if (syn.mem_info == NULL) {
+        printf("rank %d: SKIP HBM economy: libSynapse has no "
+               "synDeviceGetMemoryInfo\n", rank);
+        return;
+    }
+    free0            = free_hbm();
+    mp.field_mask    = UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                       UCP_MEM_MAP_PARAM_FIELD_FLAGS |
+                       UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+    mp.length        = 4096;
+    mp.flags         = UCP_MEM_MAP_ALLOCATE;
+    mp.memory_type   = mt;
+    attr.field_mask  = UCP_MEM_ATTR_FIELD_ADDRESS;
+    ok = ucs_ok(ucp_mem_map(nctx, &mp, &memh), "ucp_mem_map(ALLOCATE)");
+    if (!ok) {
+        check(0, "ucp_mem_map(ALLOCATE) of 4 KiB of device memory");
+        return;
+    }
+    free1 = free_hbm();
+    ok    = ucs_ok(ucp_mem_query(memh, &attr), "ucp_mem_query") &&
+            round_trip(stage_in, 4096, (uintptr_t)attr.address, 11);
+    mem_unmap(memh);
+    free2 = free_hbm();
+    snprintf(what, sizeof(what), "a 4 KiB ucp_mem_map(ALLOCATE) takes %llu "
+             "bytes of the framework's free HBM (at most %llu) and holds "
+             "data", (unsigned long long)(free0 - free1),
+             (unsigned long long)bound);
+    check(ok && (free1 < free0) && (free0 - free1 <= bound), what);
+    snprintf(what, sizeof(what), "ucp_mem_unmap gives the framework its "
+             "HBM back (%lld bytes still taken)",
+             (long long)(free0 - free2));
+    check(free2 == free0, what);
+}
+
 static void nixl_fini(void)
 {
     ucp_request_param_t param = { 0 };
@@ -804,6 +865,7 @@ int main(int argc, char **argv)
     check(ok, "ucp_put_nbx from a tensor into the peer's pinned host "
           "memory");
     check(ep_error == UCS_OK, "no endpoint error");
+    hbm_alloc(nixl_mem_type(a[0].memh));
 
 out_fini:
     nixl_fini();

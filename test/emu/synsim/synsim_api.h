@@ -150,6 +150,11 @@ synStatus synDeviceSynchronize(const synDeviceId deviceId);
 synStatus synDeviceMalloc(const synDeviceId deviceId, const uint64_t size,
                           uint64_t reqAddr, const uint32_t flags,
                           uint64_t *buffer);
+/* free: of the device's user pool; total: that pool less what SynapseAI
+ * took for itself at acquire (synapse_api_impl.cpp:1030-1040,
+ * scal_memory_pool.cpp:147-162; Gaudi1: device_mem_alloc.cpp:356-368) */
+synStatus synDeviceGetMemoryInfo(const synDeviceId deviceId, uint64_t *free,
+                                 uint64_t *total);
 synStatus synDeviceFree(const synDeviceId deviceId, const uint64_t buffer,
                         const uint32_t flags);
 synStatus synHostMap(const synDeviceId deviceId, const uint64_t size,

@@ -120,7 +120,9 @@ static int synsim_accel_nodes(void)
     return access(path, F_OK) == 0;
 }
 
-/* A sysfs attribute of node @n, "" if absent */
+/* A sysfs attribute of node @n, "" if absent: under device/, else on the
+ * class device itself, as the 6.1 misc driver has it (docs/driver-facts.md
+ * 1.1, HLT src/libhlthunk.c:137-201) */
 static void synsim_sysfs(int accel, int n, const char *attr, char *buf,
                          size_t len)
 {
@@ -132,6 +134,11 @@ static void synsim_sysfs(int accel, int n, const char *attr, char *buf,
     buf[0] = '\0';
     f = fopen(path, "r");
     if (f == NULL) {
+        snprintf(path, sizeof(path), accel ? GAUDI_HL_SYSFS_ACCEL_FMT "/%s" :
+                 GAUDI_HL_SYSFS_LEGACY_FMT "/%s", n, attr);
+        f = fopen(path, "r");
+    }
+    if (f == NULL) {
         return;
     }
     if (fgets(buf, len, f) == NULL) {
@@ -141,43 +148,94 @@ static void synsim_sysfs(int accel, int n, const char *attr, char *buf,
     buf[strcspn(buf, "\n")] = '\0';
 }
 
-static double synsim_now(void)
+/* Status of the device on control node @cfd (hlthunk_get_device_status_info):
+ * 0 and *st, or -errno */
+static int synsim_ctrl_status(int cfd, int accel, unsigned *st)
 {
-    struct timespec ts;
+    struct hl_info_device_status info;
+    struct hl_info_args          args;
+    int                          rc;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
+    memset(&args, 0, sizeof(args));
+    memset(&info, 0, sizeof(info));
+    args.op             = HL_INFO_DEVICE_STATUS;
+    args.return_pointer = (uintptr_t)&info;
+    args.return_size    = sizeof(info);
+    do {
+        rc = ioctl(cfd, accel ? GAUDI_HL_DRM_IOCTL_INFO :
+                   GAUDI_HL_LEGACY_IOCTL_INFO, &args);
+    } while ((rc < 0) && (errno == EINTR));
+    if (rc < 0) {
+        return -errno;
+    }
+    *st = info.status;
+    return 0;
 }
 
 /*
- * Open the compute node of node @n, waiting out a reset first as
- * _waitForCloseComputeDevice does (osal_linux.cpp:1457-1505, up to
- * c_waitTimForReleaseTriesSec): the fd, or -errno; -ETIMEDOUT when the
- * reset did not end in time
+ * Wait on node @n's control node while the device is in reset, as
+ * _waitForCloseComputeDevice does (osal_linux.cpp:1457-1505): polls every
+ * 500 ms for up to c_waitTimForReleaseTriesSec while the status is
+ * IN_RESET or IN_RESET_AFTER_DEVICE_RELEASE; any other status that is not
+ * OPERATIONAL ends the wait at once as a failure
+ * (physical_device.cpp:82-110). 0, or -1 (synFail, osal_linux.cpp:
+ * 275-280: even "any device" gives up then).
+ */
+static int synsim_wait_operational(int n, int accel)
+{
+    char     path[64];
+    unsigned st = GAUDI_HL_DEVICE_STATUS_OPERATIONAL;
+    int      cfd, rc, waited_ms;
+
+    snprintf(path, sizeof(path), accel ? GAUDI_HL_ACCEL_CONTROL_FMT :
+             GAUDI_HL_LEGACY_CONTROL_FMT, n);
+    cfd = open(path, O_RDWR | O_CLOEXEC);
+    if (cfd < 0) {
+        synsim_log("%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    for (waited_ms = 0;; ) {
+        rc = synsim_ctrl_status(cfd, accel, &st);
+        if ((rc < 0) || (st == GAUDI_HL_DEVICE_STATUS_OPERATIONAL) ||
+            ((st != GAUDI_HL_DEVICE_STATUS_IN_RESET) &&
+             (st != GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE))) {
+            break;
+        }
+        waited_ms += SYNSIM_RESET_POLL_MS;
+        if (waited_ms >= SYNSIM_ACQUIRE_WAIT * 1000) {
+            rc = -ETIMEDOUT;
+            break;
+        }
+        usleep(SYNSIM_RESET_POLL_MS * 1000);
+    }
+    close(cfd);
+    if ((rc < 0) || (st != GAUDI_HL_DEVICE_STATUS_OPERATIONAL)) {
+        synsim_log("%s: device not operational (status %u%s)", path, st,
+                   (rc == -ETIMEDOUT) ? ", still in reset after 60 s" : "");
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Open the compute node of node @n once its reset is over: the fd, or
+ * -ETIMEDOUT when the wait failed (synFail), or the open's -errno, e.g.
+ * EAGAIN of a previous context still in release or EBUSY of a held
+ * device, never retried (openAnyDevice / openComputeFD, osal_linux.cpp:
+ * 286-292, 392-460)
  */
 static int synsim_open_node(int n, int accel)
 {
-    double deadline = synsim_now() + SYNSIM_ACQUIRE_WAIT;
-    char   path[64];
-    int    fd;
+    char path[64];
+    int  fd;
 
+    if (synsim_wait_operational(n, accel) < 0) {
+        return -ETIMEDOUT;
+    }
     snprintf(path, sizeof(path), accel ? GAUDI_HL_ACCEL_NODE_FMT :
              GAUDI_HL_LEGACY_NODE_FMT, n);
-    for (;;) {
-        fd = open(path, O_RDWR | O_CLOEXEC);
-        if (fd >= 0) {
-            return fd;
-        }
-        if (errno != EAGAIN) {
-            return -errno;
-        }
-        if (synsim_now() >= deadline) {
-            synsim_log("%s: still in reset after %d s", path,
-                       SYNSIM_ACQUIRE_WAIT);
-            return -ETIMEDOUT;
-        }
-        usleep(20000);
-    }
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    return (fd >= 0) ? fd : -errno;
 }
 
 /* Take node @n opened as @fd as the process's device */
@@ -373,7 +431,7 @@ static synStatus synsim_acquire(synDeviceId *pDeviceId, synsim_by_t by,
         if (fd >= 0) {
             status = synsim_take(n, accel, fd);
         } else if (fd == -ETIMEDOUT) {
-            status = synFail;       /* osal_linux.cpp:1485-1489 */
+            status = synFail;       /* osal_linux.cpp:275-280, 1485-1489 */
         } else if (by == SYNSIM_ANY) {
             continue;               /* busy: the next one */
         } else {

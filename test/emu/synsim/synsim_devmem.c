@@ -31,6 +31,7 @@ static int synsim_g1_account(const synsim_dev_t *d, int op, uint64_t size)
 synStatus synsim_devmem_init(synsim_dev_t *d)
 {
     const struct gaudi_hl_hw_ip_info *hw = &d->hw_ip;
+    scal_memory_pool_info             info;
     int                               rc;
 
     if (d->gaudi1) {
@@ -46,11 +47,14 @@ synStatus synsim_devmem_init(synsim_dev_t *d)
         return synFail;
     }
     rc = scal_get_pool_handle_by_name(d->scal, "global_hbm", &d->pool);
-    if (rc != SCAL_SUCCESS) {
+    if ((rc != SCAL_SUCCESS) ||
+        (scal_pool_get_info(d->pool, &info) != SCAL_SUCCESS)) {
         scal_destroy(d->scal);
         d->scal = NULL;
         return synFail;
     }
+    /* what is in use now is SynapseAI's own (scal_memory_pool.cpp:37) */
+    d->pool_reserved = info.totalSize - info.freeSize;
     return synSuccess;
 }
 
@@ -183,4 +187,42 @@ synStatus synDeviceFree(const synDeviceId deviceId, const uint64_t buffer,
     pthread_mutex_unlock(&synsim_lock);
     free(b);
     return (b != NULL) ? synSuccess : synInvalidArgument;
+}
+
+/*
+ * free/total of the acquired device's user memory: Gaudi2/3 the
+ * global_hbm pool, free as SCAL counts it, total less what SynapseAI took
+ * at acquire (synapse_api_impl.cpp:1030-1040, syn_singleton.cpp:735-740,
+ * device_scal.cpp:553-567, scal_memory_pool.cpp:133-163); Gaudi1 the DRAM
+ * heap (device_mem_alloc.cpp:356-368). No device acquired: synFail
+ * (syn_singleton.cpp:59-64).
+ */
+synStatus synDeviceGetMemoryInfo(const synDeviceId deviceId, uint64_t *free,
+                                 uint64_t *total)
+{
+    scal_memory_pool_info info;
+    synsim_dev_t         *d;
+    synStatus             status;
+
+    if ((status = synsim_api_enter()) != synSuccess) {
+        return status;
+    }
+    if ((free == NULL) || (total == NULL)) {
+        return synInvalidArgument;  /* synapse_api_impl.cpp:1035-1036 */
+    }
+    pthread_mutex_lock(&synsim_lock);
+    d = synsim_dev_get(deviceId);
+    if (d == NULL) {
+        status = synFail;
+    } else if (d->gaudi1) {
+        *total = d->g1_heap.size;
+        *free  = d->g1_heap.free;
+    } else if (scal_pool_get_info(d->pool, &info) != SCAL_SUCCESS) {
+        status = synFail;           /* scal_memory_pool.cpp:138-148 */
+    } else {
+        *free  = info.freeSize;
+        *total = info.totalSize - d->pool_reserved;
+    }
+    pthread_mutex_unlock(&synsim_lock);
+    return status;
 }

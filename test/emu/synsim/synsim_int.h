@@ -22,6 +22,7 @@
 #define SYNSIM_MAX_DEV      32      /* device nodes looked at */
 #define SYNSIM_ALIGN        128     /* synDeviceMalloc result alignment */
 #define SYNSIM_ACQUIRE_WAIT 60      /* s, osal.hpp:208 */
+#define SYNSIM_RESET_POLL_MS 500    /* physical_device.cpp:85 */
 #define SYNSIM_FAILS        16      /* failed ops a stream remembers */
 #define SYNSIM_DFA_KILL_S   5       /* dfa_base.cpp:41 */
 
@@ -53,6 +54,8 @@ typedef struct synsim_dev {
     char                   pci_bus[32];
     scal_handle_t          scal;       /* Gaudi2/3: SCAL's pools */
     scal_pool_handle_t     pool;       /* global_hbm */
+    uint64_t               pool_reserved; /* in use when SynapseAI took
+                                             the pool (its own) */
     synsim_heap_t          g1_heap;    /* Gaudi1: the user DRAM */
     synsim_devbuf_t       *bufs;
     synsim_hostmap_t      *hostmaps;

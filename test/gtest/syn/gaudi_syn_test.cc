@@ -888,6 +888,9 @@ protected:
 
     void TearDown() override
     {
+        for (int fd : m_fds) {
+            close(fd);
+        }
         if (m_heap != NULL) {
             uct_gaudi_heap_put(m_heap);
         }
@@ -897,13 +900,13 @@ protected:
         gaudi_syn::TearDown();
     }
 
-    void open_heap()
+    void open_heap(int backend = UCT_GAUDI_BACKEND_SYNAPSE)
     {
         m_app = dlopen(syn_lib(), RTLD_NOW | RTLD_GLOBAL);
         ASSERT_NE(nullptr, m_app) << dlerror();
         acquire(NULL);
         ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &m_ctx));
-        ASSERT_EQ(UCT_GAUDI_BACKEND_SYNAPSE, m_ctx->backend);
+        ASSERT_EQ(backend, m_ctx->backend);
         ASSERT_EQ(UCS_OK, uct_gaudi_heap_get(m_ctx, &m_heap));
     }
 
@@ -931,8 +934,9 @@ protected:
         return uct_gaudi_syn_device_free(&m_syn, m_dev, ptr) == UCS_OK;
     }
 
-    /* Allocate @a length, export it, free it: the chunk it had (retained
-     * when from SynapseAI), 0 on failure */
+    /* Allocate @a length, export it, free it with the dma-buf fd still
+     * open (a holder of the export: the chunk is retained when from
+     * SynapseAI), the chunk it had, 0 on failure */
     uint64_t exported_cycle(size_t length)
     {
         uct_gaudi_buf_t *buf;
@@ -945,7 +949,7 @@ protected:
         chunk = buf->chunk->ptr;
         if (uct_gaudi_heap_dmabuf(m_heap, buf->memh.address, length, &fd,
                                   &off) == UCS_OK) {
-            close(fd);
+            m_fds.push_back(fd);
         } else {
             chunk = 0;
         }
@@ -992,6 +996,7 @@ protected:
     void                   *m_app;
     uct_gaudi_ctx_t        *m_ctx;
     uct_gaudi_heap_t       *m_heap;
+    std::vector<int>       m_fds;    /* exports held open */
 };
 
 /* UCX_GAUDI_DEVICE_MEM=synapse: chunks from synDeviceMalloc, freed back */
@@ -1109,15 +1114,15 @@ TEST_F(gaudi_syn_heap, app_tensors_export)
     }
 
     /* a range that runs past the pool, and a freed buffer of the
-     * module's own whose chunk it keeps (exported once, so retained):
-     * clear errors, no export */
+     * module's own whose chunk it keeps (its export still open, so
+     * retained): clear errors, no export */
     uct_gaudi_buf_t *buf;
     size_t length = 4096;
     uint64_t own;
     ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
     own = buf->memh.address;
     ASSERT_EQ(UCS_OK, uct_gaudi_heap_dmabuf(m_heap, own, length, &fd, &off));
-    close(fd);
+    m_fds.push_back(fd);
     heap_free(buf);
     {
         log_capture log;
@@ -1135,7 +1140,8 @@ TEST_F(gaudi_syn_heap, app_tensors_export)
     }
 }
 
-/* An exported SynapseAI chunk is never freed back to SynapseAI */
+/* An exported SynapseAI chunk stays while an fd of its export is open in
+ * the process, and goes back to SynapseAI once none is */
 TEST_F(gaudi_syn_heap, exported_chunk_retained)
 {
     GAUDI_UNIT_CHILD({{"UCX_GAUDI_DEVICE_MEM", "synapse"}});
@@ -1154,7 +1160,6 @@ TEST_F(gaudi_syn_heap, exported_chunk_retained)
     chunk = buf->chunk->ptr;
     ASSERT_EQ(UCS_OK, uct_gaudi_heap_dmabuf(m_heap, buf->memh.address,
                                             length, &fd, &off));
-    close(fd);
     pthread_mutex_lock(&m_heap->lock);
     EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
     EXPECT_FALSE(ucs_list_is_empty(&m_heap->retained));
@@ -1162,7 +1167,17 @@ TEST_F(gaudi_syn_heap, exported_chunk_retained)
     /* a pointer into it is the module's freed memory, not SynapseAI's */
     EXPECT_EQ(UCS_ERR_INVALID_ADDR,
               uct_gaudi_heap_resolve(m_heap, chunk + 4096, 64, &range));
-    EXPECT_TRUE(syn_owns(chunk)) << "an exported chunk went back";
+
+    /* the export closed: the next heap operation gives it back */
+    close(fd);
+    length = 4096;
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
+    pthread_mutex_lock(&m_heap->lock);
+    EXPECT_TRUE(ucs_list_is_empty(&m_heap->retained));
+    pthread_mutex_unlock(&m_heap->lock);
+    heap_free(buf);
+    EXPECT_FALSE(syn_owns(chunk)) << "a chunk whose exports are closed "
+                                     "was kept";
 }
 
 /* Exported SynapseAI chunks are reused: alloc, export, free in cycles
@@ -1190,7 +1205,7 @@ TEST_F(gaudi_syn_heap, retained_chunk_reused)
         EXPECT_EQ(first, buf->chunk->ptr) << "cycle " << i;
         ASSERT_EQ(UCS_OK, uct_gaudi_heap_dmabuf(m_heap, buf->memh.address,
                                                 length, &fd, &off));
-        close(fd);
+        m_fds.push_back(fd);    /* a holder of every export */
         if ((i % 5) == 0) {
             check_data(buf->memh.address, length);
         }
@@ -1247,4 +1262,248 @@ TEST_F(gaudi_syn_heap, synapse_needs_backend)
     EXPECT_EQ(UCS_ERR_UNSUPPORTED, uct_gaudi_heap_get(m_ctx, &heap));
     EXPECT_NE("", log.find({"UCX_GAUDI_DEVICE_MEM=synapse", "kernel"}))
             << log.dump();
+}
+
+/*
+ * HBM economy (docs/md.md): the framework's free HBM as it reads it
+ * (synDeviceGetMemoryInfo) drops by at most one UCX_GAUDI_SYN_HEAP_CHUNK
+ * and a page for a 4 KiB UCX allocation, far below the driver's DRAM page,
+ * and is back after the free; an exported allocation stays retained, still
+ * within that bound
+ */
+class gaudi_syn_hbm : public gaudi_syn_heap {
+protected:
+    uint64_t free_hbm()
+    {
+        typedef int (*meminfo_fn)(uint32_t, uint64_t*, uint64_t*);
+        meminfo_fn fn = (meminfo_fn)dlsym(m_app, "synDeviceGetMemoryInfo");
+        uint64_t free = 0, total = 0;
+
+        EXPECT_TRUE(fn != NULL) << dlerror();
+        if (fn != NULL) {
+            EXPECT_EQ(0, fn((uint32_t)m_dev, &free, &total));
+            EXPECT_GE(total, free);
+            EXPECT_LE(total, (uint64_t)m_ctx->info->hw_ip.u61.dram_size);
+        }
+        return free;
+    }
+
+    void small_alloc(uint64_t want_page,
+                     int backend = UCT_GAUDI_BACKEND_SYNAPSE);
+};
+
+void gaudi_syn_hbm::small_alloc(uint64_t want_page, int backend)
+{
+    const uint64_t bound = (2ull << 20) + 4096; /* default chunk + page */
+    uct_gaudi_buf_t *buf;
+    uint64_t free0, off;
+    size_t length;
+    int fd;
+
+    open_heap(backend);
+    if (want_page != 0) {
+        EXPECT_EQ(want_page,
+                  (uint64_t)m_ctx->info->hw_ip.u61.dram_page_size);
+    }
+    free0 = free_hbm();
+    ASSERT_GT(free0, 0u);
+
+    length = 4096;
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
+    EXPECT_TRUE(buf->chunk->syn);
+    EXPECT_LE(free0 - free_hbm(), bound);
+    EXPECT_GT(free0 - free_hbm(), 0u) << "the allocation took no HBM";
+    EXPECT_LE(m_heap->counters.chunk_bytes, bound);
+    EXPECT_EQ(0u, buf->chunk->ptr % m_heap->host_page);
+    check_data(buf->memh.address, length);
+    heap_free(buf);
+    EXPECT_EQ(free0, free_hbm()) << "the HBM did not come back";
+    EXPECT_EQ(0u, m_heap->counters.chunk_bytes);
+
+    /* exported: retained while an fd of the export is open (bounded),
+     * given back at the next heap operation once it is closed */
+    if (!syn_pool()) {
+        return;
+    }
+    length = 4096;
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_dmabuf(m_heap, buf->memh.address,
+                                            length, &fd, &off));
+    heap_free(buf);
+    EXPECT_LE(free0 - free_hbm(), bound);
+    EXPECT_GT(free0 - free_hbm(), 0u) << "given back while exported";
+    close(fd);
+    uct_gaudi_heap_progress(m_heap);
+    length = 4096;
+    ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
+    heap_free(buf);
+    EXPECT_EQ(free0, free_hbm()) << "kept after its export was closed";
+}
+
+TEST_F(gaudi_syn_hbm, small_alloc_gaudi2)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_SYNAPSE_LIB", syn_lib()}});
+    small_alloc(768ull << 20);
+}
+
+/* the kernel backend on the framework's fd: SynapseAI's allocator too */
+TEST_F(gaudi_syn_hbm, small_alloc_gaudi2_kernel)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_COPY_BACKEND", "kernel"},
+                      {"UCX_GAUDI_SYNAPSE_LIB", syn_lib()}});
+    small_alloc(768ull << 20, UCT_GAUDI_BACKEND_KERNEL);
+}
+
+TEST_F(gaudi_syn_hbm, small_alloc_gaudi3)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_ASIC", "gaudi3"},
+                      {"UCX_GAUDI_SYNAPSE_LIB", syn_lib()}});
+    small_alloc(0);     /* Gaudi3's page as hlsim models it */
+}
+
+/*
+ * A UCX allocation before the framework's acquire (UCX_GAUDI_ALLOC_ACQUIRE
+ * =try): refused with the reason, the device untouched, so the
+ * framework's own acquire succeeds; UCX's next allocation borrows it
+ */
+class gaudi_syn_fw_first : public gaudi_syn {
+protected:
+    void alloc_before_acquire()
+    {
+        uct_gaudi_heap_t *heap;
+        uct_gaudi_buf_t *buf;
+        size_t length = 4096;
+
+        void *app = dlopen(syn_lib(), RTLD_NOW | RTLD_GLOBAL);
+        ASSERT_NE(nullptr, app) << dlerror();
+        ASSERT_EQ(UCS_OK, uct_gaudi_heap_md_get(&heap));
+        {
+            log_capture log;
+
+            EXPECT_EQ(UCS_ERR_NO_DEVICE,
+                      uct_gaudi_heap_alloc(heap, &length, &buf));
+            EXPECT_NE("", log.find({"allocation refused", "loaded "
+                                    "SynapseAI", "UCX_GAUDI_ALLOC_ACQUIRE"}))
+                    << log.dump();
+            EXPECT_EQ(1u, log.count(UCS_LOG_LEVEL_ERROR)) << log.dump();
+        }
+        EXPECT_EQ(0, gaudi_gtest::hlsim_counter(HLSIM_COUNTER_CONTEXTS));
+
+        /* the framework acquires: its device */
+        acquire(NULL);
+        ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(heap, &length, &buf));
+        EXPECT_FALSE(uct_gaudi_heap_ctx(heap)->hl.owns_fd);
+        EXPECT_EQ(1, gaudi_gtest::hlsim_counter(HLSIM_COUNTER_CONTEXTS));
+        pthread_mutex_lock(&heap->lock);
+        EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(heap, buf));
+        pthread_mutex_unlock(&heap->lock);
+        uct_gaudi_heap_put(heap);
+    }
+};
+
+TEST_F(gaudi_syn_fw_first, refused_synapse)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_COPY_BACKEND", "synapse"},
+                      {"UCX_GAUDI_SYNAPSE_LIB", syn_lib()}});
+    alloc_before_acquire();
+}
+
+TEST_F(gaudi_syn_fw_first, refused_kernel)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_COPY_BACKEND", "kernel"},
+                      {"UCX_GAUDI_SYNAPSE_LIB", syn_lib()}});
+    alloc_before_acquire();
+}
+
+TEST_F(gaudi_syn_fw_first, refused_gaudi3)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_ASIC", "gaudi3"},
+                      {"UCX_GAUDI_SYNAPSE_LIB", syn_lib()}});
+    alloc_before_acquire();
+}
+
+/*
+ * A device in reset: the module waits for it by its control node within
+ * UCX_GAUDI_OPEN_TIMEOUT, never inside SynapseAI's own wait (up to 60 s,
+ * physical_device.cpp:82-110); after the reset the acquire goes through
+ */
+TEST_F(gaudi_syn, acquire_waits_reset_within_open_timeout)
+{
+    GAUDI_UNIT_CHILD({{"UCX_GAUDI_COPY_BACKEND", "synapse"},
+                      {"UCX_GAUDI_SYNAPSE_LIB", syn_lib()},
+                      {"UCX_GAUDI_DEVICE", "0"},
+                      {"UCX_GAUDI_OPEN_TIMEOUT", "1s"}});
+    uct_gaudi_ctx_t *ctx = NULL;
+    ucs_time_t t0;
+    double elapsed;
+
+    ASSERT_EQ(0, gaudi_gtest::hlsim_set_device_status(0,
+                   GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE));
+    t0 = ucs_get_time();
+    {
+        log_capture log;
+
+        EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_gaudi_ctx_get(-1, &ctx));
+        EXPECT_NE("", log.find({"GAUDI_0", "UCX_GAUDI_OPEN_TIMEOUT",
+                                "in reset"})) << log.dump();
+    }
+    elapsed = ucs_time_to_sec(ucs_get_time() - t0);
+    EXPECT_GE(elapsed, 0.9);
+    EXPECT_LT(elapsed, 5.0) << "waited inside SynapseAI";
+
+    ASSERT_EQ(0, gaudi_gtest::hlsim_set_device_status(0,
+                   GAUDI_HL_DEVICE_STATUS_OPERATIONAL));
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_EQ(UCT_GAUDI_BACKEND_SYNAPSE, ctx->backend);
+    uct_gaudi_ctx_put(ctx);
+}
+
+/*
+ * A device whose previous context is still being released (Linux 6.1
+ * nodes, where only Gaudi1 exports: its exporter closed it while a
+ * dma-buf of it lives, OPEN_STATS compute_ctx_in_release, the open
+ * EAGAIN): SynapseAI's acquire fails at once (synFail, no wait of its
+ * own); the module reads the release on the control node and waits
+ * within UCX_GAUDI_OPEN_TIMEOUT, then names it; once the dma-buf is
+ * closed the acquire goes through
+ */
+TEST_F(gaudi_syn, acquire_waits_release_within_open_timeout)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NODES", "legacy"},
+                      {"HLSIM_ASIC", "gaudi1"},
+                      {"UCX_GAUDI_COPY_BACKEND", "synapse"},
+                      {"UCX_GAUDI_SYNAPSE_LIB", syn_lib()},
+                      {"UCX_GAUDI_DEVICE", "0"},
+                      {"UCX_GAUDI_OPEN_TIMEOUT", "1s"}});
+    const uct_gaudi_dev_info_t *info = uct_gaudi_device_by_index(0);
+    uct_gaudi_ctx_t *ctx = NULL;
+    uct_gaudi_hl_t hl;
+    ucs_time_t t0;
+    double elapsed;
+    int dfd;
+
+    ASSERT_TRUE(info != NULL);
+    ASSERT_EQ(UCS_OK, uct_gaudi_hl_open(info->minor, 0, 0, &hl));
+    ASSERT_EQ(UCS_OK, uct_gaudi_hl_export_dmabuf(&hl,
+                        info->hw_ip.u61.dram_base_address, 4096, 0,
+                        O_RDWR | O_CLOEXEC, &dfd));
+    uct_gaudi_hl_close(&hl);    /* the context lives on in the dma-buf */
+
+    t0 = ucs_get_time();
+    {
+        log_capture log;
+
+        EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_gaudi_ctx_get(-1, &ctx));
+        EXPECT_NE("", log.find({"GAUDI_0", "UCX_GAUDI_OPEN_TIMEOUT",
+                                "releasing its previous context"}))
+                << log.dump();
+    }
+    elapsed = ucs_time_to_sec(ucs_get_time() - t0);
+    EXPECT_GE(elapsed, 0.9);
+    EXPECT_LT(elapsed, 5.0);
+
+    close(dfd);
+    ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(-1, &ctx));
+    EXPECT_EQ(UCT_GAUDI_BACKEND_SYNAPSE, ctx->backend);
+    uct_gaudi_ctx_put(ctx);
 }

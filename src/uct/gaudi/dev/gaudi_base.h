@@ -101,6 +101,9 @@ typedef struct uct_gaudi_global_config {
     int              copy_backend;   /* uct_gaudi_backend_t */
     char             *synapse_lib;   /* libSynapse name or path */
     int              device_mem;     /* uct_gaudi_device_mem_t */
+    size_t           syn_heap_chunk; /* chunk of SynapseAI memory */
+    ucs_ternary_auto_value_t alloc_acquire; /* allocation may take the
+                                               device: try | yes | no */
 } uct_gaudi_global_config_t;
 
 
@@ -238,6 +241,13 @@ ucs_status_t uct_gaudi_ctx_borrow(uct_gaudi_ctx_t **ctx_p);
  * application acquires another one later.
  */
 ucs_status_t uct_gaudi_ctx_expected(const uct_gaudi_dev_info_t **info_p);
+
+/**
+ * Whether the application itself loaded SynapseAI (a framework process:
+ * it acquires its device at its own init), as opposed to the module's own
+ * reference (uct_gaudi_ctx_expected_backend) or no SynapseAI at all.
+ */
+int uct_gaudi_ctx_app_synapse(void);
 
 /* The copy backend a device of @a asic is expected to get */
 uct_gaudi_backend_t uct_gaudi_ctx_expected_backend(uct_gaudi_asic_t asic);

@@ -94,6 +94,27 @@ static ucs_config_field_t uct_gaudi_global_config_table[] = {
      ucs_offsetof(uct_gaudi_global_config_t, device_mem),
      UCS_CONFIG_TYPE_ENUM(uct_gaudi_device_mem_names)},
 
+    {"SYN_HEAP_CHUNK", "2m",
+     "Size of the chunks UCX takes from SynapseAI's device memory pool\n"
+     "(synDeviceMalloc) for its small device allocations: they share these\n"
+     "chunks; an allocation of half a chunk or more takes its own piece of\n"
+     "its size. Rounded up to the host page. Bounds what one small UCX\n"
+     "allocation takes from a framework's HBM (docs/md.md).",
+     ucs_offsetof(uct_gaudi_global_config_t, syn_heap_chunk),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"ALLOC_ACQUIRE", "try",
+     "Whether a device memory allocation through UCX may open (acquire) the\n"
+     "device when the application holds none yet:\n"
+     " try - yes, unless the application loaded SynapseAI itself (PyTorch,\n"
+     "       vLLM: they acquire the device at their own init, and SynapseAI\n"
+     "       allows one device per process): then it is refused with the\n"
+     "       reason, so that the framework's acquire does not fail\n"
+     " yes - always (the framework must then borrow UCX's device)\n"
+     " no  - never: only a device the application holds is used.",
+     ucs_offsetof(uct_gaudi_global_config_t, alloc_acquire),
+     UCS_CONFIG_TYPE_TERNARY},
+
     {"OPEN_TIMEOUT", "5s",
      "How long to keep retrying, with back-off, to open a device that is\n"
      "being reset or released by its previous user (EAGAIN).",

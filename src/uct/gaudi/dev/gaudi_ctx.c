@@ -453,9 +453,43 @@ static void uct_gaudi_ctx_syn_close(uct_gaudi_syn_t *syn,
 }
 
 /*
+ * Whether @a info is in reset or still releasing its previous context, by
+ * its control node (DEVICE_STATUS, OPEN_STATS; NULL if neither or it
+ * cannot tell). SynapseAI's acquire waits out the first inside the call,
+ * up to 60 s and beyond our reach (osal_linux.cpp:1457-1505,
+ * physical_device.cpp:82-110), and fails at once on the second (the
+ * driver's EAGAIN, osal_linux.cpp:392-405): both are the module's to wait
+ * for, within UCX_GAUDI_OPEN_TIMEOUT.
+ */
+static const char *uct_gaudi_ctx_settling(const uct_gaudi_dev_info_t *info)
+{
+    struct hl_open_stats_info stats;
+    const char *what = NULL;
+    uct_gaudi_hl_t hl;
+    uint32_t st;
+
+    if ((info == NULL) ||
+        (uct_gaudi_hl_open(info->minor, 1, UCT_GAUDI_HL_OPEN_QUIET, &hl) !=
+         UCS_OK)) {
+        return NULL;
+    }
+    if ((uct_gaudi_hl_device_status(&hl, &st) == UCS_OK) &&
+        ((st == GAUDI_HL_DEVICE_STATUS_IN_RESET) ||
+         (st == GAUDI_HL_DEVICE_STATUS_IN_RESET_AFTER_DEVICE_RELEASE))) {
+        what = "in reset";
+    } else if ((uct_gaudi_hl_open_stats(&hl, &stats) == UCS_OK) &&
+               stats.compute_ctx_in_release) {
+        what = "still releasing its previous context";
+    }
+    uct_gaudi_hl_close(&hl);
+    return what;
+}
+
+/*
  * Have SynapseAI acquire @a info (NULL: the first free device), retrying
- * with back-off for up to @a timeout seconds like an open while the
- * device resets after its previous user (facts 7.1), and with
+ * with back-off for up to @a timeout seconds while the device resets or
+ * releases its previous context (facts 7.1; checked before each acquire,
+ * so that SynapseAI's own reset wait is not entered), and with
  * @a retry_busy while someone else still holds it. UCS_OK with
  * @a found_p set: another thread made a context of @a info meanwhile.
  */
@@ -469,14 +503,25 @@ static ucs_status_t uct_gaudi_ctx_syn_acquire(const uct_gaudi_syn_t *syn,
     unsigned delay_us   = UCT_GAUDI_OPEN_BACKOFF_MIN_US;
     const char *bus     = ((info != NULL) && info->has_bus_id) ?
                           info->pci_addr : NULL;
+    const char *settling;
     ucs_status_t status;
 
     for (;;) {
-        status = uct_gaudi_syn_acquire(syn, bus, device_p);
-        if ((status != UCS_ERR_NO_RESOURCE) &&
-            (!retry_busy || (status != UCS_ERR_BUSY))) {
+        settling = uct_gaudi_ctx_settling(info);
+        if (settling == NULL) {
+            status = uct_gaudi_syn_acquire(syn, bus, device_p);
+            if (status == UCS_ERR_BUSY) {
+                /* synFail by bus: held, or refused while releasing */
+                settling = uct_gaudi_ctx_settling(info);
+            }
+        }
+        if (settling != NULL) {
+            status = UCS_ERR_NO_RESOURCE;
+        } else if ((status != UCS_ERR_NO_RESOURCE) &&
+                   (!retry_busy || (status != UCS_ERR_BUSY))) {
             return status;
-        } else if (ucs_get_time() >= deadline) {
+        }
+        if (ucs_get_time() >= deadline) {
             break;
         }
 
@@ -491,7 +536,7 @@ static ucs_status_t uct_gaudi_ctx_syn_acquire(const uct_gaudi_syn_t *syn,
                   "%.1f s (UCX_GAUDI_OPEN_TIMEOUT): %s",
                   (info != NULL) ? info->name : "(any)", timeout,
                   (status == UCS_ERR_BUSY) ? "held by another process" :
-                  "still in reset");
+                  (settling != NULL) ? settling : "still in reset");
     }
     return status;
 }
@@ -958,8 +1003,9 @@ static int uct_gaudi_device_looks_busy(const uct_gaudi_dev_info_t *info)
  * Open @a info for the chosen backend, waiting up to @a timeout while it is
  * in reset; UCS_ERR_BUSY when another process holds it. SynapseAI acquires
  * the device by its bus id, so both backends go through the same passes of
- * uct_gaudi_ctx_get_free (SynapseAI's own "any device" gives up at the
- * first refusal, even when the next device is only resetting).
+ * uct_gaudi_ctx_get_free (SynapseAI's own "any device" skips busy devices
+ * but waits up to 60 s inside the call for one in reset, osal_linux.cpp:
+ * 241-300, beyond UCX_GAUDI_OPEN_TIMEOUT).
  */
 static ucs_status_t uct_gaudi_ctx_try_dev(const uct_gaudi_dev_info_t *info,
                                           uct_gaudi_ctx_choice_t *choice,
@@ -1212,6 +1258,18 @@ static ucs_status_t uct_gaudi_ctx_get_common(int index, int may_open,
 ucs_status_t uct_gaudi_ctx_get(int index, uct_gaudi_ctx_t **ctx_p)
 {
     return uct_gaudi_ctx_get_common(index, 1, ctx_p);
+}
+
+int uct_gaudi_ctx_app_synapse(void)
+{
+    const char *libname = uct_gaudi_global_config()->synapse_lib;
+    int own;
+
+    pthread_mutex_lock(&uct_gaudi_process.backend.lock);
+    own = (uct_gaudi_process.backend.syn.handle != NULL) &&
+          !uct_gaudi_process.backend.syn.preloaded;
+    pthread_mutex_unlock(&uct_gaudi_process.backend.lock);
+    return !own && uct_gaudi_ctx_syn_loaded(libname);
 }
 
 ucs_status_t uct_gaudi_ctx_borrow(uct_gaudi_ctx_t **ctx_p)

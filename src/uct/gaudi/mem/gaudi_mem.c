@@ -19,7 +19,9 @@
 #include <ucs/sys/math.h>
 #include <uct/gaudi/compat/gaudi_compat.h>
 #include <ucs/sys/sys.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <string.h>
 #include <time.h>
@@ -212,7 +214,63 @@ static void uct_gaudi_chunk_delete(uct_gaudi_chunk_t *chunk)
     ucs_list_for_each_safe(ext, tmp, &chunk->free_list, list) {
         ucs_free(ext);
     }
+    ucs_free(chunk->export_ids);
     ucs_free(chunk);
+}
+
+/* Remember the dma-buf file @a fd exported from @a chunk (SynapseAI's):
+ * its release waits until no fd of the file is open here. 0 or -1 (then
+ * the chunk is kept for good) */
+static int uct_gaudi_chunk_note_export(uct_gaudi_chunk_t *chunk, int fd)
+{
+    uint64_t *ids;
+    struct stat st;
+
+    if (fstat(fd, &st) < 0) {
+        return -1;
+    }
+    ids = ucs_realloc(chunk->export_ids,
+                      sizeof(*ids) * 2 * (chunk->num_exports + 1),
+                      "gaudi_chunk_exports");
+    if (ids == NULL) {
+        return -1;
+    }
+    ids[2 * chunk->num_exports]     = st.st_dev;
+    ids[2 * chunk->num_exports + 1] = st.st_ino;
+    chunk->export_ids               = ids;
+    ++chunk->num_exports;
+    return 0;
+}
+
+/* Whether an fd of a dma-buf exported from @a chunk is open in this
+ * process (the heap's, gaudi_ipc's, the application's); 1 if unknown */
+static int uct_gaudi_chunk_exports_held(const uct_gaudi_chunk_t *chunk)
+{
+    struct dirent *de;
+    struct stat st;
+    unsigned i;
+    int held = 0;
+    DIR *dir;
+
+    if (chunk->export_lost) {
+        return 1;
+    }
+    dir = opendir("/proc/self/fd");
+    if (dir == NULL) {
+        return 1;
+    }
+    while (!held && ((de = readdir(dir)) != NULL)) {
+        if ((de->d_name[0] == '.') ||
+            (fstat(atoi(de->d_name), &st) < 0)) {
+            continue;
+        }
+        for (i = 0; i < chunk->num_exports; ++i) {
+            held |= (chunk->export_ids[2 * i] == st.st_dev) &&
+                    (chunk->export_ids[2 * i + 1] == st.st_ino);
+        }
+    }
+    closedir(dir);
+    return held;
 }
 
 
@@ -231,9 +289,15 @@ static ucs_status_t uct_gaudi_chunk_provide(uct_gaudi_heap_t *heap,
 
     *syn_p = (heap->device_mem == UCT_GAUDI_DEVICE_MEM_SYNAPSE);
     if (*syn_p) {
-        *handle_p = 0;
-        return uct_gaudi_syn_device_malloc(heap->ctx->syn,
-                                           heap->ctx->syn_device, size, va_p);
+        /* SynapseAI's pieces are 128-byte aligned (scal_base.h:705): one
+         * page more makes a page-aligned chunk, so that an export of the
+         * pages around a buffer never shares the framework's tensors
+         * beside it; the piece's own address goes back to synDeviceFree */
+        status = uct_gaudi_syn_device_malloc(heap->syn, heap->syn_device,
+                                             size + heap->host_page,
+                                             handle_p);
+        *va_p  = ucs_align_up(*handle_p, heap->host_page);
+        return status;
     }
 
     status = uct_gaudi_hl_mem_alloc(hl, size, 0, handle_p);
@@ -253,13 +317,34 @@ static void uct_gaudi_chunk_unprovide(uct_gaudi_heap_t *heap, int syn,
                                       uint64_t handle, uint64_t va)
 {
     if (syn) {
-        (void)uct_gaudi_syn_device_free(heap->ctx->syn,
-                                        heap->ctx->syn_device, va);
+        (void)uct_gaudi_syn_device_free(heap->syn, heap->syn_device,
+                                        handle);
         return;
     }
 
     (void)uct_gaudi_hl_mem_unmap(&heap->ctx->hl, va);
     (void)uct_gaudi_hl_mem_free(&heap->ctx->hl, handle);
+}
+
+/* Once per process: where UCX's device memory comes from and what its
+ * chunks take (the counters keep the running total) */
+static void uct_gaudi_heap_log_held(uct_gaudi_heap_t *heap, int syn,
+                                    uint64_t size)
+{
+    static int logged = 0;
+
+    if (__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED)) {
+        return;
+    }
+    ucs_diag("gaudi %s: UCX device allocations take %s in chunks of %" PRIu64
+             " KiB%s; the first one now, %" PRIu64 " KiB (counters: "
+             "chunk_bytes)", uct_gaudi_heap_name(heap), syn ?
+             "SynapseAI's device memory (synDeviceMalloc)" :
+             "the driver's DRAM pages (ALLOC + MAP)",
+             heap->chunk_size >> 10, syn ?
+             " (UCX_GAUDI_SYN_HEAP_CHUNK), given back when empty and no "
+             "export of them is open" : " (the driver's page), small "
+             "buffers sharing one", (size + (syn ? heap->host_page : 0)) >> 10);
 }
 
 static ucs_status_t uct_gaudi_chunk_create(uct_gaudi_heap_t *heap,
@@ -295,7 +380,9 @@ static ucs_status_t uct_gaudi_chunk_create(uct_gaudi_heap_t *heap,
     chunk->dedicated = dedicated;
     ucs_list_add_tail(&heap->chunks, &chunk->list);
     UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_count, 1);
-    UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_bytes, size);
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_bytes, size + (syn ?
+                                                         heap->host_page : 0));
+    uct_gaudi_heap_log_held(heap, syn, size);
     ucs_debug("gaudi %s: new %s chunk of %" PRIu64 " bytes at 0x%" PRIx64
               " (%s %" PRIu64 ")", uct_gaudi_heap_name(heap),
               dedicated ? "dedicated" : "shared", size, chunk->ptr,
@@ -317,8 +404,8 @@ static ucs_status_t uct_gaudi_chunk_release(uct_gaudi_heap_t *heap,
 
     pthread_mutex_lock(&heap->ctx->lock);
     if (chunk->syn) {
-        status = uct_gaudi_syn_device_free(heap->ctx->syn,
-                                           heap->ctx->syn_device, chunk->dma);
+        status = uct_gaudi_syn_device_free(heap->syn, heap->syn_device,
+                                           chunk->handle);
     } else if (chunk->mapped) {
         status = uct_gaudi_hl_mem_unmap_exported(hl, chunk->ptr);
         if (status == UCS_OK) {
@@ -332,7 +419,9 @@ static ucs_status_t uct_gaudi_chunk_release(uct_gaudi_heap_t *heap,
 
     if (status == UCS_OK) {
         UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_count, -1);
-        UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_bytes, -chunk->size);
+        UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_bytes,
+                                  -(chunk->size + (chunk->syn ?
+                                                   heap->host_page : 0)));
     }
     return status;
 }
@@ -345,11 +434,12 @@ static void uct_gaudi_chunk_destroy(uct_gaudi_heap_t *heap,
     ucs_status_t status;
 
     ucs_list_del(&chunk->list);
-    if (chunk->syn && chunk->exported) {
-        /* see gaudi_mem.h: never back to SynapseAI once exported */
+    if (chunk->syn && chunk->exported &&
+        uct_gaudi_chunk_exports_held(chunk)) {
+        /* see gaudi_mem.h: not back to SynapseAI while exported */
         ucs_list_add_tail(&heap->retained, &chunk->list);
         ucs_debug("gaudi %s: SynapseAI chunk 0x%" PRIx64 " (%" PRIu64
-                  " bytes) was exported: kept reserved, not freed",
+                  " bytes) is still exported: kept reserved, not freed",
                   uct_gaudi_heap_name(heap), chunk->ptr, chunk->size);
         return;
     }
@@ -399,12 +489,35 @@ static void uct_gaudi_heap_retry_deferred(uct_gaudi_heap_t *heap)
     }
 }
 
+/* Retained SynapseAI chunks whose exports are all closed here go back to
+ * SynapseAI (gaudi_mem.h); heap->lock held, owner process only */
+static void uct_gaudi_heap_retry_retained(uct_gaudi_heap_t *heap)
+{
+    uct_gaudi_chunk_t *chunk, *tmp;
+
+    ucs_list_for_each_safe(chunk, tmp, &heap->retained, list) {
+        if (uct_gaudi_chunk_exports_held(chunk) ||
+            (uct_gaudi_chunk_release(heap, chunk) != UCS_OK)) {
+            continue;
+        }
+        ucs_debug("gaudi %s: SynapseAI chunk 0x%" PRIx64 " (%" PRIu64
+                  " bytes): its exports are closed, given back",
+                  uct_gaudi_heap_name(heap), chunk->ptr, chunk->size);
+        ucs_list_del(&chunk->list);
+        uct_gaudi_chunk_delete(chunk);
+    }
+}
+
 static inline void
 uct_gaudi_heap_retry_deferred_fast(uct_gaudi_heap_t *heap)
 {
     if (ucs_unlikely(!ucs_list_is_empty(&heap->deferred)) &&
         uct_gaudi_ctx_owned(heap->ctx)) {
         uct_gaudi_heap_retry_deferred(heap);
+    }
+    if (ucs_unlikely(!ucs_list_is_empty(&heap->retained)) &&
+        uct_gaudi_ctx_owned(heap->ctx)) {
+        uct_gaudi_heap_retry_retained(heap);
     }
 }
 
@@ -457,6 +570,25 @@ static void uct_gaudi_heap_drop_deferred(uct_gaudi_heap_t *heap)
 
 /* Heap lifetime */
 
+/*
+ * Chunks of SynapseAI's memory: SynapseAI's allocator is 128-byte granular
+ * (G3 scal_memory_pool.cpp:54-56, scal_base.h:705), so the chunk is ours,
+ * UCX_GAUDI_SYN_HEAP_CHUNK (host pages), not the driver's DRAM page (768
+ * MiB on Gaudi2, facts 3.4): a small UCX allocation takes at most one such
+ * chunk (+ one page) of the framework's HBM. Never above the driver page.
+ */
+static void uct_gaudi_heap_syn_chunk(uct_gaudi_heap_t *heap)
+{
+    size_t want = uct_gaudi_global_config()->syn_heap_chunk;
+    uint64_t page = heap->info->hw_ip.u61.dram_page_size;
+
+    if ((page == 0) || uct_gaudi_heap_is_gaudi1(heap)) {
+        page = UCT_GAUDI_MEM_G1_SYN_CHUNK;
+    }
+    heap->chunk_size = ucs_align_up(ucs_max(ucs_min(want, page), 1),
+                                    heap->host_page);
+}
+
 static ucs_status_t uct_gaudi_heap_layout(uct_gaudi_heap_t *heap)
 {
     const uct_gaudi_dev_info_t *info       = heap->info;
@@ -477,7 +609,7 @@ static ucs_status_t uct_gaudi_heap_layout(uct_gaudi_heap_t *heap)
                            hw_ip->u61.dram_base_address;
         heap->win_end    = heap->win_start + hw_ip->u61.dram_size;
         if (!uct_gaudi_heap_ranged(heap)) {
-            heap->chunk_size = UCT_GAUDI_MEM_G1_SYN_CHUNK;
+            uct_gaudi_heap_syn_chunk(heap);
             return UCS_OK;
         }
         heap->chunk_size = hw_ip->u61.dram_size;
@@ -512,15 +644,81 @@ static ucs_status_t uct_gaudi_heap_layout(uct_gaudi_heap_t *heap)
                   (uint64_t)hw_ip->u61.dram_base_address, heap->chunk_size);
         return UCS_ERR_UNSUPPORTED;
     }
+    if (heap->device_mem == UCT_GAUDI_DEVICE_MEM_SYNAPSE) {
+        uct_gaudi_heap_syn_chunk(heap);
+    }
     return UCS_OK;
 }
 
 /*
+ * SynapseAI's allocator for a kernel-backend context on SynapseAI's fd (a
+ * framework process): the library the application loaded, its device the
+ * one whose fd we borrowed. SCAL mapped all of the device's DRAM into its
+ * pools at acquire (docs/synapse.md, "Device memory"), so the driver's
+ * ALLOC finds none; SynapseAI's allocator is the only source there.
+ * UCS_OK with heap->syn set, else heap->syn stays NULL.
+ */
+static ucs_status_t uct_gaudi_heap_borrow_syn(uct_gaudi_heap_t *heap,
+                                              const uct_gaudi_ctx_t *ctx)
+{
+    const char *libname = uct_gaudi_global_config()->synapse_lib;
+    uct_gaudi_syn_device_t device;
+    uct_gaudi_syn_t *syn;
+    ucs_status_t status;
+    int fd;
+
+    if (ctx->hl.owns_fd || strcmp(ctx->source, "SynapseAI") ||
+        !uct_gaudi_syn_is_loaded(libname, &heap->syn_absent_at)) {
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    syn = ucs_calloc(1, sizeof(*syn), "gaudi heap syn");
+    if (syn == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    status = uct_gaudi_syn_load(libname, uct_gaudi_device_minor_known, syn);
+    if (status == UCS_OK) {
+        status = uct_gaudi_syn_held_fd(syn, &fd, &device);
+        if ((status == UCS_OK) && (fd != ctx->hl.fd)) {
+            status = UCS_ERR_NO_DEVICE;
+        }
+        if (status != UCS_OK) {
+            uct_gaudi_syn_unload(syn);
+        }
+    }
+    if (status != UCS_OK) {
+        ucs_free(syn);
+        ucs_diag("gaudi %s: SynapseAI's allocator is not usable on its fd "
+                 "(%s): device memory from the driver, which finds no DRAM "
+                 "SCAL has not mapped", ctx->info->name,
+                 ucs_status_string(status));
+        return status;
+    }
+
+    heap->syn        = syn;
+    heap->syn_device = device;
+    heap->syn_own    = 1;
+    return UCS_OK;
+}
+
+/* Drop the heap's own SynapseAI reference (after its chunks) */
+static void uct_gaudi_heap_unborrow_syn(uct_gaudi_heap_t *heap)
+{
+    if (heap->syn_own) {
+        uct_gaudi_syn_unload(heap->syn);
+        ucs_free(heap->syn);
+        heap->syn_own = 0;
+    }
+    heap->syn = NULL;
+}
+
+/*
  * Resolve UCX_GAUDI_DEVICE_MEM for the heap's device and backend. "auto":
- * SynapseAI's allocator whenever SynapseAI drives the device. On Gaudi2/3
- * SCAL mapped all free DRAM at acquire (docs/synapse.md, "Device memory"),
- * so the driver has none left to ALLOC; on Gaudi1 the driver's ALLOC only
- * counts bytes of the DRAM SynapseAI places its buffers in (facts 3.2).
+ * SynapseAI's allocator whenever SynapseAI drives the device, or holds
+ * the fd the kernel backend borrowed. On Gaudi2/3 SCAL mapped all free
+ * DRAM at acquire (docs/synapse.md, "Device memory"), so the driver has
+ * none left to ALLOC; on Gaudi1 the driver's ALLOC only counts bytes of
+ * the DRAM SynapseAI places its buffers in (facts 3.2).
  */
 static ucs_status_t uct_gaudi_heap_device_mem(uct_gaudi_heap_t *heap,
                                               const uct_gaudi_ctx_t *ctx)
@@ -528,10 +726,19 @@ static ucs_status_t uct_gaudi_heap_device_mem(uct_gaudi_heap_t *heap,
     const uct_gaudi_dev_info_t *info = ctx->info;
     int value = uct_gaudi_global_config()->device_mem;
 
-    if (ctx->syn == NULL) {
+    heap->syn        = ctx->syn;
+    heap->syn_device = ctx->syn_device;
+    if ((ctx->syn == NULL) && (value != UCT_GAUDI_DEVICE_MEM_DRIVER) &&
+        (uct_gaudi_heap_borrow_syn(heap, ctx) == UCS_OK) &&
+        (value == UCT_GAUDI_DEVICE_MEM_AUTO)) {
+        value = UCT_GAUDI_DEVICE_MEM_SYNAPSE;
+    }
+
+    if (heap->syn == NULL) {
         if (value == UCT_GAUDI_DEVICE_MEM_SYNAPSE) {
             ucs_error("gaudi %s (%s): UCX_GAUDI_DEVICE_MEM=synapse needs "
-                      "the synapse copy backend; this device has %s (%s)",
+                      "SynapseAI's device (the synapse copy backend, or its "
+                      "fd borrowed); this device has %s (%s)",
                       info->name, info->node_name,
                       uct_gaudi_backend_names[ctx->backend],
                       ctx->backend_why);
@@ -575,6 +782,7 @@ static ucs_status_t uct_gaudi_heap_attach(uct_gaudi_heap_t *heap,
         status = uct_gaudi_heap_layout(heap);   /* Gaudi1's driver range */
     }
     if (status != UCS_OK) {
+        uct_gaudi_heap_unborrow_syn(heap);
         heap->info = expected;
         return status;
     }
@@ -599,6 +807,42 @@ static ucs_status_t uct_gaudi_heap_attach(uct_gaudi_heap_t *heap,
     return UCS_OK;
 }
 
+/*
+ * Whether our own open may take the device (UCX_GAUDI_ALLOC_ACQUIRE): not
+ * in a framework process before the framework acquired it, as SynapseAI
+ * gives a process one device and its second acquire fails with
+ * synDeviceAlreadyAcquired (osal_linux.cpp:146-150); the refusal is
+ * logged once, with the fix, and is not sticky: once the framework holds
+ * the device, allocations borrow it.
+ */
+static ucs_status_t uct_gaudi_heap_may_open(uct_gaudi_heap_t *heap)
+{
+    int mode = uct_gaudi_global_config()->alloc_acquire;
+    int log;
+
+    if ((mode == UCS_YES) ||
+        ((mode == UCS_TRY) && !uct_gaudi_ctx_app_synapse())) {
+        return UCS_OK;
+    }
+
+    pthread_mutex_lock(&heap->lock);
+    log               = !heap->take_logged;
+    heap->take_logged = 1;
+    pthread_mutex_unlock(&heap->lock);
+    if (log) {
+        ucs_error("gaudi %s (%s): device memory allocation refused: no "
+                  "device is in use yet and %s; acquire the device first "
+                  "(e.g. move a tensor to 'hpu' before UCX allocates) or "
+                  "set UCX_GAUDI_ALLOC_ACQUIRE=yes", heap->info->name,
+                  heap->info->node_name, (mode == UCS_NO) ?
+                  "UCX_GAUDI_ALLOC_ACQUIRE=no" :
+                  "the application loaded SynapseAI, which acquires the "
+                  "process's only device at its own init (an acquire by "
+                  "UCX now would make it fail)");
+    }
+    return UCS_ERR_NO_DEVICE;
+}
+
 /* A reference on the process's device: the application's, else with
  * @a may_open our own open, tried once per process */
 static ucs_status_t uct_gaudi_heap_take_ctx(uct_gaudi_heap_t *heap,
@@ -609,6 +853,11 @@ static ucs_status_t uct_gaudi_heap_take_ctx(uct_gaudi_heap_t *heap,
 
     status = uct_gaudi_ctx_borrow(ctx_p);
     if ((status != UCS_ERR_NO_DEVICE) || !may_open) {
+        return status;
+    }
+
+    status = uct_gaudi_heap_may_open(heap);
+    if (status != UCS_OK) {
         return status;
     }
 
@@ -771,11 +1020,15 @@ static void uct_gaudi_heap_destroy(uct_gaudi_heap_t *heap)
     if (heap->ctx != NULL) {
         uct_gaudi_heap_drop_deferred(heap);
     }
+    if ((heap->ctx != NULL) && uct_gaudi_ctx_owned(heap->ctx)) {
+        uct_gaudi_heap_retry_retained(heap);
+    }
     ucs_list_for_each_safe(chunk, tmp, &heap->retained, list) {
         /* left to SynapseAI's release of the device (gaudi_mem.h) */
         ucs_list_del(&chunk->list);
         uct_gaudi_chunk_delete(chunk);
     }
+    uct_gaudi_heap_unborrow_syn(heap);
     ucs_pgtable_cleanup(&heap->bufs);
     kh_destroy(uct_gaudi_memh_set, heap->registry);
     pthread_mutex_destroy(&heap->lock);
@@ -904,6 +1157,7 @@ uct_gaudi_heap_place(uct_gaudi_heap_t *heap, uint64_t size,
                      uct_gaudi_chunk_t **chunk_p, uint64_t *off_p)
 {
     uct_gaudi_chunk_t *chunk;
+    uint64_t chunk_size;
     ucs_status_t status;
     int dedicated;
 
@@ -920,14 +1174,14 @@ uct_gaudi_heap_place(uct_gaudi_heap_t *heap, uint64_t size,
             }
         }
 
-        chunk = uct_gaudi_heap_reuse(heap, ucs_align_up(size,
-                                                        heap->chunk_size),
-                                     dedicated);
+        chunk_size = ucs_align_up(size, (dedicated &&
+                                         (heap->device_mem ==
+                                          UCT_GAUDI_DEVICE_MEM_SYNAPSE)) ?
+                                        heap->host_page : heap->chunk_size);
+        chunk = uct_gaudi_heap_reuse(heap, chunk_size, dedicated);
         if (chunk == NULL) {
-            status = uct_gaudi_chunk_create(heap,
-                                            ucs_align_up(size,
-                                                         heap->chunk_size),
-                                            dedicated, &chunk);
+            status = uct_gaudi_chunk_create(heap, chunk_size, dedicated,
+                                            &chunk);
             if (status != UCS_OK) {
                 return status;
             }
@@ -1314,7 +1568,7 @@ static ucs_status_t uct_gaudi_heap_pool_export(uct_gaudi_heap_t *heap,
     ucs_status_t status;
 
     if (uct_gaudi_heap_is_gaudi1(heap) ||
-        (uct_gaudi_syn_pool_find(heap->ctx->syn, heap->ctx->hl.fd, addr, len,
+        (uct_gaudi_syn_pool_find(heap->syn, heap->ctx->hl.fd, addr, len,
                                  &pool) != UCS_OK)) {
         ucs_debug("gaudi %s: 0x%" PRIx64 "+%zu is device memory of unknown "
                   "origin (not the module's, not in SynapseAI's pool): no "
@@ -1403,6 +1657,10 @@ static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
               uct_gaudi_heap_name(heap), buf->super.start, fd, addr, off,
               end - start);
 out:
+    if (buf->chunk->syn &&
+        (uct_gaudi_chunk_note_export(buf->chunk, fd) != 0)) {
+        buf->chunk->export_lost = 1;
+    }
     buf->dmabuf_fd       = fd;
     buf->chunk->exported = 1;
     UCT_GAUDI_MEM_COUNTER_ADD(heap, dmabuf_open, 1);

@@ -46,8 +46,8 @@ BEGIN_C_DECLS
  */
 #define UCT_GAUDI_MEM_G1_WINDOW     0x4000000000000000ull
 
-/* Gaudi1 chunks from SynapseAI's allocator: the heap's own granularity
- * (Gaudi1 has no DRAM page of the MMU to follow) */
+/* Gaudi1 chunks from SynapseAI's allocator: the cap of
+ * UCX_GAUDI_SYN_HEAP_CHUNK there (Gaudi1 has no DRAM page of the MMU) */
 #define UCT_GAUDI_MEM_G1_SYN_CHUNK  (32ull << 20)
 
 /* End of the DRAM VA range (VA_HBM_SPACE_END, facts 3.4) */
@@ -100,6 +100,10 @@ typedef struct uct_gaudi_chunk {
     int             mapped;     /* MAP not undone yet (Gaudi2/3) */
     int             syn;        /* from synDeviceMalloc, not the driver */
     int             exported;   /* a dma-buf of it was ever exported */
+    uint64_t        *export_ids; /* SynapseAI chunk: st_dev, st_ino of
+                                    each dma-buf file exported from it */
+    unsigned        num_exports;
+    int             export_lost; /* an export not noted: kept for good */
     unsigned        release_tries; /* failed releases (deferred) */
     uint64_t        ptr;        /* Gaudi pointer of byte 0 = MAP VA */
     uint64_t        dma;        /* DMA address of byte 0 */
@@ -151,7 +155,9 @@ typedef struct uct_gaudi_heap {
     uint64_t                  uuid;      /* identity of this device context */
     uint64_t                  win_start; /* Gaudi pointer window */
     uint64_t                  win_end;
-    uint64_t                  chunk_size;   /* dram_page_size (facts 2.3) */
+    uint64_t                  chunk_size;   /* dram_page_size (facts 2.3),
+                                               SynapseAI's memory:
+                                               UCX_GAUDI_SYN_HEAP_CHUNK */
     size_t                    host_page;
     ucs_list_link_t           chunks;
     ucs_list_link_t           deferred; /* empty chunks the driver did not
@@ -160,6 +166,12 @@ typedef struct uct_gaudi_heap {
                                            SynapseAI, kept (see below) */
     int                       device_mem; /* uct_gaudi_device_mem_t:
                                              DRIVER, SYNAPSE or AUTO */
+    struct uct_gaudi_syn      *syn;      /* SYNAPSE: allocator, the ctx's
+                                            or (kernel backend on
+                                            SynapseAI's fd) our own */
+    uint32_t                  syn_device; /* its synDeviceId */
+    int                       syn_own;   /* syn loaded by the heap */
+    uint64_t                  syn_absent_at; /* uct_gaudi_syn_is_loaded */
     ucs_pgtable_t             bufs;     /* uct_gaudi_buf_t */
     void                      *registry; /* live memh set (khash) */
     unsigned                  refcount;  /* MDs + public API */
@@ -262,12 +274,15 @@ ucs_status_t uct_gaudi_heap_alloc(uct_gaudi_heap_t *heap,
  *
  * Chunks from SynapseAI's allocator (UCX_GAUDI_DEVICE_MEM) are pieces of
  * SynapseAI's pool mapping and go back with synDeviceFree, which hands a
- * freed piece out again at once while a peer may still write through its
- * import of the pages. So an empty chunk that was ever exported is never
- * given back: it stays reserved on heap->retained, serves the heap's next
- * chunks that fit in it (smallest first: cycles of allocating and freeing
- * exported buffers do not grow the module's memory), and is left to
- * SynapseAI's release of the device when the heap goes.
+ * freed piece out again at once; the pool's mapping is never unmapped, so
+ * the driver's refusal above does not protect them. An empty chunk that
+ * was exported goes back only when no fd of any dma-buf file exported
+ * from it is open in this process any more (/proc/self/fd): a gaudi_ipc
+ * peer's transfers need the exporter to hold the file (its per-transfer
+ * check, docs/ipc.md), so none starts after that. Until then it stays on
+ * heap->retained, serves the heap's next chunks that fit in it (smallest
+ * first), and is checked again at every heap alloc and free; what is left
+ * at heap teardown goes with SynapseAI's release of the device.
  */
 
 /* Retry deferred releases now; cheap when there are none. Takes the lock */
