@@ -717,13 +717,17 @@ TEST_F(cpy_test, bad_input) {
 
     /* remote range outside the rkey's registration */
     EXPECT_NE(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev + (1 << 20), rkey));
-    /* Gaudi range that is not an allocation (past the end of one) */
-    EXPECT_NE(UCS_OK, uct_ep_put_short(m_ep, buf.data(), 64,
-                                       (uintptr_t)dev + (2ul << 20),
+    /* Gaudi range that is not an allocation: in the heap's chunk of a
+     * small buffer, past the buffer. (Beyond the module's chunks, an
+     * address of SynapseAI's pool is SynapseAI's memory, which the
+     * module takes as the application's: no such hole there.) */
+    uct_rkey_t small_rkey;
+    uintptr_t hole = (uintptr_t)dev_alloc(64 << 10, &small_rkey) +
+                     (512 << 10);
+    EXPECT_NE(UCS_OK, uct_ep_put_short(m_ep, buf.data(), 64, hole,
                                        UCT_INVALID_RKEY));
     iov.length = 64;
-    EXPECT_NE(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev + (2ul << 20),
-                            UCT_INVALID_RKEY));
+    EXPECT_NE(UCS_OK, zcopy(true, &iov, 1, hole, UCT_INVALID_RKEY));
     /* longer than max_zcopy */
     iov.length = m_attr.cap.put.max_zcopy + 1;
     EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT, uct_ep_put_zcopy(m_ep, &iov, 1,
