@@ -198,6 +198,10 @@ static int move_all(node_t *n, uint8_t *p, size_t len, unsigned seed)
         goto out;
     }
 
+    if (getenv("GAUDI_UCP_REUSE_NO_RMA") != NULL) {
+        rc = 0;   /* the suite says why this UCX cannot */
+        goto out;
+    }
     fill(want, len, seed + 100);
     memcpy(p, want, len);
     if (wait_req(n, ucp_put_nbx(n->ep, p, len, (uintptr_t)n->dev, n->rkey,
