@@ -38,20 +38,28 @@ typedef struct {
 
 static int test_report_fd = -1;   /* child -> runner: failure reason */
 
+/* Tell the runner why, then end the child with @a status */
+static inline void test_report_exit(int status, const char *fmt, va_list ap)
+    __attribute__((noreturn));
+static inline void test_report_exit(int status, const char *fmt, va_list ap)
+{
+    char buf[512];
+
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    if (write(test_report_fd, buf, strlen(buf)) < 0) {
+        /* the runner reports the exit status anyway */
+    }
+    _exit(status);
+}
+
 static inline void test_fail(const char *fmt, ...)
     __attribute__((noreturn, format(printf, 1, 2)));
 static inline void test_fail(const char *fmt, ...)
 {
-    char    buf[512];
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    if (write(test_report_fd, buf, strlen(buf)) < 0) {
-        /* the runner reports the exit status anyway */
-    }
-    _exit(1);
+    test_report_exit(1, fmt, ap);
 }
 
 /* The test cannot run here (reason said): reported as SKIP, not passed */
@@ -60,16 +68,10 @@ static inline void test_skip(const char *fmt, ...)
     __attribute__((noreturn, format(printf, 1, 2)));
 static inline void test_skip(const char *fmt, ...)
 {
-    char    buf[512];
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    if (write(test_report_fd, buf, strlen(buf)) < 0) {
-        /* the runner reports the exit status anyway */
-    }
-    _exit(TEST_SKIP_STATUS);
+    test_report_exit(TEST_SKIP_STATUS, fmt, ap);
 }
 
 #define CHECK(_c, _fmt, ...) \

@@ -297,6 +297,27 @@ unregistered:
     uct_ep_h                            m_ep     = NULL;
     ucs_memory_type_t                   m_mem_type = UCS_MEMORY_TYPE_HOST;
     std::string                         m_dev_name;
+    /* free + malloc of SIZE bytes, three times, glibc giving the same
+     * address back each time: every way of moving data through it */
+    void malloc_rounds() {
+        uint8_t *p = (uint8_t*)malloc(SIZE), *q;
+
+        ASSERT_TRUE(p != NULL);
+        move_all(p, SIZE, 1);
+        for (unsigned round = 2; round < 5; ++round) {
+            uintptr_t was = (uintptr_t)p;
+
+            free(p);
+            p = q = (uint8_t*)malloc(SIZE);
+            if (was != (uintptr_t)q) {
+                free(p);
+                FAIL() << "glibc did not give the same address back";
+            }
+            move_all(q, SIZE, round);
+        }
+        free(p);
+    }
+
     std::vector<uct_allocated_memory_t> m_dev_mem;
     std::vector<uct_rkey_bundle_t>      m_rkeys;
     uint64_t                            m_dev    = 0;
@@ -331,20 +352,7 @@ TEST_F(reuse_test, munmap_mmap)
 TEST_F(reuse_test, free_malloc)
 {
     ASSERT_EQ(1, mallopt(M_MMAP_THRESHOLD, 256 * 1024));
-    uint8_t *p = (uint8_t*)malloc(SIZE), *q;
-
-    ASSERT_TRUE(p != NULL);
-    move_all(p, SIZE, 1);
-    for (unsigned round = 2; round < 5; ++round) {
-        uintptr_t was = (uintptr_t)p;
-
-        free(p);
-        p = q = (uint8_t*)malloc(SIZE);
-        ASSERT_EQ(was, (uintptr_t)q)
-            << "glibc did not give the same address back";
-        move_all(q, SIZE, round);
-    }
-    free(p);
+    malloc_rounds();
 }
 
 /* free + malloc at the top of the heap: the trim gives the pages back
@@ -354,20 +362,7 @@ TEST_F(reuse_test, heap_trim)
     ASSERT_EQ(1, mallopt(M_MMAP_THRESHOLD, 64 << 20));
     ASSERT_EQ(1, mallopt(M_TRIM_THRESHOLD, 0));
     ASSERT_EQ(1, mallopt(M_TOP_PAD, 0));
-    uint8_t *p = (uint8_t*)malloc(SIZE), *q;
-
-    ASSERT_TRUE(p != NULL);
-    move_all(p, SIZE, 1);
-    for (unsigned round = 2; round < 5; ++round) {
-        uintptr_t was = (uintptr_t)p;
-
-        free(p);
-        p = q = (uint8_t*)malloc(SIZE);
-        ASSERT_EQ(was, (uintptr_t)q)
-            << "glibc did not give the same address back";
-        move_all(q, SIZE, round);
-    }
-    free(p);
+    malloc_rounds();
 }
 
 /* mremap moves the pages away (grown where they cannot grow in place;
