@@ -133,24 +133,12 @@ static ucs_status_t uct_gaudi_heap_account(uct_gaudi_heap_t *heap,
     return status;
 }
 
-ucs_status_t uct_gaudi_heap_alloc(uct_gaudi_heap_t *heap,
-                                  size_t *length_p,
-                                  uct_gaudi_buf_t **buf_p)
+/* Whether @a length bytes of device memory may be allocated at all */
+static ucs_status_t uct_gaudi_heap_alloc_check(uct_gaudi_heap_t *heap,
+                                               size_t length)
 {
-    const uct_gaudi_dev_info_t *info;
-    size_t length = *length_p;
-    uct_gaudi_chunk_t *chunk;
-    uct_gaudi_buf_t *buf;
-    uint64_t size, off;
-    ucs_status_t status;
+    const uct_gaudi_dev_info_t *info = heap->info;
 
-    /* the one operation that may open (or acquire) the device */
-    status = uct_gaudi_heap_take(heap, 1, 0, "device memory allocation");
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    info = heap->info;
     if (length == 0) {
         ucs_error("gaudi %s (%s): cannot allocate 0 bytes of device memory",
                   info->name, info->node_name);
@@ -174,28 +162,13 @@ ucs_status_t uct_gaudi_heap_alloc(uct_gaudi_heap_t *heap,
                   "device", info->name, info->node_name, heap->ctx->source);
         return UCS_ERR_UNSUPPORTED;
     }
+    return UCS_OK;
+}
 
-    size = ucs_align_up_pow2(length, UCT_GAUDI_MEM_ALLOC_ALIGN);
-    buf  = ucs_calloc(1, sizeof(*buf), "gaudi_heap_buf");
-    if (buf == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    pthread_mutex_lock(&heap->lock);
-    uct_gaudi_heap_retry_deferred_fast(heap);
-    status = uct_gaudi_heap_place(heap, size, &chunk, &off);
-    if (status != UCS_OK) {
-        ucs_error("gaudi %s (%s): failed to allocate %zu bytes of device "
-                  "memory: %s", info->name, info->node_name, length,
-                  ucs_status_string(status));
-        goto err_unlock;
-    }
-
-    status = uct_gaudi_heap_account(heap, size, 1);
-    if (status != UCS_OK) {
-        goto err_unplace;
-    }
-
+/* A buffer of @a size bytes at @a off in @a chunk, with its own memh */
+static void uct_gaudi_buf_init(uct_gaudi_buf_t *buf, uct_gaudi_chunk_t *chunk,
+                               uint64_t off, uint64_t size)
+{
     buf->super.start   = chunk->ptr + off;
     buf->super.end     = buf->super.start + size;
     buf->chunk         = chunk;
@@ -208,7 +181,34 @@ ucs_status_t uct_gaudi_heap_alloc(uct_gaudi_heap_t *heap,
     buf->memh.length   = size;
     buf->memh.dma_base = chunk->dma + off;
     buf->memh.buf      = buf;
+}
 
+/* Place @a buf (@a size bytes, @a length asked) in a chunk and record it in
+ * the table and the registry; heap->lock held */
+static ucs_status_t uct_gaudi_heap_alloc_locked(uct_gaudi_heap_t *heap,
+                                                size_t length, uint64_t size,
+                                                uct_gaudi_buf_t *buf)
+{
+    const uct_gaudi_dev_info_t *info = heap->info;
+    uct_gaudi_chunk_t *chunk;
+    ucs_status_t status;
+    uint64_t off;
+
+    uct_gaudi_heap_retry_deferred_fast(heap);
+    status = uct_gaudi_heap_place(heap, size, &chunk, &off);
+    if (status != UCS_OK) {
+        ucs_error("gaudi %s (%s): failed to allocate %zu bytes of device "
+                  "memory: %s", info->name, info->node_name, length,
+                  ucs_status_string(status));
+        return status;
+    }
+
+    status = uct_gaudi_heap_account(heap, size, 1);
+    if (status != UCS_OK) {
+        goto err_unplace;
+    }
+
+    uct_gaudi_buf_init(buf, chunk, off, size);
     status = ucs_pgtable_insert(&heap->bufs, &buf->super);
     if (status != UCS_OK) {
         ucs_error("gaudi %s: failed to record buffer 0x%" PRIx64 ": %s",
@@ -218,23 +218,56 @@ ucs_status_t uct_gaudi_heap_alloc(uct_gaudi_heap_t *heap,
     }
 
     uct_gaudi_heap_memh_add(heap, &buf->memh);
-    pthread_mutex_unlock(&heap->lock);
-
-    UCT_GAUDI_MEM_COUNTER_ADD(heap, alloc_count, 1);
-    UCT_GAUDI_MEM_COUNTER_ADD(heap, alloc_bytes, size);
-    ucs_trace("gaudi %s: allocated %zu bytes at 0x%" PRIx64, info->name,
-              length, buf->super.start);
-    *length_p = size;
-    *buf_p    = buf;
     return UCS_OK;
 
 err_unplace:
     uct_gaudi_heap_unplace(heap, chunk, off, size);
-err_unlock:
-    pthread_mutex_unlock(&heap->lock);
-    ucs_free(buf);
     return status;
 }
+
+ucs_status_t uct_gaudi_heap_alloc(uct_gaudi_heap_t *heap,
+                                  size_t *length_p,
+                                  uct_gaudi_buf_t **buf_p)
+{
+    size_t length = *length_p;
+    uct_gaudi_buf_t *buf;
+    ucs_status_t status;
+    uint64_t size;
+
+    /* the one operation that may open (or acquire) the device */
+    status = uct_gaudi_heap_take(heap, 1, 0, "device memory allocation");
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_heap_alloc_check(heap, length);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    size = ucs_align_up_pow2(length, UCT_GAUDI_MEM_ALLOC_ALIGN);
+    buf  = ucs_calloc(1, sizeof(*buf), "gaudi_heap_buf");
+    if (buf == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    pthread_mutex_lock(&heap->lock);
+    status = uct_gaudi_heap_alloc_locked(heap, length, size, buf);
+    pthread_mutex_unlock(&heap->lock);
+    if (status != UCS_OK) {
+        ucs_free(buf);
+        return status;
+    }
+
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, alloc_count, 1);
+    UCT_GAUDI_MEM_COUNTER_ADD(heap, alloc_bytes, size);
+    ucs_trace("gaudi %s: allocated %zu bytes at 0x%" PRIx64,
+              uct_gaudi_heap_name(heap), length, buf->super.start);
+    *length_p = size;
+    *buf_p    = buf;
+    return UCS_OK;
+}
+
 
 static void uct_gaudi_buf_close_dmabuf(uct_gaudi_heap_t *heap,
                                        uct_gaudi_buf_t *buf)
