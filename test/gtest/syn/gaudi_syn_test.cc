@@ -576,9 +576,7 @@ TEST_F(gaudi_syn, module_borrows_device)
 
     EXPECT_EQ(UCS_OK, uct_gaudi_syn_stream_destroy(&m_syn, stream));
     EXPECT_EQ(UCS_OK, uct_gaudi_syn_device_free(&m_syn, m_dev, d));
-    pthread_mutex_lock(&heap->lock);
-    EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(heap, buf));
-    pthread_mutex_unlock(&heap->lock);
+    EXPECT_EQ(UCS_OK, uct_gaudi_heap_free_ptr(heap, buf->memh.address));
     uct_gaudi_heap_put(heap);
     uct_gaudi_ctx_put(ctx);
     /* the module closed nothing: SynapseAI's fd is still open */
@@ -910,12 +908,10 @@ protected:
         ASSERT_EQ(UCS_OK, uct_gaudi_heap_get(m_ctx, &m_heap));
     }
 
-    /* Free @a buf as the MD does (with the heap lock) */
+    /* Free @a buf as the public API does */
     void heap_free(uct_gaudi_buf_t *buf)
     {
-        pthread_mutex_lock(&m_heap->lock);
-        EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
-        pthread_mutex_unlock(&m_heap->lock);
+        EXPECT_EQ(UCS_OK, uct_gaudi_heap_free_ptr(m_heap, buf->memh.address));
     }
 
     /* H2D into @a ptr and D2H back on the application's stream */
@@ -1160,10 +1156,8 @@ TEST_F(gaudi_syn_heap, exported_chunk_retained)
     chunk = buf->chunk->ptr;
     ASSERT_EQ(UCS_OK, uct_gaudi_heap_dmabuf(m_heap, buf->memh.address,
                                             length, &fd, &off));
-    pthread_mutex_lock(&m_heap->lock);
-    EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(m_heap, buf));
+    EXPECT_EQ(UCS_OK, uct_gaudi_heap_free_ptr(m_heap, buf->memh.address));
     EXPECT_FALSE(ucs_list_is_empty(&m_heap->retained));
-    pthread_mutex_unlock(&m_heap->lock);
     /* a pointer into it is the module's freed memory, not SynapseAI's */
     EXPECT_EQ(UCS_ERR_INVALID_ADDR,
               uct_gaudi_heap_resolve(m_heap, chunk + 4096, 64, &range));
@@ -1172,9 +1166,7 @@ TEST_F(gaudi_syn_heap, exported_chunk_retained)
     close(fd);
     length = 4096;
     ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(m_heap, &length, &buf));
-    pthread_mutex_lock(&m_heap->lock);
     EXPECT_TRUE(ucs_list_is_empty(&m_heap->retained));
-    pthread_mutex_unlock(&m_heap->lock);
     heap_free(buf);
     EXPECT_FALSE(syn_owns(chunk)) << "a chunk whose exports are closed "
                                      "was kept";
@@ -1394,9 +1386,7 @@ protected:
         ASSERT_EQ(UCS_OK, uct_gaudi_heap_alloc(heap, &length, &buf));
         EXPECT_FALSE(uct_gaudi_heap_ctx(heap)->hl.owns_fd);
         EXPECT_EQ(1, gaudi_gtest::hlsim_counter(HLSIM_COUNTER_CONTEXTS));
-        pthread_mutex_lock(&heap->lock);
-        EXPECT_EQ(UCS_OK, uct_gaudi_heap_free(heap, buf));
-        pthread_mutex_unlock(&heap->lock);
+        EXPECT_EQ(UCS_OK, uct_gaudi_heap_free_ptr(heap, buf->memh.address));
         uct_gaudi_heap_put(heap);
     }
 };

@@ -95,14 +95,8 @@ ucs_status_t uct_gaudi_mem_alloc(size_t length, void **ptr_p)
 static void uct_gaudi_api_dispatch_free(uct_gaudi_heap_t *heap,
                                         void *ptr)
 {
-    uct_gaudi_buf_t *buf;
+    size_t length = uct_gaudi_heap_buf_size(heap, (uintptr_t)ptr);
     ucm_event_t event;
-    size_t length;
-
-    pthread_mutex_lock(&heap->lock);
-    buf    = uct_gaudi_heap_buf_at(heap, (uintptr_t)ptr);
-    length = (buf != NULL) ? buf->size : 0;
-    pthread_mutex_unlock(&heap->lock);
 
     if (length == 0) {
         return;
@@ -117,20 +111,14 @@ static void uct_gaudi_api_dispatch_free(uct_gaudi_heap_t *heap,
 ucs_status_t uct_gaudi_mem_free(void *ptr)
 {
     uct_gaudi_heap_t *heap = uct_gaudi_heap_peek();
-    uct_gaudi_buf_t *buf   = NULL;
-    ucs_status_t status;
+    ucs_status_t status    = UCS_ERR_INVALID_ADDR;
 
     if (heap != NULL) {
         uct_gaudi_api_dispatch_free(heap, ptr);
-        pthread_mutex_lock(&heap->lock);
-        buf = uct_gaudi_heap_buf_at(heap, (uintptr_t)ptr);
-        if (buf != NULL) {
-            status = uct_gaudi_heap_free(heap, buf);
-        }
-        pthread_mutex_unlock(&heap->lock);
+        status = uct_gaudi_heap_free_ptr(heap, (uintptr_t)ptr);
     }
 
-    if (buf == NULL) {
+    if (status == UCS_ERR_INVALID_ADDR) {
         ucs_error("uct_gaudi_mem_free(%p): not a live Gaudi allocation "
                   "(double free, or not the pointer the allocation returned)",
                   ptr);

@@ -177,24 +177,19 @@ uct_gaudi_copy_mem_alloc(uct_md_h tl_md, size_t *length_p, void **address_p,
 static ucs_status_t uct_gaudi_copy_mem_free(uct_md_h tl_md, uct_mem_h memh)
 {
     uct_gaudi_copy_md_t *md = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
-    uct_gaudi_heap_t *heap  = md->heap;
-    uct_gaudi_memh_t *gmemh = memh;
     ucs_status_t status;
+    size_t length;
 
-    pthread_mutex_lock(&heap->lock);
-    if (!uct_gaudi_heap_memh_valid(heap, memh) ||
-        (gmemh->kind != UCT_GAUDI_MEMH_ALLOC)) {
-        pthread_mutex_unlock(&heap->lock);
+    status = uct_gaudi_heap_free_memh(md->heap, memh, &length);
+    if (status == UCS_ERR_INVALID_PARAM) {
         ucs_error("gaudi %s: mem_free of %p: not a live device allocation "
                   "(double free or wrong handle)",
-                  uct_gaudi_heap_name(heap), memh);
-        return UCS_ERR_INVALID_PARAM;
+                  uct_gaudi_heap_name(md->heap), memh);
+        return status;
     }
 
     UCS_STATS_UPDATE_COUNTER(md->stats, UCT_GAUDI_COPY_MD_STAT_ALLOC_BYTES,
-                             -gmemh->length);
-    status = uct_gaudi_heap_free(heap, gmemh->buf);
-    pthread_mutex_unlock(&heap->lock);
+                             -length);
     return status;
 }
 
@@ -317,31 +312,25 @@ uct_gaudi_copy_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
                          void *rkey_buffer)
 {
     uct_gaudi_copy_md_t *md    = ucs_derived_of(tl_md, uct_gaudi_copy_md_t);
-    uct_gaudi_memh_t *gmemh    = memh;
     uct_gaudi_copy_rkey_t *key = rkey_buffer;
-    int valid;
+    uct_gaudi_memh_t gmemh;
 
-    pthread_mutex_lock(&md->heap->lock);
-    valid = uct_gaudi_heap_memh_valid(md->heap, memh);
-    if (valid) {
-        key->version   = UCT_GAUDI_COPY_RKEY_VERSION;
-        key->flags     = ((gmemh->kind == UCT_GAUDI_MEMH_ALLOC) ||
-                          (gmemh->kind == UCT_GAUDI_MEMH_DEVICE_REG)) ?
-                         UCT_GAUDI_COPY_RKEY_FLAG_DEVICE : 0;
-        key->reserved  = 0;
-        key->module_id = md->heap->info->module_id;
-        key->ctx_uuid  = md->heap->uuid;
-        key->base      = gmemh->address;
-        key->length    = gmemh->length;
-        key->dma_base  = gmemh->dma_base;
-    }
-    pthread_mutex_unlock(&md->heap->lock);
-
-    if (!valid) {
+    if (!uct_gaudi_heap_memh_get(md->heap, memh, &gmemh)) {
         ucs_error("gaudi %s: mkey_pack of %p: not a live memory handle",
                   uct_gaudi_heap_name(md->heap), memh);
         return UCS_ERR_INVALID_PARAM;
     }
+
+    key->version   = UCT_GAUDI_COPY_RKEY_VERSION;
+    key->flags     = ((gmemh.kind == UCT_GAUDI_MEMH_ALLOC) ||
+                      (gmemh.kind == UCT_GAUDI_MEMH_DEVICE_REG)) ?
+                     UCT_GAUDI_COPY_RKEY_FLAG_DEVICE : 0;
+    key->reserved  = 0;
+    key->module_id = md->heap->info->module_id;
+    key->ctx_uuid  = md->heap->uuid;
+    key->base      = gmemh.address;
+    key->length    = gmemh.length;
+    key->dma_base  = gmemh.dma_base;
     return UCS_OK;
 }
 

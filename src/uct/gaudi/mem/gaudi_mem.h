@@ -148,7 +148,9 @@ typedef struct uct_gaudi_heap {
     uct_gaudi_ctx_t           *ctx;      /* our own device reference, or
                                             NULL: not taken yet */
     const uct_gaudi_dev_info_t *info;    /* expected, then taken device */
-    pthread_mutex_t           lock;      /* chunks, table, registry */
+    pthread_mutex_t           lock;      /* chunks, table, registry; taken
+                                            by mem/ only, inside its
+                                            functions */
     ucs_status_t              open_status; /* of our own open (UCS_OK:
                                               not tried or succeeded) */
     int                       take_logged; /* a take failure was logged */
@@ -288,13 +290,17 @@ ucs_status_t uct_gaudi_heap_alloc(uct_gaudi_heap_t *heap,
 /* Retry deferred releases now; cheap when there are none. Takes the lock */
 void uct_gaudi_heap_progress(uct_gaudi_heap_t *heap);
 
-/* Free a buffer; UCS_ERR_BUSY while registrations still use it */
-ucs_status_t uct_gaudi_heap_free(uct_gaudi_heap_t *heap,
-                                 uct_gaudi_buf_t *buf);
+/* Free the buffer of @a memh, a live handle of mem_alloc; *length_p: its
+ * length. UCS_ERR_INVALID_PARAM (not logged) when @a memh is not one */
+ucs_status_t uct_gaudi_heap_free_memh(uct_gaudi_heap_t *heap, void *memh,
+                                      size_t *length_p);
 
-/* Buffer whose first byte is @a ptr (public free), or NULL */
-uct_gaudi_buf_t *uct_gaudi_heap_buf_at(uct_gaudi_heap_t *heap,
-                                       uint64_t ptr);
+/* Free the buffer whose first byte is @a ptr (public API);
+ * UCS_ERR_INVALID_ADDR (not logged) when no live buffer starts there */
+ucs_status_t uct_gaudi_heap_free_ptr(uct_gaudi_heap_t *heap, uint64_t ptr);
+
+/* Size of the live buffer whose first byte is @a ptr, or 0 */
+size_t uct_gaudi_heap_buf_size(uct_gaudi_heap_t *heap, uint64_t ptr);
 
 /*
  * Resolve device memory [addr, addr+len) (must be in the window):
@@ -327,15 +333,9 @@ uint64_t uct_gaudi_heap_dma_of(const uct_gaudi_heap_t *heap,
 
 /* Registry of live memory handles */
 
-void uct_gaudi_heap_memh_add(uct_gaudi_heap_t *heap,
-                             uct_gaudi_memh_t *memh);
-
-void uct_gaudi_heap_memh_del(uct_gaudi_heap_t *heap,
-                             uct_gaudi_memh_t *memh);
-
-/* Whether @a memh is live; call with heap->lock held */
-int uct_gaudi_heap_memh_valid(uct_gaudi_heap_t *heap,
-                              const void *memh);
+/* Whether @a memh is live; then *copy is what it holds now */
+int uct_gaudi_heap_memh_get(uct_gaudi_heap_t *heap, const void *memh,
+                            uct_gaudi_memh_t *copy);
 
 
 /* DMA-BUF export (facts 4.1) */

@@ -123,13 +123,11 @@ static ucs_status_t uct_gaudi_heap_account(uct_gaudi_heap_t *heap,
         return UCS_OK;
     }
 
-    pthread_mutex_lock(&heap->ctx->lock);
     if (add) {
         status = uct_gaudi_hl_mem_alloc(&heap->ctx->hl, size, 0, &handle);
     } else {
         status = uct_gaudi_hl_mem_free_size(&heap->ctx->hl, size);
     }
-    pthread_mutex_unlock(&heap->ctx->lock);
     return status;
 }
 
@@ -320,6 +318,50 @@ uct_gaudi_buf_t *uct_gaudi_heap_buf_at(uct_gaudi_heap_t *heap,
         return NULL;
     }
     return ucs_derived_of(region, uct_gaudi_buf_t);
+}
+
+ucs_status_t uct_gaudi_heap_free_memh(uct_gaudi_heap_t *heap, void *memh,
+                                      size_t *length_p)
+{
+    uct_gaudi_memh_t *gmemh = memh;
+    ucs_status_t status;
+
+    pthread_mutex_lock(&heap->lock);
+    if (!uct_gaudi_heap_memh_valid(heap, memh) ||
+        (gmemh->kind != UCT_GAUDI_MEMH_ALLOC)) {
+        status = UCS_ERR_INVALID_PARAM;
+    } else {
+        *length_p = gmemh->length;
+        status    = uct_gaudi_heap_free(heap, gmemh->buf);
+    }
+    pthread_mutex_unlock(&heap->lock);
+    return status;
+}
+
+ucs_status_t uct_gaudi_heap_free_ptr(uct_gaudi_heap_t *heap, uint64_t ptr)
+{
+    ucs_status_t status = UCS_ERR_INVALID_ADDR;
+    uct_gaudi_buf_t *buf;
+
+    pthread_mutex_lock(&heap->lock);
+    buf = uct_gaudi_heap_buf_at(heap, ptr);
+    if (buf != NULL) {
+        status = uct_gaudi_heap_free(heap, buf);
+    }
+    pthread_mutex_unlock(&heap->lock);
+    return status;
+}
+
+size_t uct_gaudi_heap_buf_size(uct_gaudi_heap_t *heap, uint64_t ptr)
+{
+    uct_gaudi_buf_t *buf;
+    size_t size;
+
+    pthread_mutex_lock(&heap->lock);
+    buf  = uct_gaudi_heap_buf_at(heap, ptr);
+    size = (buf != NULL) ? buf->size : 0;
+    pthread_mutex_unlock(&heap->lock);
+    return size;
 }
 
 uint64_t uct_gaudi_heap_dma_of(const uct_gaudi_heap_t *heap,

@@ -192,7 +192,7 @@ static int uct_gaudi_chunk_exports_held(const uct_gaudi_chunk_t *chunk)
  * Device memory of a new chunk: the driver's ALLOC of whole pages, then
  * MAP (Gaudi2/3, facts 3.2, 3.3), whose VA is exactly what a dma-buf
  * export takes (facts 4.1); or SynapseAI's allocator (*syn_p set, any
- * ASIC), a piece of SynapseAI's pool. With the ctx lock.
+ * ASIC), a piece of SynapseAI's pool.
  */
 static ucs_status_t uct_gaudi_chunk_provide(uct_gaudi_heap_t *heap,
                                             uint64_t size, uint64_t *handle_p,
@@ -226,7 +226,7 @@ static ucs_status_t uct_gaudi_chunk_provide(uct_gaudi_heap_t *heap,
     return status;
 }
 
-/* Give a chunk's memory back to where it came from (with the ctx lock) */
+/* Give a chunk's memory back to where it came from */
 static void uct_gaudi_chunk_unprovide(uct_gaudi_heap_t *heap, int syn,
                                       uint64_t handle, uint64_t va)
 {
@@ -270,9 +270,7 @@ ucs_status_t uct_gaudi_chunk_create(uct_gaudi_heap_t *heap,
     ucs_status_t status;
     int syn;
 
-    pthread_mutex_lock(&heap->ctx->lock);
     status = uct_gaudi_chunk_provide(heap, size, &handle, &va, &syn);
-    pthread_mutex_unlock(&heap->ctx->lock);
     if (status != UCS_OK) {
         return status;
     }
@@ -282,9 +280,7 @@ ucs_status_t uct_gaudi_chunk_create(uct_gaudi_heap_t *heap,
                                 (UCT_GAUDI_MEM_G1_WINDOW + va) : va, va,
                                 size);
     if (chunk == NULL) {
-        pthread_mutex_lock(&heap->ctx->lock);
         uct_gaudi_chunk_unprovide(heap, syn, handle, va);
-        pthread_mutex_unlock(&heap->ctx->lock);
         return UCS_ERR_NO_MEMORY;
     }
 
@@ -316,7 +312,6 @@ static ucs_status_t uct_gaudi_chunk_release(uct_gaudi_heap_t *heap,
     const uct_gaudi_hl_t *hl = &heap->ctx->hl;
     ucs_status_t status      = UCS_OK;
 
-    pthread_mutex_lock(&heap->ctx->lock);
     if (chunk->syn) {
         status = uct_gaudi_syn_device_free(heap->syn, heap->syn_device,
                                            chunk->handle);
@@ -329,7 +324,6 @@ static ucs_status_t uct_gaudi_chunk_release(uct_gaudi_heap_t *heap,
     if ((status == UCS_OK) && !chunk->syn) {
         status = uct_gaudi_hl_mem_free(hl, chunk->handle);
     }
-    pthread_mutex_unlock(&heap->ctx->lock);
 
     if (status == UCS_OK) {
         UCT_GAUDI_MEM_COUNTER_ADD(heap, chunk_count, -1);

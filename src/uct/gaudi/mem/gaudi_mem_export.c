@@ -36,7 +36,7 @@ static int uct_gaudi_heap_bar_limited(const uct_gaudi_heap_t *heap)
  * Gaudi2/3: the pool is one driver mapping made at acquire, and the driver
  * exports a page-aligned range of a mapping given by its MAP VA (facts
  * 4.1). *offset_p: of @a addr in the dma-buf. UCS_ERR_UNSUPPORTED (debug)
- * when nothing tells where the pool lies. With the ctx lock.
+ * when nothing tells where the pool lies.
  */
 static ucs_status_t uct_gaudi_heap_pool_export(uct_gaudi_heap_t *heap,
                                                uint64_t addr, size_t len,
@@ -85,11 +85,9 @@ static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
 
     if (buf->chunk->syn && !uct_gaudi_heap_is_gaudi1(heap)) {
         /* a piece of SynapseAI's pool mapping, not a MAP of its own */
-        pthread_mutex_lock(&heap->ctx->lock);
         status = uct_gaudi_heap_pool_export(heap, buf->super.start,
                                             buf->size, &fd,
                                             &buf->dmabuf_offset);
-        pthread_mutex_unlock(&heap->ctx->lock);
         if (status != UCS_OK) {
             return status;
         }
@@ -113,10 +111,8 @@ static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
         buf->dmabuf_offset = buf->offset - start;
     }
 
-    pthread_mutex_lock(&heap->ctx->lock);
     status = uct_gaudi_hl_export_dmabuf(&heap->ctx->hl, addr, end - start,
                                         off, O_RDWR | O_CLOEXEC, &fd);
-    pthread_mutex_unlock(&heap->ctx->lock);
     if ((status == UCS_ERR_INVALID_PARAM) && uct_gaudi_heap_bar_limited(heap)) {
         /* the driver checks every page of the allocation (facts 4.1) */
         ucs_error("gaudi %s: buffer 0x%" PRIx64 " cannot be exported: the "
@@ -170,9 +166,7 @@ static ucs_status_t uct_gaudi_heap_foreign_dmabuf(uct_gaudi_heap_t *heap,
         return UCS_ERR_INVALID_ADDR;
     }
 
-    pthread_mutex_lock(&heap->ctx->lock);
     status = uct_gaudi_heap_pool_export(heap, addr, len, fd_p, offset_p);
-    pthread_mutex_unlock(&heap->ctx->lock);
     return status;
 }
 

@@ -397,3 +397,17 @@ int uct_gaudi_heap_memh_valid(uct_gaudi_heap_t *heap,
            (((const uct_gaudi_memh_t*)memh)->tag ==
             UCT_GAUDI_MEMH_TAG);
 }
+
+int uct_gaudi_heap_memh_get(uct_gaudi_heap_t *heap, const void *memh,
+                            uct_gaudi_memh_t *copy)
+{
+    int valid;
+
+    pthread_mutex_lock(&heap->lock);
+    valid = uct_gaudi_heap_memh_valid(heap, memh);
+    if (valid) {
+        *copy = *(const uct_gaudi_memh_t*)memh;
+    }
+    pthread_mutex_unlock(&heap->lock);
+    return valid;
+}

@@ -5,6 +5,16 @@
  * chunks and their free lists, deferred release, the device take. Not for
  * other layers: they use gaudi_mem.h. The unit tests of test/gtest/mem
  * call these directly.
+ *
+ * Locking: heap->lock guards the heap's own data (chunk lists, the table
+ * of buffers, the registry, take state) and is taken only here, inside
+ * mem/'s functions. The device calls under it take no lock of the device
+ * context: the driver's MEMORY ioctl (ALLOC, FREE, MAP, UNMAP, EXPORT) is
+ * safe from many threads, its state being locked inside (K612 memory.c:
+ * 173, 360 vm->idr_lock; 539, 642 va_range->lock; 1185, 1352 mmu_lock;
+ * 1218, 1289, 1795 ctx->mem_hash_lock; K61 memory.c:171, 360, 1207, 1238,
+ * 1297, 1359), and so are synDeviceMalloc/Free (emulated under synsim's
+ * lock, test/emu/synsim/synsim_devmem.c:142, 167).
  */
 
 #ifndef UCT_GAUDI_MEM_INT_H_
@@ -103,6 +113,28 @@ ucs_status_t uct_gaudi_heap_attach(uct_gaudi_heap_t *heap,
 
 /* Drop the heap's own SynapseAI reference (after its chunks) */
 void uct_gaudi_heap_unborrow_syn(uct_gaudi_heap_t *heap);
+
+
+/* Buffers and the registry (gaudi_mem_alloc.c, gaudi_mem_heap.c);
+ * heap->lock held */
+
+/* Free a buffer (validated by the caller) */
+ucs_status_t uct_gaudi_heap_free(uct_gaudi_heap_t *heap,
+                                 uct_gaudi_buf_t *buf);
+
+/* Buffer whose first byte is @a ptr, or NULL */
+uct_gaudi_buf_t *uct_gaudi_heap_buf_at(uct_gaudi_heap_t *heap,
+                                       uint64_t ptr);
+
+void uct_gaudi_heap_memh_add(uct_gaudi_heap_t *heap,
+                             uct_gaudi_memh_t *memh);
+
+void uct_gaudi_heap_memh_del(uct_gaudi_heap_t *heap,
+                             uct_gaudi_memh_t *memh);
+
+/* Whether @a memh is live */
+int uct_gaudi_heap_memh_valid(uct_gaudi_heap_t *heap,
+                              const void *memh);
 
 END_C_DECLS
 

@@ -10,6 +10,7 @@
 #endif
 
 #include <uct/gaudi/mem/gaudi_reg.h>
+#include <uct/gaudi/mem/gaudi_mem_int.h>
 #include <uct/gaudi/syn/gaudi_syn.h>
 
 #include <ucm/api/ucm.h>
@@ -53,6 +54,26 @@ static ucs_stats_class_t uct_gaudi_reg_stats_class = {
 /* Set by the mem_reg callback, which runs in the thread of ucs_rcache_get */
 static __thread int uct_gaudi_reg_rcache_missed;
 
+
+/*
+ * SynapseAI's host-map table (syn->maps: a lookup, then an entry made,
+ * and reference counts) is shared with dma/'s bounce buffer, which both
+ * serialize with ctx->lock until the table locks itself (syn/). The
+ * driver's MAP and UNMAP need no lock (gaudi_mem_int.h, "Locking").
+ */
+static void uct_gaudi_reg_syn_maps_lock(uct_gaudi_heap_t *heap)
+{
+    if (heap->ctx->syn != NULL) {
+        pthread_mutex_lock(&heap->ctx->lock);
+    }
+}
+
+static void uct_gaudi_reg_syn_maps_unlock(uct_gaudi_heap_t *heap)
+{
+    if (heap->ctx->syn != NULL) {
+        pthread_mutex_unlock(&heap->ctx->lock);
+    }
+}
 
 /*
  * Map host pages for the device: MAP USERPTR on the kernel backend (the
@@ -113,10 +134,10 @@ ucs_status_t uct_gaudi_mem_host_map(uct_gaudi_heap_t *heap, void *addr,
 
     /* The driver pins whole pages anyway (facts 3.3); mapping them keeps the
      * VA page-aligned, so the DMA address is va + (addr - start) */
-    pthread_mutex_lock(&heap->ctx->lock);
+    uct_gaudi_reg_syn_maps_lock(heap);
     status = uct_gaudi_mem_host_map_dev(heap->ctx, addr, len, (void*)start,
                                         end - start, &va, &app);
-    pthread_mutex_unlock(&heap->ctx->lock);
+    uct_gaudi_reg_syn_maps_unlock(heap);
     if (status != UCS_OK) {
         if (!(flags & UCT_MD_MEM_FLAG_HIDE_ERRORS)) {
             ucs_error("gaudi %s (%s): registration of host memory %p "
@@ -161,7 +182,7 @@ void uct_gaudi_mem_host_unmap(uct_gaudi_heap_t *heap,
         return;
     }
 
-    pthread_mutex_lock(&heap->ctx->lock);
+    uct_gaudi_reg_syn_maps_lock(heap);
     if (heap->ctx->syn != NULL) {
         /* only an entry of the module's own is ever put back */
         status = (memh->map_va == 0) ? UCS_OK :
@@ -172,7 +193,7 @@ void uct_gaudi_mem_host_unmap(uct_gaudi_heap_t *heap,
     } else {
         status = uct_gaudi_hl_mem_unmap(&heap->ctx->hl, memh->map_va);
     }
-    pthread_mutex_unlock(&heap->ctx->lock);
+    uct_gaudi_reg_syn_maps_unlock(heap);
     if (status == UCS_OK) {
         UCT_GAUDI_MEM_COUNTER_ADD(heap, host_unmaps, 1);
     }
