@@ -187,9 +187,7 @@ protected:
         uct_gaudi_ctx_t *c = ctx();
         int supported      = 0;
 
-        pthread_mutex_lock(&c->lock);
         EXPECT_EQ(UCS_OK, uct_gaudi_hl_probe_export(&c->hl, &supported));
-        pthread_mutex_unlock(&c->lock);
         return supported;
     }
 
@@ -382,23 +380,6 @@ TEST_F(gaudi_md, alloc_free_sizes)
         EXPECT_EQ(0, hlsim_counter(HLSIM_COUNTER_ALLOCS));
         EXPECT_EQ(0, hlsim_counter(HLSIM_COUNTER_MAPPINGS));
     }
-}
-
-TEST_F(gaudi_md, sub_allocation)
-{
-    std::vector<uct_mem_h> memhs(200);
-    uct_gaudi_counters_t c0 = counters();
-
-    for (auto &memh : memhs) {
-        alloc_ok(4096, &memh);
-    }
-    /* 200 x 4 KiB share one chunk; Gaudi1's driver memory has none */
-    EXPECT_EQ(ranged() ? 0u : 1u, counters().chunk_count - c0.chunk_count);
-    EXPECT_EQ(c0.alloc_bytes + 200 * 4096, counters().alloc_bytes);
-    for (auto memh : memhs) {
-        EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, memh));
-    }
-    EXPECT_EQ(c0.chunk_count, counters().chunk_count);
 }
 
 TEST_F(gaudi_md, uct_mem_alloc_md_method)
@@ -991,134 +972,6 @@ TEST_F(gaudi_md, stable_over_10000_cycles)
 
 
 /*
- * Deferred release (gaudi_copy_mem.h): the driver refuses to UNMAP a chunk
- * while a dma-buf exported from it is alive anywhere (facts 3.3). Freeing
- * a buffer whose dma-buf fd is still held must not log an error nor leak:
- * the chunk waits on the deferred list (its range is not reused) and is
- * released by a later alloc/free or uct_gaudi_heap_progress().
- */
-TEST_F(gaudi_md, dmabuf_held_defers_chunk_release)
-{
-    if (!export_ok()) {
-        GTEST_SKIP() << "the driver cannot export DMA-BUF (Linux 6.1, Gaudi2)";
-    }
-    uct_gaudi_counters_t c0 = counters();
-    int64_t allocs = hlsim_counter(HLSIM_COUNTER_ALLOCS);
-    int64_t maps   = hlsim_counter(HLSIM_COUNTER_MAPPINGS);
-    uct_mem_h ma, mb, mc, mx;
-    uint64_t off;
-    int fd, fd2;
-    scoped_log log;
-
-    /* A: a sub-allocated buffer alone in a shared chunk, exported */
-    char *a = (char*)alloc_ok(8192, &ma);
-    uintptr_t dchunk = ((uct_gaudi_memh_t*)ma)->buf->chunk->ptr;
-    ASSERT_EQ(UCS_OK, uct_gaudi_dmabuf_get(a, 8192, &fd, &off));
-    EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, ma));   /* fd still held */
-
-    if (gaudi1()) {
-        /* no UNMAP on Gaudi1 (one heap-managed range, facts 3.2) */
-        EXPECT_EQ(c0.deferred_chunks, counters().deferred_chunks);
-        close(fd);
-        EXPECT_TRUE(log.empty()) << log.all();
-        GTEST_SKIP() << "Gaudi1: chunks are never unmapped";
-    }
-
-    uct_gaudi_counters_t c1 = counters();
-    EXPECT_EQ(c0.deferred_chunks + 1, c1.deferred_chunks);
-    EXPECT_EQ(c0.chunk_count + 1, c1.chunk_count);   /* still allocated */
-    EXPECT_EQ(c0.chunk_bytes + chunk_size(), c1.chunk_bytes);
-    EXPECT_EQ(c0.alloc_bytes, c1.alloc_bytes);       /* the buffer is gone */
-    EXPECT_EQ(c0.dmabuf_open, c1.dmabuf_open);       /* our export closed */
-    EXPECT_EQ(allocs + 1, hlsim_counter(HLSIM_COUNTER_ALLOCS));
-    EXPECT_EQ(maps + 1, hlsim_counter(HLSIM_COUNTER_MAPPINGS));
-
-    /* the freed range is not an allocation, and not handed out again */
-    uct_gaudi_dma_ref_t ref;
-    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
-              uct_gaudi_reg_dma_resolve(&m_gmd->reg, a, 8192, NULL, &ref));
-    EXPECT_TRUE(log.has("not inside one live allocation")) << log.all();
-    log.clear();
-    char *b = (char*)alloc_ok(8192, &mb);
-    EXPECT_TRUE(((uintptr_t)b + 8192 <= dchunk) ||
-                ((uintptr_t)b >= dchunk + chunk_size()))
-            << std::hex << (uintptr_t)b << " reuses deferred chunk " << dchunk;
-    EXPECT_EQ(c0.deferred_chunks + 1, counters().deferred_chunks);
-    EXPECT_EQ(c0.chunk_count + 2, counters().chunk_count);
-
-    /* fd closed: the next alloc releases the chunk */
-    close(fd);
-    EXPECT_EQ(c0.deferred_chunks + 1, counters().deferred_chunks);
-    alloc_ok(4096, &mc);
-    c1 = counters();
-    EXPECT_EQ(c0.deferred_chunks, c1.deferred_chunks);
-    EXPECT_EQ(c0.chunk_count + 1, c1.chunk_count);    /* b and c share one */
-    EXPECT_EQ(c0.chunk_bytes + chunk_size(), c1.chunk_bytes);
-    EXPECT_EQ(allocs + 1, hlsim_counter(HLSIM_COUNTER_ALLOCS));
-    EXPECT_EQ(maps + 1, hlsim_counter(HLSIM_COUNTER_MAPPINGS));
-
-    /* second round, a dedicated chunk: the next free releases it */
-    char *x = (char*)alloc_ok(chunk_size() / 2, &mx);
-    ASSERT_EQ(UCS_OK, uct_gaudi_dmabuf_get(x, 4096, &fd2, &off));
-    EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, mx));
-    EXPECT_EQ(c0.deferred_chunks + 1, counters().deferred_chunks);
-    EXPECT_EQ(allocs + 2, hlsim_counter(HLSIM_COUNTER_ALLOCS));
-    close(fd2);
-    EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, mc));
-    EXPECT_EQ(c0.deferred_chunks, counters().deferred_chunks);
-    EXPECT_EQ(allocs + 1, hlsim_counter(HLSIM_COUNTER_ALLOCS));
-
-    /* third round, the last buffer of a shared chunk; the progress hook */
-    ASSERT_EQ(UCS_OK, uct_gaudi_dmabuf_get(b, 100, &fd, &off));
-    EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, mb));
-    EXPECT_EQ(c0.deferred_chunks + 1, counters().deferred_chunks);
-    uct_gaudi_heap_progress(m_gmd->heap);         /* fd still held */
-    EXPECT_EQ(c0.deferred_chunks + 1, counters().deferred_chunks);
-    close(fd);
-    uct_gaudi_heap_progress(m_gmd->heap);
-    c1 = counters();
-    EXPECT_EQ(c0.deferred_chunks, c1.deferred_chunks);
-    EXPECT_EQ(c0.chunk_count, c1.chunk_count);
-    EXPECT_EQ(c0.chunk_bytes, c1.chunk_bytes);
-    EXPECT_EQ(c0.alloc_bytes, c1.alloc_bytes);
-    EXPECT_EQ(c0.dmabuf_open, c1.dmabuf_open);
-    EXPECT_EQ(allocs, hlsim_counter(HLSIM_COUNTER_ALLOCS));
-    EXPECT_EQ(maps, hlsim_counter(HLSIM_COUNTER_MAPPINGS));
-    EXPECT_EQ(0, hlsim_counter(HLSIM_COUNTER_DMABUFS));
-
-    /* no ERROR or WARN at any point (the old code logged "could not
-     * release device memory chunk") */
-    EXPECT_TRUE(log.empty()) << log.all();
-}
-
-/* UNMAP refused while the device is not operational (EBUSY): deferred
- * and retried the same way, quietly */
-TEST_F(gaudi_md, unmap_busy_defers_chunk_release)
-{
-    if (gaudi1()) {
-        GTEST_SKIP() << "Gaudi1: chunks are never unmapped";
-    }
-
-    uct_gaudi_counters_t c0 = counters();
-    int64_t allocs = hlsim_counter(HLSIM_COUNTER_ALLOCS);
-    uct_mem_h m1, m2;
-    scoped_log log;
-
-    alloc_ok(chunk_size(), &m1);
-    gaudi_gtest::hlsim_fault_add("mem_unmap", 1, EBUSY);
-    EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, m1));
-    EXPECT_EQ(c0.deferred_chunks + 1, counters().deferred_chunks);
-    EXPECT_EQ(allocs + 1, hlsim_counter(HLSIM_COUNTER_ALLOCS));
-
-    alloc_ok(4096, &m2);                       /* retried: released */
-    EXPECT_EQ(c0.deferred_chunks, counters().deferred_chunks);
-    EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, m2));
-    EXPECT_EQ(c0.chunk_count, counters().chunk_count);
-    EXPECT_EQ(allocs, hlsim_counter(HLSIM_COUNTER_ALLOCS));
-    EXPECT_TRUE(log.empty()) << log.all();
-}
-
-/*
  * A borrowed fd (UCX_GAUDI_DEVICE_FD, SynapseAI's; facts 9.5): on Gaudi1
  * ALLOC only counts bytes and the fd's owner uses the same DRAM, so the MD
  * must not allocate (no ALLOC capability, allocation refused with the
@@ -1162,69 +1015,6 @@ TEST_F(gaudi_md, borrowed_fd_child)
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, host.data(), host.size(),
                                      UCT_MD_MEM_ACCESS_ALL, &memh));
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
-}
-
-/*
- * Heap teardown with a deferred chunk. Needs a process whose heap can be
- * destroyed (the public API keeps it for the life of the process), so it
- * runs in a fresh process on a node of its own (deferred_teardown_child).
- */
-TEST_F(gaudi_md, dmabuf_held_at_teardown)
-{
-    if (!export_ok()) {
-        GTEST_SKIP() << "the driver cannot export DMA-BUF (Linux 6.1, Gaudi2)";
-    }
-    if (gaudi1()) {
-        GTEST_SKIP() << "Gaudi1: chunks are never unmapped";
-    }
-
-    gaudi_gtest::child_result r = gaudi_gtest::run_test_in_child(
-            "gaudi_md.deferred_teardown_child",
-            {{"GAUDI_MD_TEST_TEARDOWN_CHILD", "1"}});
-
-    EXPECT_TRUE(r.passed() && !r.skipped) << r.output;
-}
-
-TEST_F(gaudi_md, deferred_teardown_child)
-{
-    if (getenv("GAUDI_MD_TEST_TEARDOWN_CHILD") == NULL) {
-        GTEST_SKIP() << "run by dmabuf_held_at_teardown";
-    }
-
-    uct_mem_h memh;
-    uint64_t off;
-    int fd;
-    scoped_log log;
-
-    /* 1: the fd is closed before the last MD: teardown releases quietly */
-    void *p = alloc_ok(4096, &memh);
-    ASSERT_EQ(UCS_OK, uct_gaudi_dmabuf_get(p, 4096, &fd, &off));
-    EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, memh));
-    EXPECT_EQ(1u, counters().deferred_chunks);
-    EXPECT_EQ(1, hlsim_counter(HLSIM_COUNTER_ALLOCS));
-    close(fd);
-    close_md();                                   /* heap teardown */
-    EXPECT_EQ(0u, counters().chunk_count);        /* no heap left */
-    EXPECT_EQ(0, hlsim_counter(HLSIM_COUNTER_ALLOCS));
-    EXPECT_EQ(0, hlsim_counter(HLSIM_COUNTER_MAPPINGS));
-    EXPECT_TRUE(log.empty()) << log.all();
-
-    /* 2: still held at teardown: one warning, no error; the device close
-     * frees the chunk (facts 3.2) */
-    open_md(NULL);
-    p = alloc_ok(4096, &memh);
-    ASSERT_EQ(UCS_OK, uct_gaudi_dmabuf_get(p, 4096, &fd, &off));
-    EXPECT_EQ(UCS_OK, uct_md_mem_free(m_md, memh));
-    EXPECT_EQ(1u, counters().deferred_chunks);
-    close_md();
-    EXPECT_EQ(0u, log.count(UCS_LOG_LEVEL_ERROR)) << log.all();
-    EXPECT_EQ(1u, log.count(UCS_LOG_LEVEL_WARN)) << log.all();
-    EXPECT_TRUE(log.has("still exported at teardown",
-                        "the driver frees it")) << log.all();
-    /* the component keeps the device open here: the chunk stays with the
-     * driver until the process closes it */
-    EXPECT_EQ(0u, counters().deferred_chunks);    /* no heap left */
-    close(fd);
 }
 
 
