@@ -1,5 +1,5 @@
-# Memory errors and leaks: the MD and transport tests that exercise
-# allocation, registration, DMA-BUF export, copies and error paths, under
+# Memory errors and leaks: the heap's, MD and transport tests that
+# exercise allocation, registration, DMA-BUF export, copies and error paths, under
 # valgrind memcheck on the emulated node. Any memcheck error or definite
 # leak fails the run (--error-exitcode).
 . "$(dirname "$0")/lib.sh"
@@ -32,6 +32,8 @@ vg_run() {
 vg_run "memcheck: gaudi_copy MD" on_emulator \
     "$GAUDI_UCX_BUILD/test/gtest/.libs/gaudi_md_test" \
     'gaudi_md.alloc_free_sizes:gaudi_md.host_reg_unaligned_overlapping:gaudi_md.device_reg_and_rkey:gaudi_md.rcache_hit_miss:gaudi_md.dmabuf_export:gaudi_md.bad_input:gaudi_md.driver_faults'
+vg_run "memcheck: the memory layer's heap" on_emulator \
+    "$GAUDI_UCX_BUILD/test/gtest/gaudi_mem_test" '*'
 vg_run "memcheck: gaudi_cpy transport" on_node \
     "$GAUDI_UCX_BUILD/test/gtest/gaudi_cpy_test" \
     'cpy_test.caps:cpy_test.short_all_directions:cpy_test.bcopy:cpy_test.bad_input'
