@@ -74,35 +74,24 @@ static ucs_status_t uct_gaudi_heap_pool_export(uct_gaudi_heap_t *heap,
     return UCS_OK;
 }
 
-/* Export the pages enclosing @a buf (facts 4.1); keep the fd in buf */
-static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
-                                         uct_gaudi_buf_t *buf)
+/* The driver's export of the pages enclosing @a buf (facts 4.1): of the
+ * exact MAP VA of its chunk at a page-aligned offset (Gaudi2/3), or of its
+ * physical pages (Gaudi1, offset 0) */
+static ucs_status_t uct_gaudi_buf_export_pages(uct_gaudi_heap_t *heap,
+                                               uct_gaudi_buf_t *buf,
+                                               int *fd_p)
 {
     uint64_t page = heap->host_page;
     uint64_t addr, off, start, end;
     ucs_status_t status;
-    int fd;
-
-    if (buf->chunk->syn && !uct_gaudi_heap_is_gaudi1(heap)) {
-        /* a piece of SynapseAI's pool mapping, not a MAP of its own */
-        status = uct_gaudi_heap_pool_export(heap, buf->super.start,
-                                            buf->size, &fd,
-                                            &buf->dmabuf_offset);
-        if (status != UCS_OK) {
-            return status;
-        }
-        goto out;
-    }
 
     if (uct_gaudi_heap_is_gaudi1(heap)) {
-        /* physical address, offset 0 */
         start = ucs_align_down(buf->memh.dma_base, page);
         end   = ucs_align_up(buf->memh.dma_base + buf->size, page);
         addr  = start;
         off   = 0;
         buf->dmabuf_offset = buf->memh.dma_base - start;
     } else {
-        /* the exact MAP VA of the chunk, page-aligned offset and size */
         start = ucs_align_down(buf->offset, page);
         end   = ucs_min(ucs_align_up(buf->offset + buf->size, page),
                         buf->chunk->size);
@@ -112,7 +101,7 @@ static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
     }
 
     status = uct_gaudi_hl_export_dmabuf(&heap->ctx->hl, addr, end - start,
-                                        off, O_RDWR | O_CLOEXEC, &fd);
+                                        off, O_RDWR | O_CLOEXEC, fd_p);
     if ((status == UCS_ERR_INVALID_PARAM) && uct_gaudi_heap_bar_limited(heap)) {
         /* the driver checks every page of the allocation (facts 4.1) */
         ucs_error("gaudi %s: buffer 0x%" PRIx64 " cannot be exported: the "
@@ -130,9 +119,30 @@ static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
     UCT_GAUDI_MEM_COUNTER_ADD(heap, dmabuf_exports, 1);
     ucs_debug("gaudi %s: exported buffer 0x%" PRIx64 " as dma-buf fd %d "
               "(export 0x%" PRIx64 "+0x%" PRIx64 ", %" PRIu64 " bytes)",
-              uct_gaudi_heap_name(heap), buf->super.start, fd, addr, off,
+              uct_gaudi_heap_name(heap), buf->super.start, *fd_p, addr, off,
               end - start);
-out:
+    return UCS_OK;
+}
+
+/* Export the pages enclosing @a buf (facts 4.1); keep the fd in buf */
+static ucs_status_t uct_gaudi_buf_export(uct_gaudi_heap_t *heap,
+                                         uct_gaudi_buf_t *buf)
+{
+    ucs_status_t status;
+    int fd;
+
+    if (buf->chunk->syn && !uct_gaudi_heap_is_gaudi1(heap)) {
+        /* a piece of SynapseAI's pool mapping, not a MAP of its own */
+        status = uct_gaudi_heap_pool_export(heap, buf->super.start,
+                                            buf->size, &fd,
+                                            &buf->dmabuf_offset);
+    } else {
+        status = uct_gaudi_buf_export_pages(heap, buf, &fd);
+    }
+    if (status != UCS_OK) {
+        return status;
+    }
+
     if (buf->chunk->syn &&
         (uct_gaudi_chunk_note_export(buf->chunk, fd) != 0)) {
         buf->chunk->export_lost = 1;

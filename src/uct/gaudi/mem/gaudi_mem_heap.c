@@ -163,6 +163,30 @@ ucs_status_t uct_gaudi_heap_layout(uct_gaudi_heap_t *heap)
     return UCS_OK;
 }
 
+/* The allocation table and the memh registry of a new heap */
+static ucs_status_t uct_gaudi_heap_tables_init(uct_gaudi_heap_t *heap)
+{
+    ucs_status_t status;
+
+    heap->registry = kh_init(uct_gaudi_memh_set);
+    if (heap->registry == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = ucs_pgtable_init(&heap->bufs, uct_gaudi_heap_pgt_dir_alloc,
+                              uct_gaudi_heap_pgt_dir_release);
+    if (status != UCS_OK) {
+        kh_destroy(uct_gaudi_memh_set, heap->registry);
+    }
+    return status;
+}
+
+static void uct_gaudi_heap_tables_cleanup(uct_gaudi_heap_t *heap)
+{
+    ucs_pgtable_cleanup(&heap->bufs);
+    kh_destroy(uct_gaudi_memh_set, heap->registry);
+}
+
 static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
                                           uct_gaudi_heap_t **heap_p)
 {
@@ -191,33 +215,26 @@ static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
     heap->host_page   = ucs_get_page_size();
     heap->open_status = UCS_OK;
     heap->device_mem  = UCT_GAUDI_DEVICE_MEM_AUTO;
-    heap->registry    = kh_init(uct_gaudi_memh_set);
-    if (heap->registry == NULL) {
-        status = UCS_ERR_NO_MEMORY;
-        goto err_lock;
-    }
-
-    status = ucs_pgtable_init(&heap->bufs, uct_gaudi_heap_pgt_dir_alloc,
-                              uct_gaudi_heap_pgt_dir_release);
+    status            = uct_gaudi_heap_tables_init(heap);
     if (status != UCS_OK) {
-        goto err_registry;
+        goto err_lock;
     }
 
     status = uct_gaudi_heap_layout(heap);
     if (status != UCS_OK) {
-        goto err_pgt;
+        goto err_tables;
     }
 
     if (ctx != NULL) {
         /* the heap's own reference */
         status = uct_gaudi_ctx_get(ctx->info->index, &ctx);
         if (status != UCS_OK) {
-            goto err_pgt;
+            goto err_tables;
         }
         status = uct_gaudi_heap_attach(heap, ctx);
         if (status != UCS_OK) {
             uct_gaudi_ctx_put(ctx);
-            goto err_pgt;
+            goto err_tables;
         }
     }
 
@@ -228,10 +245,8 @@ static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
     *heap_p = heap;
     return UCS_OK;
 
-err_pgt:
-    ucs_pgtable_cleanup(&heap->bufs);
-err_registry:
-    kh_destroy(uct_gaudi_memh_set, heap->registry);
+err_tables:
+    uct_gaudi_heap_tables_cleanup(heap);
 err_lock:
     pthread_mutex_destroy(&heap->lock);
 err_free:
@@ -266,8 +281,7 @@ static void uct_gaudi_heap_destroy(uct_gaudi_heap_t *heap)
         uct_gaudi_chunk_delete(chunk);
     }
     uct_gaudi_heap_unborrow_syn(heap);
-    ucs_pgtable_cleanup(&heap->bufs);
-    kh_destroy(uct_gaudi_memh_set, heap->registry);
+    uct_gaudi_heap_tables_cleanup(heap);
     pthread_mutex_destroy(&heap->lock);
     if (heap->ctx != NULL) {
         uct_gaudi_ctx_put(heap->ctx);
