@@ -8,6 +8,8 @@
 
 #include "gaudi_ipc_ep.h"
 
+#include <uct/gaudi/base/gaudi_uct_compat.h>
+
 #include <uct/base/uct_iov.inl>
 #include <ucs/debug/log.h>
 #include <inttypes.h>

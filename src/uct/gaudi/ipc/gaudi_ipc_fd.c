@@ -12,7 +12,7 @@
 
 #include "gaudi_ipc_fd.h"
 
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_dev.h>
 
 #include <ucs/async/async.h>
 #include <ucs/debug/log.h>

@@ -10,8 +10,9 @@
 #include "gaudi_ipc_ep.h"
 #include "gaudi_ipc_md.h"
 
-#include <uct/gaudi/compat/gaudi_compat.h>
+#include <uct/gaudi/base/gaudi_uct_compat.h>
 #include <uct/gaudi/dev/gaudi_device.h>
+#include <uct/gaudi/base/gaudi_resource.h>
 #include <ucs/debug/log.h>
 #include <inttypes.h>
 #include <ucs/sys/sys.h>
@@ -477,6 +478,6 @@ static UCS_CLASS_DEFINE_NEW_FUNC(uct_gaudi_ipc_iface_t, uct_iface_t, uct_md_h,
 static UCS_CLASS_DEFINE_DELETE_FUNC(uct_gaudi_ipc_iface_t, uct_iface_t);
 
 UCT_TL_DEFINE(&uct_gaudi_ipc_component, gaudi_ipc,
-              uct_gaudi_device_query_tl_resources, uct_gaudi_ipc_iface_t,
+              uct_gaudi_query_tl_resources, uct_gaudi_ipc_iface_t,
               "GAUDI_IPC_", uct_gaudi_ipc_iface_config_table,
               uct_gaudi_ipc_iface_config_t);

@@ -9,8 +9,9 @@
 #include "gaudi_ipc_md.h"
 #include "gaudi_ipc_fd.h"
 
-#include <uct/gaudi/compat/gaudi_compat.h>
+#include <uct/gaudi/base/gaudi_uct_compat.h>
 #include <uct/gaudi/dev/gaudi_device.h>
+#include <uct/gaudi/base/gaudi_resource.h>
 #include <ucs/debug/log.h>
 #include <inttypes.h>
 #include <ucs/debug/memtrack_int.h>
@@ -680,7 +681,7 @@ UCT_GAUDI_RKEY_COMPARE_ADAPTER(uct_gaudi_compat_ipc_rkey_compare,
                                uct_gaudi_ipc_rkey_t)
 
 uct_component_t uct_gaudi_ipc_component = {
-    .query_md_resources = uct_gaudi_device_query_md_resources,
+    .query_md_resources = uct_gaudi_query_md_resources,
     .md_open            = uct_gaudi_ipc_md_open,
     .cm_open            = (uct_component_cm_open_func_t)
                               ucs_empty_function_return_unsupported,

@@ -12,7 +12,7 @@
 #define UCT_GAUDI_IPC_MD_H_
 
 #include <uct/base/uct_md.h>
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_dev.h>
 #include <uct/gaudi/mem/gaudi_mem.h>
 #include <ucs/datastruct/list.h>
 #include <pthread.h>
