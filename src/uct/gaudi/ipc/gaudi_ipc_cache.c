@@ -40,32 +40,101 @@ void uct_gaudi_ipc_cache_init(uct_gaudi_ipc_cache_t *cache,
 
 /* Peers */
 
+/* Dead peers remembered (without their pidfd), so that their death is
+ * logged once however many operations meet it */
+#define UCT_GAUDI_IPC_CACHE_MAX_TOMBS 64
+
+
 static void uct_gaudi_ipc_peer_release(uct_gaudi_ipc_peer_t *peer)
 {
     ucs_list_del(&peer->list);
-    close(peer->pidfd);
+    if (peer->pidfd >= 0) {
+        close(peer->pidfd);
+    }
     ucs_free(peer);
+}
+
+/* A dead peer without regions: keep its record, release its pidfd, and
+ * forget the oldest record beyond the bound */
+static void uct_gaudi_ipc_peer_bury(uct_gaudi_ipc_cache_t *cache,
+                                    uct_gaudi_ipc_peer_t *peer)
+{
+    uct_gaudi_ipc_peer_t *p, *tmp;
+    unsigned tombs = 0;
+
+    if (peer->pidfd >= 0) {
+        close(peer->pidfd);
+        peer->pidfd = -1;
+    }
+
+    ucs_list_for_each(p, &cache->peers, list) {
+        tombs += p->dead && (p->regions == 0);
+    }
+    ucs_list_for_each_safe(p, tmp, &cache->peers, list) {
+        if (tombs <= UCT_GAUDI_IPC_CACHE_MAX_TOMBS) {
+            break;
+        }
+        if (p->dead && (p->regions == 0) && (p != peer)) {
+            uct_gaudi_ipc_peer_release(p);
+            --tombs;
+        }
+    }
+}
+
+/* The ERROR of an exporter's death, once per peer (debug after) */
+static void uct_gaudi_ipc_peer_log_exit(uct_gaudi_ipc_peer_t *peer,
+                                        pid_t pid)
+{
+    ucs_log(((peer != NULL) && peer->reported) ? UCS_LOG_LEVEL_DEBUG :
+            UCS_LOG_LEVEL_ERROR, "gaudi_ipc: exporter pid %d has exited",
+            (int)pid);
+    if (peer != NULL) {
+        peer->reported = 1;
+    }
+}
+
+/* The record of a peer found dead before we knew it (pidfd_open: ESRCH) */
+static uct_gaudi_ipc_peer_t *
+uct_gaudi_ipc_peer_tomb(uct_gaudi_ipc_cache_t *cache,
+                        const uct_gaudi_ipc_rkey_t *key)
+{
+    uct_gaudi_ipc_peer_t *peer = ucs_calloc(1, sizeof(*peer),
+                                            "gaudi_ipc_peer");
+
+    if (peer != NULL) {
+        peer->pid   = key->pid;
+        peer->pidns = key->pidns;
+        peer->pidfd = -1;
+        peer->dead  = 1;
+        ucs_list_add_tail(&cache->peers, &peer->list);
+        uct_gaudi_ipc_peer_bury(cache, peer);
+    }
+    return peer;
 }
 
 static ucs_status_t uct_gaudi_ipc_peer_get(uct_gaudi_ipc_cache_t *cache,
                                            const uct_gaudi_ipc_rkey_t *key,
                                            uct_gaudi_ipc_peer_t **peer_p)
 {
-    uct_gaudi_ipc_peer_t *peer;
+    uct_gaudi_ipc_peer_t *peer, *tomb = NULL;
     ucs_status_t status;
     int pidfd;
 
     ucs_list_for_each(peer, &cache->peers, list) {
-        if ((peer->pid == key->pid) && (peer->pidns == key->pidns) &&
-            !peer->dead) {
+        if ((peer->pid != key->pid) || (peer->pidns != key->pidns)) {
+            continue;
+        } else if (!peer->dead) {
             *peer_p = peer;
             return UCS_OK;
         }
+        tomb = peer;
     }
 
     status = uct_gaudi_ipc_pidfd_open(key->pid, &pidfd);
     if (status == UCS_ERR_CONNECTION_RESET) {
-        ucs_error("gaudi_ipc: exporter pid %d has exited", key->pid);
+        uct_gaudi_ipc_peer_log_exit((tomb != NULL) ? tomb :
+                                    uct_gaudi_ipc_peer_tomb(cache, key),
+                                    key->pid);
     }
     if (status != UCS_OK) {
         return status;
@@ -113,7 +182,7 @@ static void uct_gaudi_ipc_region_unmap(uct_gaudi_ipc_cache_t *cache,
     ucs_free(region);
 
     if ((--peer->regions == 0) && peer->dead) {
-        uct_gaudi_ipc_peer_release(peer);
+        uct_gaudi_ipc_peer_bury(cache, peer);
     }
 }
 
@@ -145,7 +214,7 @@ static void uct_gaudi_ipc_peer_drop(uct_gaudi_ipc_cache_t *cache,
         }
     }
     if (--peer->regions == 0) {
-        uct_gaudi_ipc_peer_release(peer);
+        uct_gaudi_ipc_peer_bury(cache, peer);
     }
 }
 
@@ -404,11 +473,11 @@ static int uct_gaudi_ipc_region_overlaps(const uct_gaudi_ipc_region_t *region,
            (key->base < region->base + region->length);
 }
 
-/* The exporter of @a key has exited: the transport's error for a peer
+/* The exporter of @a peer has exited: the transport's error for a peer
  * that went away, which UCP turns into the endpoint's failure */
-static ucs_status_t uct_gaudi_ipc_peer_exited(const uct_gaudi_ipc_rkey_t *key)
+static ucs_status_t uct_gaudi_ipc_peer_exited(uct_gaudi_ipc_peer_t *peer)
 {
-    ucs_error("gaudi_ipc: exporter pid %d has exited", key->pid);
+    uct_gaudi_ipc_peer_log_exit(peer, peer->pid);
     return UCS_ERR_CONNECTION_RESET;
 }
 
@@ -428,7 +497,7 @@ ucs_status_t uct_gaudi_ipc_cache_get(uct_gaudi_ipc_cache_t *cache,
     /* liveness first: a dead (or zombie) exporter's fd table is gone, so
      * the identity check below would call its keys revoked */
     if (!uct_gaudi_ipc_cache_peer_alive(cache, peer)) {
-        return uct_gaudi_ipc_peer_exited(key);
+        return uct_gaudi_ipc_peer_exited(peer);
     }
 
     ucs_list_for_each_safe(region, tmp, &cache->lru, list) {
@@ -454,7 +523,7 @@ ucs_status_t uct_gaudi_ipc_cache_get(uct_gaudi_ipc_cache_t *cache,
             if (!uct_gaudi_ipc_region_exported(region)) {
                 /* or is it dying (or died since the check above)? */
                 if (uct_gaudi_ipc_peer_exiting(cache, peer)) {
-                    return uct_gaudi_ipc_peer_exited(key);
+                    return uct_gaudi_ipc_peer_exited(peer);
                 }
                 return uct_gaudi_ipc_region_revoked(cache, region);
             }

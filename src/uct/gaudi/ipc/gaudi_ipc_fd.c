@@ -208,9 +208,9 @@ static ucs_status_t uct_gaudi_ipc_fd_by_pidfd(int pidfd,
 
 /* The token first: a closed or replaced one means a stale key, whatever
  * became of the dma-buf's number */
-static ucs_status_t uct_gaudi_ipc_fd_pair_by_pidfd(int pidfd,
-                                                   const uct_gaudi_ipc_rkey_t *key,
-                                                   int *fd_p, int *token_p)
+static ucs_status_t
+uct_gaudi_ipc_fd_pair_by_pidfd(int pidfd, const uct_gaudi_ipc_rkey_t *key,
+                               int *fd_p, int *token_p)
 {
     ucs_status_t status;
 
