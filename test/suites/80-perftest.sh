@@ -142,6 +142,8 @@ storm_check() {
     done | sort -u > "$after"
     ticks1=$(cpu_ticks "$cpid")
     fresh=$(comm -13 "$before" "$after" | wc -l)
+    # a loaded machine may take longer to tell
+    wait_line "$out" "$reported" "$cpid" "$death_bound" "$from"
     nerr=$(tail -n +"$from" "$out" | grep -c 'UCX  ERROR')
     stop_run "$client"
     if [ "$fresh" -ne 0 ]; then
