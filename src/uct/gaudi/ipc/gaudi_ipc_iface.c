@@ -196,9 +196,8 @@ static void uct_gaudi_ipc_iface_probe(uct_gaudi_ipc_iface_t *iface,
         goto out;
     }
 
-    pthread_mutex_lock(&ctx->lock);
+    /* the driver serializes its ioctls itself */
     status = uct_gaudi_hl_probe_reg_dmabuf(&ctx->hl, &supported);
-    pthread_mutex_unlock(&ctx->lock);
     if (status != UCS_OK) {
         iface->reason = "the DMA-BUF import probe (op 99) failed";
         goto out;
