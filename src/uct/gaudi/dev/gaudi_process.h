@@ -5,13 +5,13 @@
  * layer: configuration, discovery, the device contexts, the expected
  * device and copy backend; the lock order and the fork rule
  * (docs/base.md, "Process state"). Included by dev/ only; the fork
- * rule, uct_gaudi_process_owns, is in gaudi_base.h.
+ * rule, uct_gaudi_process_owns, is in gaudi_dev.h.
  */
 
 #ifndef UCT_GAUDI_PROCESS_H_
 #define UCT_GAUDI_PROCESS_H_
 
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_dev.h>
 #include <uct/gaudi/syn/gaudi_syn.h>
 
 #include <pthread.h>
