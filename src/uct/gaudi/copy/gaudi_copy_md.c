@@ -2,7 +2,7 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
  * gaudi_copy memory domain: UCT MD ops, memory type detection and rkeys
- * over the memory layer (device memory: mem/gaudi_mem.c, registrations
+ * over the memory layer (device memory: mem/gaudi_mem.h, registrations
  * and address resolution: mem/gaudi_reg.c).
  * Design: docs/md.md.
  */
