@@ -5,7 +5,12 @@
  * synMemCopyAsync on streams the engine owns, completions are events
  * recorded after each copy and polled with synEventQuery from progress.
  * SynapseAI owns the device (the context borrows its fd); host sides are
- * host pointers inside synHostMap'ed buffers, device sides device VAs.
+ * host pointers, device sides device VAs. The module never puts an entry
+ * over the application's memory into SynapseAI's host-address table,
+ * which it shares with the application (docs/synapse.md, "Host maps"):
+ * a copy goes direct when the application's own entry holds its host
+ * side, else through the engine's bounce buffer, the one entry the
+ * module makes (over memory of its own).
  * Same semantics as the kernel backend (gaudi_dma.h): asynchronous copies
  * complete in order, synchronous ones on a stream of their own. A failed
  * copy completes with its error; a stream keeps no failure state, so the
@@ -35,6 +40,10 @@
 #define UCT_GAUDI_DMA_SYN_MAX_XFERS   256
 #define UCT_GAUDI_DMA_SYN_DEF_SLOTS   64
 #define UCT_GAUDI_DMA_SYN_SLEEP_US    50
+/* Host ranges remembered as untranslatable, and how many of their copies
+ * go straight to staging before a direct try again */
+#define UCT_GAUDI_DMA_SYN_HINTS       16
+#define UCT_GAUDI_DMA_SYN_RETRY       64
 
 
 typedef enum {
@@ -42,6 +51,18 @@ typedef enum {
     UCT_GAUDI_DMA_SYN_INFLIGHT,   /* event recorded, not known done */
     UCT_GAUDI_DMA_SYN_DONE        /* status set, not delivered */
 } uct_gaudi_dma_syn_state_t;
+
+
+/*
+ * A host range whose copy SynapseAI could not translate: its next copies
+ * (and those of ranges inside it) skip the failed call. Only a saving:
+ * staging is right whatever the table holds, and every RETRY copies the
+ * direct call is tried again (the application may map the range later).
+ */
+typedef struct uct_gaudi_dma_syn_hint {
+    uintptr_t start, end;   /* empty when start == end */
+    unsigned  skip;         /* copies to stage before the next try */
+} uct_gaudi_dma_syn_hint_t;
 
 
 /* One copy: the event recorded after it and its completion */
@@ -65,7 +86,8 @@ typedef struct uct_gaudi_dma_syn {
     uct_gaudi_dma_syn_slot_t *slots;      /* async ring (super.ring_*)
                                              + 1 (sync) */
     uct_gaudi_dma_syn_slot_t *sync;
-    uintptr_t                bounce_map;  /* its entry (map table key) */
+    uct_gaudi_dma_syn_hint_t hints[UCT_GAUDI_DMA_SYN_HINTS];
+    unsigned                 hint_next;   /* the slot a new hint takes */
 } uct_gaudi_dma_syn_t;
 
 
@@ -140,13 +162,44 @@ static int uct_gaudi_dma_syn_dir(const uct_gaudi_dma_xfer_t *xfer,
     }
 }
 
+/* The hint holding [host, +length), or NULL */
+static uct_gaudi_dma_syn_hint_t *
+uct_gaudi_dma_syn_hint_find(uct_gaudi_dma_syn_t *dma, uintptr_t host,
+                            size_t length)
+{
+    unsigned i;
+
+    for (i = 0; i < UCT_GAUDI_DMA_SYN_HINTS; i++) {
+        if ((dma->hints[i].start <= host) &&
+            (host + length <= dma->hints[i].end)) {
+            return &dma->hints[i];
+        }
+    }
+    return NULL;
+}
+
+/* Remember that SynapseAI could not translate [host, +length) */
+static void uct_gaudi_dma_syn_hint_add(uct_gaudi_dma_syn_t *dma,
+                                       uintptr_t host, size_t length)
+{
+    uct_gaudi_dma_syn_hint_t *hint;
+
+    hint = uct_gaudi_dma_syn_hint_find(dma, host, length);
+    if (hint == NULL) {
+        hint        = &dma->hints[dma->hint_next];
+        dma->hint_next = (dma->hint_next + 1) % UCT_GAUDI_DMA_SYN_HINTS;
+        hint->start = host;
+        hint->end   = host + length;
+    }
+    hint->skip = UCT_GAUDI_DMA_SYN_RETRY;
+}
+
 /*
- * A transfer whose host side SynapseAI cannot translate (no entry, or an
- * entry of someone else's that starts after the entry holding the range,
- * docs/synapse.md "Host maps"): once @a stream's earlier copies are done,
- * copy it through the engine's own mapped buffer, in steps on the same
- * stream. Memory the application mapped is never touched by the CPU: if
- * its entry is gone, the application unmapped or freed it.
+ * A transfer whose host side SynapseAI cannot translate (no entry of the
+ * application's holds it, docs/synapse.md "Host maps"): once @a stream's
+ * earlier copies are done, copy it through the engine's own mapped
+ * buffer, in steps on the same stream. The user passed the buffer to a
+ * UCT operation: the CPU may touch it.
  */
 static ucs_status_t uct_gaudi_dma_syn_stage(uct_gaudi_dma_syn_t *dma,
                                             uct_gaudi_syn_stream_t stream,
@@ -155,19 +208,10 @@ static ucs_status_t uct_gaudi_dma_syn_stage(uct_gaudi_dma_syn_t *dma,
                                             const char *name)
 {
     int to_device       = (dir == UCT_GAUDI_SYN_HOST_TO_DRAM);
-    uint64_t host       = to_device ? xfer->src : xfer->dst;
     uint64_t bounce     = (uintptr_t)dma->super.bounce;
     size_t step         = dma->super.params.bounce_size;
     size_t off, len;
     ucs_status_t status;
-
-    if (xfer->flags & UCT_GAUDI_DMA_XFER_APP_MAP) {
-        ucs_error("%s: %s of %zu bytes: host memory 0x%" PRIx64 " is no "
-                  "longer mapped by SynapseAI (the application unmapped or "
-                  "freed its buffer while it was registered)",
-                  dma->super.name, name, xfer->length, host);
-        return UCS_ERR_INVALID_ADDR;
-    }
 
     status = uct_gaudi_syn_stream_sync(dma->syn, stream);
     for (off = 0; (status == UCS_OK) && (off < xfer->length); off += len) {
@@ -192,6 +236,60 @@ static ucs_status_t uct_gaudi_dma_syn_stage(uct_gaudi_dma_syn_t *dma,
     if (status != UCS_OK) {
         ucs_error("%s: staged %s of %zu bytes failed: %s", dma->super.name,
                   name, xfer->length, ucs_status_string(status));
+    }
+    return status;
+}
+
+/* One synMemCopyAsync; UCS_ERR_INVALID_ADDR (quiet): SynapseAI cannot
+ * translate the host side, nothing queued */
+static ucs_status_t uct_gaudi_dma_syn_direct(uct_gaudi_dma_syn_t *dma,
+                                             uct_gaudi_syn_stream_t stream,
+                                             const uct_gaudi_dma_xfer_t *xfer,
+                                             uct_gaudi_syn_dir_t dir,
+                                             const char *name)
+{
+    ucs_status_t status;
+
+    status = uct_gaudi_syn_memcpy_async(dma->syn, stream, xfer->dst,
+                                        xfer->src, xfer->length, dir);
+    if ((status != UCS_OK) && ((status != UCS_ERR_INVALID_ADDR) ||
+                               (dir == UCT_GAUDI_SYN_DRAM_TO_DRAM))) {
+        ucs_error("%s: %s of %zu bytes not queued: %s", dma->super.name,
+                  name, xfer->length, ucs_status_string(status));
+    }
+    return status;
+}
+
+/*
+ * One host<->device transfer: direct when an entry of the application's
+ * holds the host side (its pinned memory stays zero-copy), else staged;
+ * SynapseAI refuses an untranslatable host side at the call, before
+ * queueing anything (docs/synapse.md)
+ */
+static ucs_status_t
+uct_gaudi_dma_syn_host_xfer(uct_gaudi_dma_syn_t *dma,
+                            uct_gaudi_syn_stream_t stream,
+                            const uct_gaudi_dma_xfer_t *xfer,
+                            uct_gaudi_syn_dir_t dir, const char *name)
+{
+    uintptr_t host = (dir == UCT_GAUDI_SYN_HOST_TO_DRAM) ? xfer->src :
+                     xfer->dst;
+    uct_gaudi_dma_syn_hint_t *hint;
+    ucs_status_t status;
+
+    hint = uct_gaudi_dma_syn_hint_find(dma, host, xfer->length);
+    if ((hint != NULL) && (hint->skip > 0)) {
+        --hint->skip;
+        return uct_gaudi_dma_syn_stage(dma, stream, xfer, dir, name);
+    }
+
+    status = uct_gaudi_dma_syn_direct(dma, stream, xfer, dir, name);
+    if (status == UCS_ERR_INVALID_ADDR) {
+        uct_gaudi_dma_syn_hint_add(dma, host, xfer->length);
+        return uct_gaudi_dma_syn_stage(dma, stream, xfer, dir, name);
+    }
+    if ((status == UCS_OK) && (hint != NULL)) {
+        hint->start = hint->end = 0;   /* translatable now */
     }
     return status;
 }
@@ -227,20 +325,12 @@ static ucs_status_t uct_gaudi_dma_syn_queue(uct_gaudi_dma_syn_t *dma,
                 memmove((void*)(uintptr_t)xfers[i].dst,
                         (void*)(uintptr_t)xfers[i].src, xfers[i].length);
             }
+        } else if (dir == UCT_GAUDI_SYN_DRAM_TO_DRAM) {
+            status = uct_gaudi_dma_syn_direct(dma, stream, &xfers[i], dir,
+                                              name);
         } else {
-            status = uct_gaudi_syn_memcpy_async(dma->syn, stream,
-                                                xfers[i].dst, xfers[i].src,
-                                                xfers[i].length, dir);
-            if (status == UCS_ERR_INVALID_ADDR) {
-                /* logs its own failure */
-                status = uct_gaudi_dma_syn_stage(dma, stream, &xfers[i], dir,
+            status = uct_gaudi_dma_syn_host_xfer(dma, stream, &xfers[i], dir,
                                                  name);
-            } else if (status != UCS_OK) {
-                ucs_error("%s: %s of %zu bytes: transfer %u of %u not "
-                          "queued: %s", dma->super.name, name,
-                          xfers[i].length, i + 1, count,
-                          ucs_status_string(status));
-            }
         }
         if (status != UCS_OK) {
             if (queued == 0) {
@@ -497,11 +587,8 @@ static ucs_status_t uct_gaudi_dma_syn_fill(uct_gaudi_dma_t *base,
 
 static ucs_status_t uct_gaudi_dma_syn_bounce_init(uct_gaudi_dma_syn_t *dma)
 {
-    uct_gaudi_ctx_t *ctx = dma->super.ctx;
-    size_t size          = ucs_align_up(dma->super.params.bounce_size,
-                                        ucs_get_page_size());
-    uct_gaudi_syn_map_kind_t kind;
-    uintptr_t key;
+    size_t size = ucs_align_up(dma->super.params.bounce_size,
+                               ucs_get_page_size());
     ucs_status_t status;
     void *area;
     int ret;
@@ -516,26 +603,17 @@ static ucs_status_t uct_gaudi_dma_syn_bounce_init(uct_gaudi_dma_syn_t *dma)
     uct_gaudi_numa_place(dma->super.ctx, area, size, "DMA bounce buffer");
     memset(area, 0, size);
 
-    /* an entry of the module's own in SynapseAI's shared table (staged
-     * copies go through it, so it must be one) */
-    pthread_mutex_lock(&ctx->lock);
-    status = uct_gaudi_syn_map_get(dma->syn, dma->device, &ctx->syn->maps,
-                                   (uintptr_t)area, size, (uintptr_t)area,
-                                   (uintptr_t)area + size, &kind, &key);
-    if ((status == UCS_OK) && (kind != UCT_GAUDI_SYN_MAP_OWN)) {
-        ucs_error("%s: SynapseAI already has an entry over the new bounce "
-                  "buffer %p (a buffer freed without synHostUnmap?)",
-                  dma->super.name, area);
-        status = UCS_ERR_ALREADY_EXISTS;
-    }
-    pthread_mutex_unlock(&ctx->lock);
+    /* the module's one entry in SynapseAI's shared table: whole pages of
+     * its own, which no application buffer can share */
+    status = uct_gaudi_syn_host_map(dma->syn, dma->device, area, size);
     if (status != UCS_OK) {
+        ucs_error("%s: the bounce buffer %p (%zu bytes) cannot be mapped "
+                  "for the device", dma->super.name, area, size);
         ucs_free(area);
         return status;
     }
 
     dma->super.bounce = area;
-    dma->bounce_map   = key;
     return UCS_OK;
 }
 
@@ -557,11 +635,13 @@ static void uct_gaudi_dma_syn_cleanup(uct_gaudi_dma_syn_t *dma)
         (void)uct_gaudi_syn_stream_destroy(dma->syn, dma->stream);
     }
     if (dma->super.bounce != NULL) {
-        pthread_mutex_lock(&dma->super.ctx->lock);
-        (void)uct_gaudi_syn_map_put(dma->syn, dma->device,
-                                    &dma->super.ctx->syn->maps,
-                                    dma->bounce_map);
-        pthread_mutex_unlock(&dma->super.ctx->lock);
+        /* quiet: also runs at exit, when the application may have
+         * released the device already */
+        if (dma->syn->ops.host_unmap(dma->device, dma->super.bounce) !=
+            UCT_GAUDI_SYN_SUCCESS) {
+            ucs_debug("%s: synHostUnmap of the bounce buffer %p failed",
+                      dma->super.name, dma->super.bounce);
+        }
         ucs_free(dma->super.bounce);
     }
     ucs_free(dma->slots);
