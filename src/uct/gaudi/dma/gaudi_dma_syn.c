@@ -35,6 +35,7 @@
 #include <sched.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 /* Transfers of one submit (each is one synMemCopyAsync) */
 #define UCT_GAUDI_DMA_SYN_MAX_XFERS   256
@@ -194,12 +195,33 @@ static void uct_gaudi_dma_syn_hint_add(uct_gaudi_dma_syn_t *dma,
     hint->skip = UCT_GAUDI_DMA_SYN_RETRY;
 }
 
+/* Whether every page of [addr, +length) is mapped in the process: the
+ * one case where staging must not touch the user's buffer is a buffer
+ * already gone (the application's synHostUnmap of a synHostMalloc buffer
+ * munmaps it), where the CPU would fault instead of failing the copy */
+static int uct_gaudi_dma_syn_host_mapped(uintptr_t addr, size_t length)
+{
+    size_t page    = ucs_get_page_size();
+    uintptr_t pos  = ucs_align_down(addr, page);
+    uintptr_t end  = ucs_align_up(addr + length, page);
+    unsigned char vec[64];
+    size_t len;
+
+    for (; pos < end; pos += len) {
+        len = ucs_min(end - pos, sizeof(vec) * page);
+        if (mincore((void*)pos, len, vec) != 0) {
+            return 0;   /* ENOMEM: a page of it is not mapped */
+        }
+    }
+    return 1;
+}
+
 /*
  * A transfer whose host side SynapseAI cannot translate (no entry of the
  * application's holds it, docs/synapse.md "Host maps"): once @a stream's
  * earlier copies are done, copy it through the engine's own mapped
  * buffer, in steps on the same stream. The user passed the buffer to a
- * UCT operation: the CPU may touch it.
+ * UCT operation: the CPU may touch it, once it is known to be there.
  */
 static ucs_status_t uct_gaudi_dma_syn_stage(uct_gaudi_dma_syn_t *dma,
                                             uct_gaudi_syn_stream_t stream,
@@ -210,8 +232,16 @@ static ucs_status_t uct_gaudi_dma_syn_stage(uct_gaudi_dma_syn_t *dma,
     int to_device       = (dir == UCT_GAUDI_SYN_HOST_TO_DRAM);
     uint64_t bounce     = (uintptr_t)dma->super.bounce;
     size_t step         = dma->super.params.bounce_size;
+    uint64_t host       = to_device ? xfer->src : xfer->dst;
     size_t off, len;
     ucs_status_t status;
+
+    if (!uct_gaudi_dma_syn_host_mapped(host, xfer->length)) {
+        ucs_error("%s: %s of %zu bytes: host memory 0x%" PRIx64 " is not "
+                  "mapped in the process (freed while registered?)",
+                  dma->super.name, name, xfer->length, host);
+        return UCS_ERR_INVALID_ADDR;
+    }
 
     status = uct_gaudi_syn_stream_sync(dma->syn, stream);
     for (off = 0; (status == UCS_OK) && (off < xfer->length); off += len) {
