@@ -87,8 +87,6 @@ typedef struct uct_gaudi_dma_syn {
     uct_gaudi_dma_syn_slot_t *slots;      /* async ring (super.ring_*)
                                              + 1 (sync) */
     uct_gaudi_dma_syn_slot_t *sync;
-    uct_gaudi_syn_event_t    stage_event[2]; /* per half of the bounce
-                                                buffer: its last copy */
     uct_gaudi_dma_syn_hint_t hints[UCT_GAUDI_DMA_SYN_HINTS];
     unsigned                 hint_next;   /* the slot a new hint takes */
 } uct_gaudi_dma_syn_t;
@@ -218,127 +216,12 @@ static int uct_gaudi_dma_syn_host_mapped(uintptr_t addr, size_t length)
     return 1;
 }
 
-/* Wait until @a event's copies are done, up to sync_timeout */
-static ucs_status_t uct_gaudi_dma_syn_event_wait(uct_gaudi_dma_syn_t *dma,
-                                                 uct_gaudi_syn_event_t event)
-{
-    ucs_time_t deadline = ucs_get_time() +
-                          ucs_time_from_sec(dma->super.params.sync_timeout);
-    ucs_status_t status;
-
-    while ((status = uct_gaudi_syn_event_query(dma->syn, event)) ==
-           UCS_INPROGRESS) {
-        if (ucs_get_time() >= deadline) {
-            return UCS_ERR_TIMED_OUT;
-        }
-        sched_yield();
-    }
-    return status;
-}
-
-/* Step @a k of a staged transfer: its offset, length and bounce half */
-static size_t uct_gaudi_dma_syn_stage_step(const uct_gaudi_dma_syn_t *dma,
-                                           const uct_gaudi_dma_xfer_t *xfer,
-                                           size_t half, size_t k,
-                                           size_t *off_p, uint64_t *buf_p)
-{
-    *off_p = k * half;
-    *buf_p = (uintptr_t)dma->super.bounce + (k & 1) * half;
-    return ucs_min(xfer->length - *off_p, half);
-}
-
-/* Queue the device side of step @a k and record its half's event */
-static ucs_status_t
-uct_gaudi_dma_syn_stage_queue(uct_gaudi_dma_syn_t *dma,
-                              uct_gaudi_syn_stream_t stream,
-                              const uct_gaudi_dma_xfer_t *xfer,
-                              uct_gaudi_syn_dir_t dir, size_t half, size_t k)
-{
-    size_t off, len;
-    uint64_t buf;
-    ucs_status_t status;
-
-    len = uct_gaudi_dma_syn_stage_step(dma, xfer, half, k, &off, &buf);
-    if (dir == UCT_GAUDI_SYN_HOST_TO_DRAM) {
-        status = uct_gaudi_syn_memcpy_async(dma->syn, stream, xfer->dst + off,
-                                            buf, len, dir);
-    } else {
-        status = uct_gaudi_syn_memcpy_async(dma->syn, stream, buf,
-                                            xfer->src + off, len, dir);
-    }
-    if (status != UCS_OK) {
-        return status;
-    }
-    return uct_gaudi_syn_event_record(dma->syn, dma->stage_event[k & 1],
-                                      stream);
-}
-
-/*
- * Steps of a staged transfer, pipelined over the two halves of the bounce
- * buffer: the CPU fills (to the device) or empties (from it) one half
- * while the engine copies the other; a half is reused once its event says
- * the engine is done with it
- */
-static ucs_status_t
-uct_gaudi_dma_syn_stage_run(uct_gaudi_dma_syn_t *dma,
-                            uct_gaudi_syn_stream_t stream,
-                            const uct_gaudi_dma_xfer_t *xfer,
-                            uct_gaudi_syn_dir_t dir)
-{
-    int to_device = (dir == UCT_GAUDI_SYN_HOST_TO_DRAM);
-    size_t half   = ucs_max(dma->super.params.bounce_size / 2, 1);
-    size_t steps  = (xfer->length + half - 1) / half;
-    ucs_status_t status = UCS_OK;
-    size_t k, off, len;
-    uint64_t buf;
-
-    /* from the device: the first two steps start at once */
-    for (k = 0; !to_device && (k < ucs_min(steps, 2)) && (status == UCS_OK);
-         k++) {
-        status = uct_gaudi_dma_syn_stage_queue(dma, stream, xfer, dir, half,
-                                               k);
-    }
-    for (k = 0; (k < steps) && (status == UCS_OK); k++) {
-        len = uct_gaudi_dma_syn_stage_step(dma, xfer, half, k, &off, &buf);
-        if (to_device) {
-            if (k >= 2) {
-                status = uct_gaudi_dma_syn_event_wait(
-                        dma, dma->stage_event[k & 1]);
-                if (status != UCS_OK) {
-                    break;
-                }
-            }
-            memcpy((void*)buf, (void*)(uintptr_t)(xfer->src + off), len);
-            status = uct_gaudi_dma_syn_stage_queue(dma, stream, xfer, dir,
-                                                   half, k);
-        } else {
-            status = uct_gaudi_dma_syn_event_wait(dma,
-                                                  dma->stage_event[k & 1]);
-            if (status != UCS_OK) {
-                break;
-            }
-            memcpy((void*)(uintptr_t)(xfer->dst + off), (void*)buf, len);
-            if (k + 2 < steps) {
-                status = uct_gaudi_dma_syn_stage_queue(dma, stream, xfer,
-                                                       dir, half, k + 2);
-            }
-        }
-    }
-
-    /* the engine lets go of the bounce buffer before anyone reuses it */
-    if (status == UCS_OK) {
-        return uct_gaudi_syn_stream_sync(dma->syn, stream);
-    }
-    (void)uct_gaudi_syn_stream_sync(dma->syn, stream);
-    return status;
-}
-
 /*
  * A transfer whose host side SynapseAI cannot translate (no entry of the
  * application's holds it, docs/synapse.md "Host maps"): once @a stream's
  * earlier copies are done, copy it through the engine's own mapped
- * buffer, on the same stream. The user passed the buffer to a UCT
- * operation: the CPU may touch it, once it is known to be there.
+ * buffer, in steps on the same stream. The user passed the buffer to a
+ * UCT operation: the CPU may touch it, once it is known to be there.
  */
 static ucs_status_t uct_gaudi_dma_syn_stage(uct_gaudi_dma_syn_t *dma,
                                             uct_gaudi_syn_stream_t stream,
@@ -346,8 +229,11 @@ static ucs_status_t uct_gaudi_dma_syn_stage(uct_gaudi_dma_syn_t *dma,
                                             uct_gaudi_syn_dir_t dir,
                                             const char *name)
 {
-    uint64_t host = (dir == UCT_GAUDI_SYN_HOST_TO_DRAM) ? xfer->src :
-                    xfer->dst;
+    int to_device       = (dir == UCT_GAUDI_SYN_HOST_TO_DRAM);
+    uint64_t bounce     = (uintptr_t)dma->super.bounce;
+    size_t step         = dma->super.params.bounce_size;
+    uint64_t host       = to_device ? xfer->src : xfer->dst;
+    size_t off, len;
     ucs_status_t status;
 
     if (!uct_gaudi_dma_syn_host_mapped(host, xfer->length)) {
@@ -358,9 +244,25 @@ static ucs_status_t uct_gaudi_dma_syn_stage(uct_gaudi_dma_syn_t *dma,
     }
 
     status = uct_gaudi_syn_stream_sync(dma->syn, stream);
-    if (status == UCS_OK) {
-        status = uct_gaudi_dma_syn_stage_run(dma, stream, xfer, dir);
+    for (off = 0; (status == UCS_OK) && (off < xfer->length); off += len) {
+        len = ucs_min(xfer->length - off, step);
+        if (to_device) {
+            memcpy((void*)bounce, (void*)(uintptr_t)(xfer->src + off), len);
+            status = uct_gaudi_syn_memcpy_async(dma->syn, stream,
+                                                xfer->dst + off, bounce,
+                                                len, dir);
+        } else {
+            status = uct_gaudi_syn_memcpy_async(dma->syn, stream, bounce,
+                                                xfer->src + off, len, dir);
+        }
+        if (status == UCS_OK) {
+            status = uct_gaudi_syn_stream_sync(dma->syn, stream);
+        }
+        if ((status == UCS_OK) && !to_device) {
+            memcpy((void*)(uintptr_t)(xfer->dst + off), (void*)bounce, len);
+        }
     }
+
     if (status != UCS_OK) {
         ucs_error("%s: staged %s of %zu bytes failed: %s", dma->super.name,
                   name, xfer->length, ucs_status_string(status));
@@ -756,11 +658,6 @@ static void uct_gaudi_dma_syn_cleanup(uct_gaudi_dma_syn_t *dma)
             (void)uct_gaudi_syn_event_destroy(dma->syn, dma->slots[i].event);
         }
     }
-    for (i = 0; i < 2; i++) {
-        if (dma->stage_event[i] != NULL) {
-            (void)uct_gaudi_syn_event_destroy(dma->syn, dma->stage_event[i]);
-        }
-    }
     if (dma->sync_stream != NULL) {
         (void)uct_gaudi_syn_stream_destroy(dma->syn, dma->sync_stream);
     }
@@ -818,14 +715,6 @@ uct_gaudi_dma_syn_create(uct_gaudi_ctx_t *ctx,
     for (i = 0; i <= dma->super.num_slots; i++) {
         status = uct_gaudi_syn_event_create(dma->syn, dma->device,
                                             &dma->slots[i].event);
-        if (status != UCS_OK) {
-            goto err;
-        }
-    }
-
-    for (i = 0; i < 2; i++) {
-        status = uct_gaudi_syn_event_create(dma->syn, dma->device,
-                                            &dma->stage_event[i]);
         if (status != UCS_OK) {
             goto err;
         }
