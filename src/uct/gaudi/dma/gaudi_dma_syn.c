@@ -187,10 +187,10 @@ static void uct_gaudi_dma_syn_hint_add(uct_gaudi_dma_syn_t *dma,
 
     hint = uct_gaudi_dma_syn_hint_find(dma, host, length);
     if (hint == NULL) {
-        hint        = &dma->hints[dma->hint_next];
+        hint           = &dma->hints[dma->hint_next];
         dma->hint_next = (dma->hint_next + 1) % UCT_GAUDI_DMA_SYN_HINTS;
-        hint->start = host;
-        hint->end   = host + length;
+        hint->start    = host;
+        hint->end      = host + length;
     }
     hint->skip = UCT_GAUDI_DMA_SYN_RETRY;
 }
@@ -230,9 +230,9 @@ static ucs_status_t uct_gaudi_dma_syn_stage(uct_gaudi_dma_syn_t *dma,
                                             const char *name)
 {
     int to_device       = (dir == UCT_GAUDI_SYN_HOST_TO_DRAM);
+    uint64_t host       = to_device ? xfer->src : xfer->dst;
     uint64_t bounce     = (uintptr_t)dma->super.bounce;
     size_t step         = dma->super.params.bounce_size;
-    uint64_t host       = to_device ? xfer->src : xfer->dst;
     size_t off, len;
     ucs_status_t status;
 
