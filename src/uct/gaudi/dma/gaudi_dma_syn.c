@@ -87,6 +87,7 @@ typedef struct uct_gaudi_dma_syn {
     uct_gaudi_dma_syn_slot_t *slots;      /* async ring (super.ring_*)
                                              + 1 (sync) */
     uct_gaudi_dma_syn_slot_t *sync;
+    uct_gaudi_syn_event_t    stage_event; /* recorded after staged steps */
     uct_gaudi_dma_syn_hint_t hints[UCT_GAUDI_DMA_SYN_HINTS];
     unsigned                 hint_next;   /* the slot a new hint takes */
 } uct_gaudi_dma_syn_t;
@@ -266,6 +267,14 @@ static ucs_status_t uct_gaudi_dma_syn_stage(uct_gaudi_dma_syn_t *dma,
     if (status != UCS_OK) {
         ucs_error("%s: staged %s of %zu bytes failed: %s", dma->super.name,
                   name, xfer->length, ucs_status_string(status));
+    }
+    /* the steps' outcome is reported: an event recorded after them keeps
+     * the next one on the stream, which covers the copies since the
+     * previous record, from reporting a failed step again */
+    if (dma->syn->ops.event_record(dma->stage_event, stream) !=
+        UCT_GAUDI_SYN_SUCCESS) {
+        ucs_debug("%s: synEventRecord after a staged copy failed",
+                  dma->super.name);
     }
     return status;
 }
@@ -658,6 +667,9 @@ static void uct_gaudi_dma_syn_cleanup(uct_gaudi_dma_syn_t *dma)
             (void)uct_gaudi_syn_event_destroy(dma->syn, dma->slots[i].event);
         }
     }
+    if (dma->stage_event != NULL) {
+        (void)uct_gaudi_syn_event_destroy(dma->syn, dma->stage_event);
+    }
     if (dma->sync_stream != NULL) {
         (void)uct_gaudi_syn_stream_destroy(dma->syn, dma->sync_stream);
     }
@@ -718,6 +730,12 @@ uct_gaudi_dma_syn_create(uct_gaudi_ctx_t *ctx,
         if (status != UCS_OK) {
             goto err;
         }
+    }
+
+    status = uct_gaudi_syn_event_create(dma->syn, dma->device,
+                                        &dma->stage_event);
+    if (status != UCS_OK) {
+        goto err;
     }
 
     status = uct_gaudi_syn_stream_create(dma->syn, dma->device, &dma->stream);
