@@ -1175,6 +1175,58 @@ TEST_F(cpy_app_test, app_unmaps_registered)
     EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
 }
 
+/* A host range no entry holds is staged (the module maps nothing), and
+ * its next copies skip the failing call; once the application maps it, a
+ * direct copy is tried again within 64 copies and stays: zero copy. The
+ * emulated libSynapse counts synMemCopyAsync: a staged copy of 1 MiB is
+ * four through the 256 KiB bounce buffer, a direct one is one */
+TEST_F(cpy_app_test, staged_until_app_maps)
+{
+    const size_t size = 1 << 20;
+    typedef unsigned long (*count_fn_t)(int);
+    count_fn_t count = (count_fn_t)sym("synsim_count");
+    const int copies = 0;   /* synsim_count_t */
+    uct_rkey_t rkey;
+    char *dev = (char*)dev_alloc(size, &rkey);
+    std::vector<uint8_t> want(size);
+    void *buf = NULL;
+    uct_mem_h memh;
+
+    ASSERT_TRUE(count != NULL);
+    ASSERT_EQ(0, posix_memalign(&buf, 4096, size));
+    uint8_t *p = (uint8_t*)buf;
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, p, size, UCT_MD_MEM_ACCESS_ALL,
+                                     &memh));
+    uct_iov_t iov = { p, size, memh, 0, 1 };
+    /* copies of one put of [p, +size), then its data read back */
+    auto put = [&](unsigned seed) {
+        for (size_t i = 0; i < size; ++i) {
+            want[i] = (uint8_t)(i * seed + seed);
+        }
+        memcpy(p, want.data(), size);
+        unsigned long c0 = count(copies);
+        EXPECT_EQ(UCS_OK, zcopy(true, &iov, 1, (uintptr_t)dev, rkey));
+        unsigned long n = count(copies) - c0;
+        memset(p, 0, size);
+        EXPECT_EQ(UCS_OK, zcopy(false, &iov, 1, (uintptr_t)dev, rkey));
+        EXPECT_EQ(0, memcmp(want.data(), p, size)) << "seed " << seed;
+        return n;
+    };
+
+    EXPECT_EQ(4u, put(1)) << "not staged";
+    EXPECT_EQ(4u, put(2)) << "not staged";
+    ASSERT_EQ(0, m_host_map(0, size, p));
+    unsigned rounds = 0;
+    while ((put(3 + rounds) != 1) && (++rounds < 70)) {
+    }
+    EXPECT_LT(rounds, 70u) << "never direct after the application's map";
+    EXPECT_EQ(1u, put(100)) << "staged again";
+    EXPECT_EQ(0, app_roundtrip(p, size)) << "application's entry gone";
+    EXPECT_EQ(UCS_OK, uct_md_mem_dereg(m_md, memh));
+    EXPECT_EQ(0, m_host_unmap(0, p));
+    free(buf);
+}
+
 /* Ordinary memory: registrations that share pages, overlap, and start
  * inside one another all work, with the data checked; once all are gone
  * the module has left no entry behind */

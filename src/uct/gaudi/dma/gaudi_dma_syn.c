@@ -268,11 +268,12 @@ static ucs_status_t uct_gaudi_dma_syn_stage(uct_gaudi_dma_syn_t *dma,
         ucs_error("%s: staged %s of %zu bytes failed: %s", dma->super.name,
                   name, xfer->length, ucs_status_string(status));
     }
-    /* the steps' outcome is reported: an event recorded after them keeps
+    /* a failed step is reported: an event recorded after the steps keeps
      * the next one on the stream, which covers the copies since the
-     * previous record, from reporting a failed step again */
-    if (dma->syn->ops.event_record(dma->stage_event, stream) !=
-        UCT_GAUDI_SYN_SUCCESS) {
+     * previous record, from reporting it again */
+    if ((status != UCS_OK) &&
+        (dma->syn->ops.event_record(dma->stage_event, stream) !=
+         UCT_GAUDI_SYN_SUCCESS)) {
         ucs_debug("%s: synEventRecord after a staged copy failed",
                   dma->super.name);
     }
