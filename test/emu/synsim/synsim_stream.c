@@ -550,7 +550,7 @@ static synStatus synsim_copy_prepare(synsim_dev_t *d, synDmaDir dir,
         break;
     }
     /* (SynapseAI logs a miss in its own log files only: the module's
-     * probes of the host-address table miss on purpose) */
+     * direct copies of memory no entry holds miss on purpose) */
     return status;
 }
 

@@ -10,7 +10,9 @@
  * "Pinned pages"); each test frees a buffer the module has used, gets new
  * pages at the same address (munmap + mmap, free + malloc, mremap,
  * madvise(MADV_DONTNEED), synHostMalloc) and moves data through them
- * again: the data must arrive and no DMA may go through a stale pin.
+ * again: the data must arrive and no DMA may go through a stale pin. On
+ * the SynapseAI backend, a framework process's own maps and copies of
+ * such memory beside UCX's (syn_app_test).
  * libuct_gaudi.so is dlopen'ed (GAUDI_REUSE_TEST_MODULE).
  */
 
@@ -127,11 +129,12 @@ protected:
         ASSERT_EQ(UCS_OK, uct_ep_create(&ep_params, &m_ep));
         m_memcpy = (memcpy_fn_t)dlsym(RTLD_DEFAULT, "uct_gaudi_memcpy");
         ASSERT_TRUE(m_memcpy != NULL);
-        m_stale0 = hlsim_counter(HLSIM_COUNTER_STALE_PIN_DMAS);
+        m_stale0   = hlsim_counter(HLSIM_COUNTER_STALE_PIN_DMAS);
+        m_counting = true;
     }
 
     void TearDown() override {
-        if (m_md != NULL) {
+        if (m_counting) {
             EXPECT_EQ(m_stale0, hlsim_counter(HLSIM_COUNTER_STALE_PIN_DMAS))
                 << "DMAs through stale pins (see the emulator's log)";
         }
@@ -324,6 +327,7 @@ unregistered:
     uct_rkey_t                          m_rkey   = 0;
     memcpy_fn_t                         m_memcpy = NULL;
     int64_t                             m_stale0 = 0;
+    bool                                m_counting = false;
     bool                                m_api_memcpy = true;
     void                                *m_syn_lib = NULL;
     int                                 (*m_syn_release)(uint32_t) = NULL;
@@ -405,88 +409,252 @@ TEST_F(reuse_test, madvise_dontneed)
     munmap(p, SIZE);
 }
 
-/* The application's synHostMalloc lands where a buffer the module used
- * was, before the module runs again: the application's own copies of the
- * new buffer and the module's must both use the new pages */
-TEST_F(reuse_test, syn_host_malloc_on_stale_range)
-{
-    const char *backend  = getenv("UCX_GAUDI_COPY_BACKEND");
-    const char *lib_path = getenv("UCX_GAUDI_SYNAPSE_LIB");
+/*
+ * A framework process on the SynapseAI backend: the application acquires
+ * its device through the same libSynapse after UCX is up, maps or
+ * allocates its own pinned buffers and copies them on its own stream,
+ * beside UCX's registrations and copies of the same memory. SynapseAI's
+ * host-address table is one per process, shared, without reference count
+ * (docs/synapse.md, "Host maps"): the module must put no entry into it
+ * over the application's memory, or the application's maps and copies
+ * stop behaving as they would without UCX (issue 32, S3, S5, S6 and the
+ * stale entry).
+ */
+class syn_app_test : public reuse_test {
+protected:
+    static const size_t PG = 4096;
 
-    if ((backend == NULL) || strcmp(backend, "synapse") ||
-        (lib_path == NULL)) {
-        GTEST_SKIP() << "not on the SynapseAI backend";
-    }
-    if (getenv("GAUDI_REUSE_CHILD") == NULL) {
-        /* a process (and node) whose device nothing took yet: the
-         * application acquires it first */
+    /* in a child of its own (a process whose device nothing took yet);
+     * false: the parent's part is done, or skipped */
+    bool in_child() {
+        const char *backend = getenv("UCX_GAUDI_COPY_BACKEND");
+
+        if ((backend == NULL) || strcmp(backend, "synapse") ||
+            (getenv("UCX_GAUDI_SYNAPSE_LIB") == NULL)) {
+            m_skip = "not on the SynapseAI backend";
+            return false;
+        }
+        if (getenv("GAUDI_REUSE_CHILD") != NULL) {
+            return true;
+        }
         gaudi_gtest::child_result r = gaudi_gtest::run_test_in_child(
                 gaudi_gtest::current_test(), {{"GAUDI_REUSE_CHILD", "1"}},
                 true);
         EXPECT_TRUE(r.passed() && !r.skipped) << r.output;
-        return;
+        return false;
     }
-    void *lib = dlopen(lib_path, RTLD_NOW);
-    ASSERT_TRUE(lib != NULL) << dlerror();
-    auto host_malloc = (int (*)(uint32_t, uint64_t, uint32_t, void**))
-                       dlsym(lib, "synHostMalloc");
-    auto host_free   = (int (*)(uint32_t, const void*, uint32_t))
-                       dlsym(lib, "synHostFree");
-    auto init        = (int (*)())dlsym(lib, "synInitialize");
-    auto acquire     = (int (*)(uint32_t*, const char*))
-                       dlsym(lib, "synDeviceAcquire");
-    auto release     = (int (*)(uint32_t))dlsym(lib, "synDeviceRelease");
-    auto dev_malloc  = (int (*)(uint32_t, uint64_t, uint64_t, uint32_t,
-                                uint64_t*))dlsym(lib, "synDeviceMalloc");
-    auto dev_free    = (int (*)(uint32_t, uint64_t, uint32_t))
-                       dlsym(lib, "synDeviceFree");
-    auto stream_new  = (int (*)(void**, uint32_t, uint32_t))
-                       dlsym(lib, "synStreamCreateGeneric");
-    auto stream_del  = (int (*)(void*))dlsym(lib, "synStreamDestroy");
-    auto copy        = (int (*)(void*, uint64_t, uint64_t, uint64_t, int))
-                       dlsym(lib, "synMemCopyAsync");
-    auto sync        = (int (*)(void*))dlsym(lib, "synStreamSynchronize");
-    ASSERT_TRUE(host_malloc && host_free && init && acquire && release &&
-                dev_malloc && dev_free && stream_new && stream_del && copy &&
-                sync);
-    uint8_t *p = map_at(NULL, SIZE), *q = NULL;
-    std::vector<uint8_t> want(SIZE);
-    uint64_t app_dev = 0;
-    uint32_t id = 0;
-    void *stream = NULL;
 
-    /* the application acquires its device after UCX is up (a framework) */
-    /* uct_gaudi_memcpy's engine outlives the test, and the device the
-     * application releases in TearDown */
-    m_api_memcpy = false;
-    m_syn_lib    = lib;
-    ASSERT_EQ(0, init());
-    ASSERT_EQ(0, acquire(&id, NULL));
-    m_syn_release = release;
-    m_syn_id      = id;
-    ASSERT_EQ(0, dev_malloc(0, SIZE, 0, 0, &app_dev));
-    ASSERT_EQ(0, stream_new(&stream, 0, 0));
+    /* the application's SynapseAI: device, stream, a device buffer */
+    void app_start() {
+        void *lib = dlopen(getenv("UCX_GAUDI_SYNAPSE_LIB"), RTLD_NOW);
+
+        ASSERT_TRUE(lib != NULL) << dlerror();
+        m_syn_lib = lib;
+        sym(m_host_malloc, "synHostMalloc");
+        sym(m_host_free, "synHostFree");
+        sym(m_host_map, "synHostMap");
+        sym(m_host_unmap, "synHostUnmap");
+        sym(m_app_copy, "synMemCopyAsync");
+        sym(m_app_sync, "synStreamSynchronize");
+        int (*init)(), (*acquire)(uint32_t*, const char*);
+        int (*release)(uint32_t), (*stream_new)(void**, uint32_t, uint32_t);
+        int (*dev_malloc)(uint32_t, uint64_t, uint64_t, uint32_t,
+                          uint64_t*);
+        sym(init, "synInitialize");
+        sym(acquire, "synDeviceAcquire");
+        sym(release, "synDeviceRelease");
+        sym(stream_new, "synStreamCreateGeneric");
+        sym(dev_malloc, "synDeviceMalloc");
+        sym(m_dev_free, "synDeviceFree");
+        sym(m_stream_del, "synStreamDestroy");
+        ASSERT_TRUE(m_host_malloc && m_host_free && m_host_map &&
+                    m_host_unmap && m_app_copy && m_app_sync && init &&
+                    acquire && release && stream_new && dev_malloc &&
+                    m_dev_free && m_stream_del);
+        /* uct_gaudi_memcpy's engine outlives the test, and the device
+         * the application releases in TearDown */
+        m_api_memcpy = false;
+        ASSERT_EQ(0, init());
+        ASSERT_EQ(0, acquire(&m_syn_id, NULL));
+        m_syn_release = release;
+        ASSERT_EQ(0, dev_malloc(m_syn_id, SIZE, 0, 0, &m_app_dev));
+        ASSERT_EQ(0, stream_new(&m_app_stream, m_syn_id, 0));
+    }
+
+    void app_stop() {
+        EXPECT_EQ(0, m_stream_del(m_app_stream));
+        EXPECT_EQ(0, m_dev_free(m_syn_id, m_app_dev, 0));
+    }
+
+    template <typename F> void sym(F &fn, const char *name) {
+        fn = (F)dlsym(m_syn_lib, name);
+    }
+
+    /* the application's own round trip of [p, +len) on its stream: to
+     * its device buffer and back, read back and compared */
+    void app_roundtrip(uint8_t *p, size_t len, unsigned seed,
+                       const char *what) {
+        std::vector<uint8_t> want(len);
+
+        ASSERT_LE(len, (size_t)SIZE);
+        fill(want.data(), len, seed);
+        memcpy(p, want.data(), len);
+        ASSERT_EQ(0, m_app_copy(m_app_stream, (uintptr_t)p, len, m_app_dev,
+                                0 /* HOST_TO_DRAM */)) << what;
+        ASSERT_EQ(0, m_app_sync(m_app_stream)) << what;
+        memset(p, 0, len);
+        ASSERT_EQ(0, m_app_copy(m_app_stream, m_app_dev, len, (uintptr_t)p,
+                                1 /* DRAM_TO_HOST */)) << what;
+        ASSERT_EQ(0, m_app_sync(m_app_stream)) << what;
+        ASSERT_EQ(0, memcmp(want.data(), p, len))
+            << "application's copies: " << what;
+    }
+
+    /* UCX lets go of everything (every registration deregistered, the
+     * cache and the engines gone), the application's device stays */
+    void uct_close() {
+        for (auto &m : m_dev_mem) {
+            uct_mem_free(&m);
+        }
+        m_dev_mem.clear();
+        for (auto &r : m_rkeys) {
+            uct_rkey_release(m_comp, &r);
+        }
+        m_rkeys.clear();
+        uct_ep_destroy(m_ep);
+        m_ep = NULL;
+        uct_iface_close(m_iface);
+        m_iface = NULL;
+        uct_md_close(m_md);
+        m_md = NULL;
+    }
+
+    std::string m_skip;
+    int (*m_host_malloc)(uint32_t, uint64_t, uint32_t, void**) = NULL;
+    int (*m_host_free)(uint32_t, const void*, uint32_t)         = NULL;
+    int (*m_host_map)(uint32_t, uint64_t, const void*)          = NULL;
+    int (*m_host_unmap)(uint32_t, const void*)                  = NULL;
+    int (*m_app_copy)(void*, uint64_t, uint64_t, uint64_t, int) = NULL;
+    int (*m_app_sync)(void*)                                    = NULL;
+    int (*m_dev_free)(uint32_t, uint64_t, uint32_t)             = NULL;
+    int (*m_stream_del)(void*)                                  = NULL;
+    void     *m_app_stream = NULL;
+    uint64_t m_app_dev     = 0;
+};
+
+#define SYN_APP_CHILD() \
+    do { \
+        if (!in_child()) { \
+            if (!m_skip.empty()) { \
+                GTEST_SKIP() << m_skip; \
+            } \
+            return; \
+        } \
+    } while (0)
+
+/* The application's synHostMalloc lands where a buffer the module used
+ * was, before the module runs again: the application's own copies of the
+ * new buffer and the module's must both use the new pages */
+TEST_F(syn_app_test, host_malloc_on_stale_range)
+{
+    SYN_APP_CHILD();
+    uint8_t *p = map_at(NULL, SIZE), *q = NULL;
+
+    app_start();
     ASSERT_TRUE(p != NULL);
     move_all(p, SIZE, 1);
     ASSERT_EQ(0, munmap(p, SIZE));
-    ASSERT_EQ(0, host_malloc(0, SIZE, 0, (void**)&q));
+    ASSERT_EQ(0, m_host_malloc(m_syn_id, SIZE, 0, (void**)&q));
     ASSERT_EQ(p, q) << "synHostMalloc did not land on the freed range";
     /* the application's round trip first, the module's after */
-    fill(want.data(), SIZE, 7);
-    memcpy(q, want.data(), SIZE);
-    EXPECT_EQ(0, copy(stream, (uintptr_t)q, SIZE, app_dev, 0 /* H2D */));
-    EXPECT_EQ(0, sync(stream));
-    memset(q, 0, SIZE);
-    EXPECT_EQ(0, copy(stream, app_dev, SIZE, (uintptr_t)q, 1 /* D2H */));
-    EXPECT_EQ(0, sync(stream));
-    EXPECT_EQ(0, memcmp(want.data(), q, SIZE)) << "application's copies";
+    app_roundtrip(q, SIZE, 7, "new synHostMalloc buffer");
     move_all(q, SIZE, 3);
     /* and the application's entry is still there afterwards */
-    EXPECT_EQ(0, copy(stream, (uintptr_t)q, SIZE, app_dev, 0));
-    EXPECT_EQ(0, sync(stream));
-    EXPECT_EQ(0, host_free(0, q, 0));
-    EXPECT_EQ(0, stream_del(stream));
-    EXPECT_EQ(0, dev_free(0, app_dev, 0));
+    app_roundtrip(q, SIZE, 8, "after UCX's copies");
+    uct_close();
+    app_roundtrip(q, SIZE, 9, "after UCX let go");
+    EXPECT_EQ(0, m_host_free(m_syn_id, q, 0));
+    app_stop();
+}
+
+/* S3: the application maps a page inside a range UCX registered and
+ * copied; its copies work while UCX holds the registration, after UCX
+ * copies it again, and after UCX deregisters everything */
+TEST_F(syn_app_test, app_maps_inside_registration)
+{
+    SYN_APP_CHILD();
+    uint8_t *b = map_at(NULL, 8 * PG);
+
+    app_start();
+    ASSERT_TRUE(b != NULL);
+    move_all(b, 8 * PG, 1);     /* registered, cached, copied */
+    ASSERT_EQ(0, m_host_map(m_syn_id, PG, b + PG));
+    app_roundtrip(b + PG, PG, 2, "map inside UCX's registration");
+    move_all(b, 8 * PG, 3);     /* runs past the application's entry */
+    move_all(b + PG, PG, 4);    /* inside it */
+    app_roundtrip(b + PG, PG, 5, "after UCX's copies");
+    uct_close();
+    app_roundtrip(b + PG, PG, 6, "after UCX deregistered");
+    EXPECT_EQ(0, m_host_unmap(m_syn_id, b + PG));
+    app_stop();
+    munmap(b, 8 * PG);
+}
+
+/* S5: UCX holds a registration (the cache) of a buffer the application
+ * maps and unmaps per use, re-mapping the same and then a larger size:
+ * its entries stay its own */
+TEST_F(syn_app_test, app_remaps_same_and_larger)
+{
+    SYN_APP_CHILD();
+    uint8_t *b = map_at(NULL, 8 * PG);
+
+    app_start();
+    ASSERT_TRUE(b != NULL);
+    ASSERT_EQ(0, m_host_map(m_syn_id, 2 * PG, b));
+    move_all(b, 2 * PG, 1);
+    app_roundtrip(b, 2 * PG, 2, "first map");
+    ASSERT_EQ(0, m_host_unmap(m_syn_id, b));
+    move_all(b, 2 * PG, 3);     /* no entry now: staged */
+    ASSERT_EQ(0, m_host_map(m_syn_id, 2 * PG, b));
+    app_roundtrip(b, 2 * PG, 4, "same size re-mapped");
+    move_all(b, 2 * PG, 5);
+    app_roundtrip(b, 2 * PG, 6, "same size, after UCX's copies");
+    ASSERT_EQ(0, m_host_unmap(m_syn_id, b));
+    ASSERT_EQ(0, m_host_map(m_syn_id, 4 * PG, b));
+    app_roundtrip(b, 4 * PG, 7, "larger re-mapped");
+    move_all(b, 4 * PG, 8);
+    move_all(b, 2 * PG, 9);
+    app_roundtrip(b, 4 * PG, 10, "larger, after UCX's copies");
+    uct_close();
+    app_roundtrip(b, 4 * PG, 11, "after UCX deregistered");
+    EXPECT_EQ(0, m_host_unmap(m_syn_id, b));
+    app_stop();
+    munmap(b, 8 * PG);
+}
+
+/* S6: UCX registered and copied a page, then the application maps a
+ * larger range around it (starting before): the application's copies
+ * from that page running past it work while UCX holds its registration;
+ * UCX's copies running past the application's entry are staged */
+TEST_F(syn_app_test, app_maps_around_registration)
+{
+    SYN_APP_CHILD();
+    uint8_t *b = map_at(NULL, 10 * PG);
+
+    app_start();
+    ASSERT_TRUE(b != NULL);
+    move_all(b + 4 * PG, PG, 1);
+    ASSERT_EQ(0, m_host_map(m_syn_id, 8 * PG, b));
+    app_roundtrip(b + 4 * PG, 4 * PG, 2, "from UCX's page on");
+    app_roundtrip(b, 8 * PG, 3, "the whole map");
+    move_all(b + 4 * PG, PG, 4);        /* through the application's entry */
+    move_all(b + 6 * PG, 4 * PG, 5);    /* runs past it */
+    app_roundtrip(b + 4 * PG, 4 * PG, 6, "after UCX's copies");
+    uct_close();
+    app_roundtrip(b + 4 * PG, 4 * PG, 7, "after UCX deregistered");
+    EXPECT_EQ(0, m_host_unmap(m_syn_id, b));
+    app_stop();
+    munmap(b, 10 * PG);
 }
 
 int main(int argc, char **argv)

@@ -15,7 +15,6 @@
 #include <uct/gaudi/dev/gaudi_process.h>
 #include <uct/gaudi/syn/gaudi_syn.h>
 
-#include <ucm/api/ucm.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
@@ -174,159 +173,6 @@ static ucs_status_t uct_gaudi_ctx_check_choice(const uct_gaudi_ctx_t *ctx)
     return UCS_OK;
 }
 
-/*
- * Host memory is being unmapped (UCM_EVENT_VM_UNMAPPED: munmap, mremap,
- * brk, madvise, shmdt; before the kernel unmaps): the module's SynapseAI
- * entries over it must leave SynapseAI's table before the application can
- * map new memory at that address (gaudi_syn_map.c), not when the
- * registration cache gets to its regions, which UCX does lazily. The event
- * may come from inside malloc (heap trimming under an arena lock), from
- * inside SynapseAI, or from the module under ctx->lock: calling SynapseAI
- * from it could deadlock. So the handler records the range, and a thread
- * of the context (the "unmapper") takes the entries out while the
- * handler waits, at most UCT_GAUDI_SYN_UNMAP_WAIT_MS; past that (its
- * malloc arena, SynapseAI or ctx->lock held by the waiting thread) the
- * unmapper finishes once they are free, and every map call flushes first.
- * Only the handlers for UCM_EVENT_VM_UNMAPPED are safe here: asking UCM
- * for UCM_EVENT_MUNMAP makes it replace malloc in a running process.
- */
-#define UCT_GAUDI_SYN_UNMAP_WAIT_MS 100
-
-struct uct_gaudi_syn_unmapper {
-    pthread_t       thread;
-    pthread_mutex_t mutex;     /* the counters; never held across a call */
-    pthread_cond_t  work;
-    pthread_cond_t  done;
-    uint64_t        asked;     /* flushes asked for */
-    uint64_t        flushed;   /* flushes done */
-    int             stop;
-};
-
-static __thread int uct_gaudi_syn_unmapper_self;
-
-static void *uct_gaudi_syn_unmapper_main(void *arg)
-{
-    uct_gaudi_ctx_t *ctx              = arg;
-    struct uct_gaudi_syn_unmapper *um = ctx->syn_unmapper;
-    uint64_t target;
-
-    uct_gaudi_syn_unmapper_self = 1;
-    pthread_mutex_lock(&um->mutex);
-    for (;;) {
-        while ((um->asked == um->flushed) && !um->stop) {
-            pthread_cond_wait(&um->work, &um->mutex);
-        }
-        if (um->stop) {
-            break;
-        }
-        target = um->asked;
-        pthread_mutex_unlock(&um->mutex);
-        pthread_mutex_lock(&ctx->lock);
-        uct_gaudi_syn_maps_flush(ctx->syn, ctx->syn_device, &ctx->syn->maps);
-        pthread_mutex_unlock(&ctx->lock);
-        pthread_mutex_lock(&um->mutex);
-        um->flushed = target;
-        pthread_cond_broadcast(&um->done);
-    }
-    pthread_mutex_unlock(&um->mutex);
-    return NULL;
-}
-
-static void uct_gaudi_ctx_syn_vm_unmapped(ucm_event_type_t event_type,
-                                          ucm_event_t *event, void *arg)
-{
-    uct_gaudi_ctx_t *ctx              = arg;
-    struct uct_gaudi_syn_unmapper *um = ctx->syn_unmapper;
-    uintptr_t start = (uintptr_t)event->vm_unmapped.address;
-    uintptr_t end   = start + event->vm_unmapped.size;
-    struct timespec deadline;
-    uint64_t ticket;
-
-    if ((ctx->syn == NULL) || (ctx->pid != getpid()) ||
-        !uct_gaudi_syn_maps_overlap(&ctx->syn->maps, start, end)) {
-        return;   /* none of ours; a fork child's are the parent's */
-    }
-
-    uct_gaudi_syn_maps_unmapped(&ctx->syn->maps, start, end);
-    if (uct_gaudi_syn_unmapper_self) {
-        return;   /* the unmapper's own unmaps: its loop takes them */
-    }
-
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_nsec += UCT_GAUDI_SYN_UNMAP_WAIT_MS * 1000000l;
-    deadline.tv_sec  += deadline.tv_nsec / 1000000000l;
-    deadline.tv_nsec %= 1000000000l;
-    pthread_mutex_lock(&um->mutex);
-    ticket = ++um->asked;
-    pthread_cond_signal(&um->work);
-    while ((um->flushed < ticket) &&
-           (pthread_cond_timedwait(&um->done, &um->mutex, &deadline) == 0)) {
-    }
-    pthread_mutex_unlock(&um->mutex);
-}
-
-static void uct_gaudi_ctx_syn_events(uct_gaudi_ctx_t *ctx, int set)
-{
-    struct uct_gaudi_syn_unmapper *um = ctx->syn_unmapper;
-
-    if (!set) {
-        if (um == NULL) {
-            return;
-        }
-        ucm_unset_event_handler(UCM_EVENT_VM_UNMAPPED,
-                                uct_gaudi_ctx_syn_vm_unmapped, ctx);
-        pthread_mutex_lock(&um->mutex);
-        um->stop = 1;
-        pthread_cond_signal(&um->work);
-        pthread_mutex_unlock(&um->mutex);
-        pthread_join(um->thread, NULL);
-        pthread_cond_destroy(&um->work);
-        pthread_cond_destroy(&um->done);
-        pthread_mutex_destroy(&um->mutex);
-        ucs_free(um);
-        ctx->syn_unmapper = NULL;
-        return;
-    }
-
-    um = ucs_calloc(1, sizeof(*um), "gaudi syn unmapper");
-    if (um == NULL) {
-        ucs_error("gaudi %s: no memory for the SynapseAI host map "
-                  "invalidation", ctx->info->name);
-        return;
-    }
-    pthread_mutex_init(&um->mutex, NULL);
-    pthread_cond_init(&um->work, NULL);
-    pthread_cond_init(&um->done, NULL);
-    ctx->syn_unmapper = um;
-    if (pthread_create(&um->thread, NULL, uct_gaudi_syn_unmapper_main,
-                       ctx) != 0) {
-        ucs_error("gaudi %s: cannot start the SynapseAI host map "
-                  "invalidation thread: %m", ctx->info->name);
-        goto err;
-    }
-    if (ucm_set_event_handler(UCM_EVENT_VM_UNMAPPED, -1,
-                              uct_gaudi_ctx_syn_vm_unmapped, ctx) != UCS_OK) {
-        /* no memory events (UCX_MEM_EVENTS=n): no registration cache
-         * either, and entries go with their registrations */
-        ucs_debug("gaudi %s: no memory events for the SynapseAI host maps",
-                  ctx->info->name);
-        pthread_mutex_lock(&um->mutex);
-        um->stop = 1;
-        pthread_cond_signal(&um->work);
-        pthread_mutex_unlock(&um->mutex);
-        pthread_join(um->thread, NULL);
-        goto err;
-    }
-    return;
-
-err:
-    pthread_cond_destroy(&um->work);
-    pthread_cond_destroy(&um->done);
-    pthread_mutex_destroy(&um->mutex);
-    ucs_free(um);
-    ctx->syn_unmapper = NULL;
-}
-
 /* Set the backend of a new context (the kernel one unless @a syn) */
 static void uct_gaudi_ctx_set_backend(uct_gaudi_ctx_t *ctx,
                                       const char *why, uct_gaudi_syn_t *syn,
@@ -339,9 +185,6 @@ static void uct_gaudi_ctx_set_backend(uct_gaudi_ctx_t *ctx,
     ctx->syn_device   = device;
     ctx->syn_acquired = acquired;
     ucs_strncpy_zero(ctx->backend_why, why, sizeof(ctx->backend_why));
-    if (syn != NULL) {
-        uct_gaudi_ctx_syn_events(ctx, 1);
-    }
     ucs_diag("gaudi %s: copy backend %s (%s)", ctx->info->name,
              uct_gaudi_backend_names[ctx->backend], ctx->backend_why);
 }
@@ -443,7 +286,6 @@ static void uct_gaudi_ctx_syn_close(uct_gaudi_syn_t *syn,
                                     uct_gaudi_syn_device_t device,
                                     int acquired)
 {
-    uct_gaudi_syn_maps_cleanup(syn, device, &syn->maps);
     if (acquired) {
         /* SynapseAI closes the fd we borrowed */
         (void)uct_gaudi_syn_release(syn, device);
@@ -1410,7 +1252,6 @@ static void uct_gaudi_ctx_close(uct_gaudi_ctx_t *ctx)
     ucs_debug("gaudi %s: releasing device context (%s)", ctx->info->name,
               ctx->source);
     uct_gaudi_hl_close(&ctx->hl);   /* only closes what we opened */
-    uct_gaudi_ctx_syn_events(ctx, 0);
     if (ctx->syn != NULL) {
         uct_gaudi_ctx_syn_close(ctx->syn, ctx->syn_device,
                                 ctx->syn_acquired);

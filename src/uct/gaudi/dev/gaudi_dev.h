@@ -147,8 +147,6 @@ typedef struct uct_gaudi_ctx {
     struct uct_gaudi_syn        *syn;     /* SYNAPSE: the loaded library */
     uint32_t                    syn_device; /* SYNAPSE: synDeviceId */
     int                         syn_acquired; /* we acquired: we release */
-    struct uct_gaudi_syn_unmapper *syn_unmapper; /* SYNAPSE: invalidation
-                                                    of host maps */
     uct_gaudi_events_t          events;   /* device faults (lock) */
 } uct_gaudi_ctx_t;
 

@@ -74,11 +74,7 @@ typedef struct uct_gaudi_dma_params {
  * layer sets it (uct_gaudi_reg_xfer), the engine's own buffers likewise. */
 enum {
     UCT_GAUDI_DMA_XFER_SRC_HOST = UCS_BIT(0),
-    UCT_GAUDI_DMA_XFER_DST_HOST = UCS_BIT(1),
-    /* SynapseAI: the host side is in a mapping the application made, so a
-     * failed translation is an error (the application unmapped it), never
-     * a reason to stage the copy through the engine's own buffer */
-    UCT_GAUDI_DMA_XFER_APP_MAP  = UCS_BIT(2)
+    UCT_GAUDI_DMA_XFER_DST_HOST = UCS_BIT(1)
 };
 
 /* One contiguous transfer between two DMA addresses */

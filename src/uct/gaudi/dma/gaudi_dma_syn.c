@@ -5,7 +5,8 @@
  * synMemCopyAsync on streams the engine owns, completions are events
  * recorded after each copy and polled with synEventQuery from progress.
  * SynapseAI owns the device (the context borrows its fd); host sides are
- * host pointers inside synHostMap'ed buffers, device sides device VAs.
+ * host pointers, device sides device VAs; host<->device copies go direct
+ * or staged (gaudi_dma_syn_host.c).
  * Same semantics as the kernel backend (gaudi_dma.h): asynchronous copies
  * complete in order, synchronous ones on a stream of their own. A failed
  * copy completes with its error; a stream keeps no failure state, so the
@@ -17,9 +18,8 @@
 #  include "config.h"
 #endif
 
-#include <uct/gaudi/dma/gaudi_dma_ops.h>
+#include <uct/gaudi/dma/gaudi_dma_syn.h>
 #include <uct/gaudi/dev/gaudi_dev.h>
-#include <uct/gaudi/syn/gaudi_syn.h>
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -34,38 +34,6 @@
 #define UCT_GAUDI_DMA_SYN_MAX_XFERS   256
 #define UCT_GAUDI_DMA_SYN_DEF_SLOTS   64
 #define UCT_GAUDI_DMA_SYN_SLEEP_US    50
-
-
-typedef enum {
-    UCT_GAUDI_DMA_SYN_FREE,
-    UCT_GAUDI_DMA_SYN_INFLIGHT,   /* event recorded, not known done */
-    UCT_GAUDI_DMA_SYN_DONE        /* status set, not delivered */
-} uct_gaudi_dma_syn_state_t;
-
-
-/* One copy: the event recorded after it and its completion */
-typedef struct uct_gaudi_dma_syn_slot {
-    uct_gaudi_dma_syn_state_t state;
-    uct_gaudi_syn_event_t     event;
-    ucs_status_t              status;  /* DONE; or a queueing failure */
-    size_t                    length;
-    const char                *name;
-    uct_gaudi_dma_comp_cb_t   cb;
-    void                      *arg;
-} uct_gaudi_dma_syn_slot_t;
-
-
-typedef struct uct_gaudi_dma_syn {
-    uct_gaudi_dma_t          super;
-    const uct_gaudi_syn_t    *syn;
-    uct_gaudi_syn_device_t   device;
-    uct_gaudi_syn_stream_t   stream;      /* asynchronous copies */
-    uct_gaudi_syn_stream_t   sync_stream; /* synchronous copies */
-    uct_gaudi_dma_syn_slot_t *slots;      /* async ring (super.ring_*)
-                                             + 1 (sync) */
-    uct_gaudi_dma_syn_slot_t *sync;
-    uintptr_t                bounce_map;  /* its entry (map table key) */
-} uct_gaudi_dma_syn_t;
 
 
 static ucs_status_t uct_gaudi_dma_syn_check(const uct_gaudi_ctx_t *ctx,
@@ -140,62 +108,6 @@ static int uct_gaudi_dma_syn_dir(const uct_gaudi_dma_xfer_t *xfer,
 }
 
 /*
- * A transfer whose host side SynapseAI cannot translate (no entry, or an
- * entry of someone else's that starts after the entry holding the range,
- * docs/synapse.md "Host maps"): once @a stream's earlier copies are done,
- * copy it through the engine's own mapped buffer, in steps on the same
- * stream. Memory the application mapped is never touched by the CPU: if
- * its entry is gone, the application unmapped or freed it.
- */
-static ucs_status_t uct_gaudi_dma_syn_stage(uct_gaudi_dma_syn_t *dma,
-                                            uct_gaudi_syn_stream_t stream,
-                                            const uct_gaudi_dma_xfer_t *xfer,
-                                            uct_gaudi_syn_dir_t dir,
-                                            const char *name)
-{
-    int to_device       = (dir == UCT_GAUDI_SYN_HOST_TO_DRAM);
-    uint64_t host       = to_device ? xfer->src : xfer->dst;
-    uint64_t bounce     = (uintptr_t)dma->super.bounce;
-    size_t step         = dma->super.params.bounce_size;
-    size_t off, len;
-    ucs_status_t status;
-
-    if (xfer->flags & UCT_GAUDI_DMA_XFER_APP_MAP) {
-        ucs_error("%s: %s of %zu bytes: host memory 0x%" PRIx64 " is no "
-                  "longer mapped by SynapseAI (the application unmapped or "
-                  "freed its buffer while it was registered)",
-                  dma->super.name, name, xfer->length, host);
-        return UCS_ERR_INVALID_ADDR;
-    }
-
-    status = uct_gaudi_syn_stream_sync(dma->syn, stream);
-    for (off = 0; (status == UCS_OK) && (off < xfer->length); off += len) {
-        len = ucs_min(xfer->length - off, step);
-        if (to_device) {
-            memcpy((void*)bounce, (void*)(uintptr_t)(xfer->src + off), len);
-            status = uct_gaudi_syn_memcpy_async(dma->syn, stream,
-                                                xfer->dst + off, bounce,
-                                                len, dir);
-        } else {
-            status = uct_gaudi_syn_memcpy_async(dma->syn, stream, bounce,
-                                                xfer->src + off, len, dir);
-        }
-        if (status == UCS_OK) {
-            status = uct_gaudi_syn_stream_sync(dma->syn, stream);
-        }
-        if ((status == UCS_OK) && !to_device) {
-            memcpy((void*)(uintptr_t)(xfer->dst + off), (void*)bounce, len);
-        }
-    }
-
-    if (status != UCS_OK) {
-        ucs_error("%s: staged %s of %zu bytes failed: %s", dma->super.name,
-                  name, xfer->length, ucs_status_string(status));
-    }
-    return status;
-}
-
-/*
  * Queue @a xfers on @a stream and record @a slot's event after them.
  * UCS_INPROGRESS: queued (a transfer that failed after the first one was
  * queued makes the slot complete with its error); UCS_OK: nothing to
@@ -226,20 +138,12 @@ static ucs_status_t uct_gaudi_dma_syn_queue(uct_gaudi_dma_syn_t *dma,
                 memmove((void*)(uintptr_t)xfers[i].dst,
                         (void*)(uintptr_t)xfers[i].src, xfers[i].length);
             }
+        } else if (dir == UCT_GAUDI_SYN_DRAM_TO_DRAM) {
+            status = uct_gaudi_dma_syn_direct(dma, stream, &xfers[i], dir,
+                                              name);
         } else {
-            status = uct_gaudi_syn_memcpy_async(dma->syn, stream,
-                                                xfers[i].dst, xfers[i].src,
-                                                xfers[i].length, dir);
-            if (status == UCS_ERR_INVALID_ADDR) {
-                /* logs its own failure */
-                status = uct_gaudi_dma_syn_stage(dma, stream, &xfers[i], dir,
+            status = uct_gaudi_dma_syn_host_xfer(dma, stream, &xfers[i], dir,
                                                  name);
-            } else if (status != UCS_OK) {
-                ucs_error("%s: %s of %zu bytes: transfer %u of %u not "
-                          "queued: %s", dma->super.name, name,
-                          xfers[i].length, i + 1, count,
-                          ucs_status_string(status));
-            }
         }
         if (status != UCS_OK) {
             if (queued == 0) {
@@ -496,11 +400,8 @@ static ucs_status_t uct_gaudi_dma_syn_fill(uct_gaudi_dma_t *base,
 
 static ucs_status_t uct_gaudi_dma_syn_bounce_init(uct_gaudi_dma_syn_t *dma)
 {
-    uct_gaudi_ctx_t *ctx = dma->super.ctx;
-    size_t size          = ucs_align_up(dma->super.params.bounce_size,
-                                        ucs_get_page_size());
-    uct_gaudi_syn_map_kind_t kind;
-    uintptr_t key;
+    size_t size = ucs_align_up(dma->super.params.bounce_size,
+                               ucs_get_page_size());
     ucs_status_t status;
     void *area;
     int ret;
@@ -515,26 +416,17 @@ static ucs_status_t uct_gaudi_dma_syn_bounce_init(uct_gaudi_dma_syn_t *dma)
     uct_gaudi_numa_place(dma->super.ctx, area, size, "DMA bounce buffer");
     memset(area, 0, size);
 
-    /* an entry of the module's own in SynapseAI's shared table (staged
-     * copies go through it, so it must be one) */
-    pthread_mutex_lock(&ctx->lock);
-    status = uct_gaudi_syn_map_get(dma->syn, dma->device, &ctx->syn->maps,
-                                   (uintptr_t)area, size, (uintptr_t)area,
-                                   (uintptr_t)area + size, &kind, &key);
-    if ((status == UCS_OK) && (kind != UCT_GAUDI_SYN_MAP_OWN)) {
-        ucs_error("%s: SynapseAI already has an entry over the new bounce "
-                  "buffer %p (a buffer freed without synHostUnmap?)",
-                  dma->super.name, area);
-        status = UCS_ERR_ALREADY_EXISTS;
-    }
-    pthread_mutex_unlock(&ctx->lock);
+    /* the module's one entry in SynapseAI's shared table: whole pages of
+     * its own, which no application buffer can share */
+    status = uct_gaudi_syn_host_map(dma->syn, dma->device, area, size);
     if (status != UCS_OK) {
+        ucs_error("%s: the bounce buffer %p (%zu bytes) cannot be mapped "
+                  "for the device", dma->super.name, area, size);
         ucs_free(area);
         return status;
     }
 
     dma->super.bounce = area;
-    dma->bounce_map   = key;
     return UCS_OK;
 }
 
@@ -549,6 +441,9 @@ static void uct_gaudi_dma_syn_cleanup(uct_gaudi_dma_syn_t *dma)
             (void)uct_gaudi_syn_event_destroy(dma->syn, dma->slots[i].event);
         }
     }
+    if (dma->stage_event != NULL) {
+        (void)uct_gaudi_syn_event_destroy(dma->syn, dma->stage_event);
+    }
     if (dma->sync_stream != NULL) {
         (void)uct_gaudi_syn_stream_destroy(dma->syn, dma->sync_stream);
     }
@@ -556,11 +451,13 @@ static void uct_gaudi_dma_syn_cleanup(uct_gaudi_dma_syn_t *dma)
         (void)uct_gaudi_syn_stream_destroy(dma->syn, dma->stream);
     }
     if (dma->super.bounce != NULL) {
-        pthread_mutex_lock(&dma->super.ctx->lock);
-        (void)uct_gaudi_syn_map_put(dma->syn, dma->device,
-                                    &dma->super.ctx->syn->maps,
-                                    dma->bounce_map);
-        pthread_mutex_unlock(&dma->super.ctx->lock);
+        /* quiet: also runs at exit, when the application may have
+         * released the device already */
+        if (dma->syn->ops.host_unmap(dma->device, dma->super.bounce) !=
+            UCT_GAUDI_SYN_SUCCESS) {
+            ucs_debug("%s: synHostUnmap of the bounce buffer %p failed",
+                      dma->super.name, dma->super.bounce);
+        }
         ucs_free(dma->super.bounce);
     }
     ucs_free(dma->slots);
@@ -607,6 +504,12 @@ uct_gaudi_dma_syn_create(uct_gaudi_ctx_t *ctx,
         if (status != UCS_OK) {
             goto err;
         }
+    }
+
+    status = uct_gaudi_syn_event_create(dma->syn, dma->device,
+                                        &dma->stage_event);
+    if (status != UCS_OK) {
+        goto err;
     }
 
     status = uct_gaudi_syn_stream_create(dma->syn, dma->device, &dma->stream);

@@ -79,9 +79,6 @@ typedef struct uct_gaudi_memh {
     struct uct_gaudi_buf      *buf;      /* ALLOC/DEVICE_REG, or NULL */
     uint32_t                  user_refs; /* HOST_RCACHE: handed out, not
                                             deregistered yet */
-    uint32_t                  app_map;   /* HOST_*: SynapseAI reaches it
-                                            through an entry the
-                                            application made */
     uint32_t                  deferred;  /* HOST_REG made before the device
                                             was taken: not mapped, its
                                             copies register on the fly */

@@ -55,62 +55,6 @@ static ucs_stats_class_t uct_gaudi_reg_stats_class = {
 static __thread int uct_gaudi_reg_rcache_missed;
 
 
-/*
- * SynapseAI's host-map table (syn->maps: a lookup, then an entry made,
- * and reference counts) is shared with dma/'s bounce buffer, which both
- * serialize with ctx->lock until the table locks itself (syn/). The
- * driver's MAP and UNMAP need no lock (gaudi_mem_int.h, "Locking").
- */
-static void uct_gaudi_reg_syn_maps_lock(uct_gaudi_heap_t *heap)
-{
-    if (heap->ctx->syn != NULL) {
-        pthread_mutex_lock(&heap->ctx->lock);
-    }
-}
-
-static void uct_gaudi_reg_syn_maps_unlock(uct_gaudi_heap_t *heap)
-{
-    if (heap->ctx->syn != NULL) {
-        pthread_mutex_unlock(&heap->ctx->lock);
-    }
-}
-
-/*
- * Map host pages for the device: MAP USERPTR on the kernel backend (the
- * DMA address is the device VA), synHostMap on SynapseAI (which takes
- * host pointers: the DMA address is the host address itself)
- */
-static ucs_status_t uct_gaudi_mem_host_map_dev(uct_gaudi_ctx_t *ctx,
-                                               void *addr, size_t len,
-                                               void *start, size_t size,
-                                               uint64_t *va_p, int *app_p)
-{
-    uct_gaudi_syn_map_kind_t kind;
-    uintptr_t key;
-    ucs_status_t status;
-
-    *app_p = 0;
-    if (ctx->syn == NULL) {
-        return uct_gaudi_hl_mem_map_host(&ctx->hl, start, size, 0, va_p);
-    }
-
-    /* *va_p: the module's entry to put back, 0 if it holds none */
-    status = uct_gaudi_syn_map_get(ctx->syn, ctx->syn_device,
-                                   &ctx->syn->maps, (uintptr_t)addr, len,
-                                   (uintptr_t)start,
-                                   (uintptr_t)start + size, &kind, &key);
-    if (status == UCS_OK) {
-        ucs_debug("gaudi %s: host %p length %zu: %s", ctx->info->name, addr,
-                  len, (kind == UCT_GAUDI_SYN_MAP_OWN) ? "module's map" :
-                  (kind == UCT_GAUDI_SYN_MAP_APP) ?
-                  "inside the application's SynapseAI mapping" :
-                  "no mapping possible, copies staged");
-    }
-    *va_p  = key;
-    *app_p = (kind == UCT_GAUDI_SYN_MAP_APP);
-    return status;
-}
-
 ucs_status_t uct_gaudi_mem_host_map(uct_gaudi_heap_t *heap, void *addr,
                                     size_t len, unsigned flags,
                                     uct_gaudi_memh_t *memh)
@@ -119,7 +63,6 @@ ucs_status_t uct_gaudi_mem_host_map(uct_gaudi_heap_t *heap, void *addr,
     uintptr_t end   = ucs_align_up((uintptr_t)addr + len, heap->host_page);
     ucs_status_t status;
     uint64_t va;
-    int app;
 
     status = uct_gaudi_heap_take(heap, 0,
                                  flags & UCT_MD_MEM_FLAG_HIDE_ERRORS,
@@ -132,20 +75,26 @@ ucs_status_t uct_gaudi_mem_host_map(uct_gaudi_heap_t *heap, void *addr,
         return UCS_ERR_NO_DEVICE;
     }
 
-    /* The driver pins whole pages anyway (facts 3.3); mapping them keeps the
-     * VA page-aligned, so the DMA address is va + (addr - start) */
-    uct_gaudi_reg_syn_maps_lock(heap);
-    status = uct_gaudi_mem_host_map_dev(heap->ctx, addr, len, (void*)start,
-                                        end - start, &va, &app);
-    uct_gaudi_reg_syn_maps_unlock(heap);
-    if (status != UCS_OK) {
-        if (!(flags & UCT_MD_MEM_FLAG_HIDE_ERRORS)) {
-            ucs_error("gaudi %s (%s): registration of host memory %p "
-                      "length %zu failed: %s", heap->info->name,
-                      heap->info->node_name, addr, len,
-                      ucs_status_string(status));
+    /* SynapseAI: nothing enters its host-address table, which the
+     * application shares (docs/synapse.md, "Host maps"); a copy goes
+     * direct through the application's entry, else is staged, and host
+     * DMA addresses are host addresses. The kernel driver pins whole
+     * pages anyway (facts 3.3): mapping them keeps the VA page-aligned,
+     * so the DMA address is va + (addr - start). */
+    if (heap->ctx->syn != NULL) {
+        va = 0;
+    } else {
+        status = uct_gaudi_hl_mem_map_host(&heap->ctx->hl, (void*)start,
+                                           end - start, 0, &va);
+        if (status != UCS_OK) {
+            if (!(flags & UCT_MD_MEM_FLAG_HIDE_ERRORS)) {
+                ucs_error("gaudi %s (%s): registration of host memory %p "
+                          "length %zu failed: %s", heap->info->name,
+                          heap->info->node_name, addr, len,
+                          ucs_status_string(status));
+            }
+            return status;
         }
-        return status;
     }
 
     memh->tag       = UCT_GAUDI_MEMH_TAG;
@@ -157,7 +106,6 @@ ucs_status_t uct_gaudi_mem_host_map(uct_gaudi_heap_t *heap, void *addr,
                       va + ((uintptr_t)addr - start);
     memh->buf       = NULL;
     memh->user_refs = 0;
-    memh->app_map   = app;
     memh->deferred  = 0;
     UCT_GAUDI_MEM_COUNTER_ADD(heap, host_maps, 1);
     ucs_trace("gaudi %s: mapped host %p..%p at device 0x%" PRIx64,
@@ -182,18 +130,9 @@ void uct_gaudi_mem_host_unmap(uct_gaudi_heap_t *heap,
         return;
     }
 
-    uct_gaudi_reg_syn_maps_lock(heap);
-    if (heap->ctx->syn != NULL) {
-        /* only an entry of the module's own is ever put back */
-        status = (memh->map_va == 0) ? UCS_OK :
-                 uct_gaudi_syn_map_put(heap->ctx->syn,
-                                       heap->ctx->syn_device,
-                                       &heap->ctx->syn->maps,
-                                       memh->map_va);
-    } else {
-        status = uct_gaudi_hl_mem_unmap(&heap->ctx->hl, memh->map_va);
-    }
-    uct_gaudi_reg_syn_maps_unlock(heap);
+    /* SynapseAI: no entry was made */
+    status = (heap->ctx->syn != NULL) ? UCS_OK :
+             uct_gaudi_hl_mem_unmap(&heap->ctx->hl, memh->map_va);
     if (status == UCS_OK) {
         UCT_GAUDI_MEM_COUNTER_ADD(heap, host_unmaps, 1);
     }
@@ -574,7 +513,6 @@ ucs_status_t uct_gaudi_reg_dma_resolve(uct_gaudi_reg_t *reg,
 
     ref->region  = NULL;
     ref->host    = 0;
-    ref->app_map = 0;
     if (uct_gaudi_heap_in_window(reg->heap, address, ucs_max(length, 1))) {
         return uct_gaudi_heap_dma_addr(reg->heap, addr, length,
                                        &ref->dma_addr);
@@ -587,7 +525,6 @@ ucs_status_t uct_gaudi_reg_dma_resolve(uct_gaudi_reg_t *reg,
         ref->dma_addr = gmemh->dma_base + (address - gmemh->address);
         ref->host     = (gmemh->kind == UCT_GAUDI_MEMH_HOST_REG) ||
                         (gmemh->kind == UCT_GAUDI_MEMH_HOST_RCACHE);
-        ref->app_map  = ref->host && gmemh->app_map;
         return UCS_OK;
     }
 
@@ -601,7 +538,6 @@ ucs_status_t uct_gaudi_reg_dma_resolve(uct_gaudi_reg_t *reg,
     ref->region   = gmemh;
     ref->host     = (gmemh->kind == UCT_GAUDI_MEMH_HOST_REG) ||
                     (gmemh->kind == UCT_GAUDI_MEMH_HOST_RCACHE);
-    ref->app_map  = ref->host && gmemh->app_map;
     return UCS_OK;
 }
 

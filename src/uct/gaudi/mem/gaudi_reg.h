@@ -58,8 +58,6 @@ typedef struct uct_gaudi_dma_ref {
     uint64_t dma_addr;   /* DMA address of the first byte */
     void     *region;    /* registration held for the transfer, or NULL */
     int      host;       /* host memory (a host registration) */
-    int      app_map;    /* host, in an entry of the application's
-                            SynapseAI (memh->app_map) */
 } uct_gaudi_dma_ref_t;
 
 
@@ -70,7 +68,6 @@ uct_gaudi_reg_dev_ref(uct_gaudi_dma_ref_t *ref, uint64_t dma_addr)
     ref->dma_addr = dma_addr;
     ref->region   = NULL;
     ref->host     = 0;
-    ref->app_map  = 0;
 }
 
 /* The transfer of @a length bytes from @a src + @a src_off to @a dst +
@@ -85,9 +82,7 @@ uct_gaudi_reg_xfer(uct_gaudi_dma_xfer_t *xfer, const uct_gaudi_dma_ref_t *dst,
     xfer->src    = src->dma_addr + src_off;
     xfer->length = length;
     xfer->flags  = (src->host ? UCT_GAUDI_DMA_XFER_SRC_HOST : 0) |
-                   (dst->host ? UCT_GAUDI_DMA_XFER_DST_HOST : 0) |
-                   ((src->app_map || dst->app_map) ?
-                    UCT_GAUDI_DMA_XFER_APP_MAP : 0);
+                   (dst->host ? UCT_GAUDI_DMA_XFER_DST_HOST : 0);
 }
 
 

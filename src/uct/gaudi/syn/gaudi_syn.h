@@ -48,36 +48,6 @@ typedef struct uct_gaudi_syn_ops {
 
 
 /*
- * The module's host maps on a device (gaudi_syn_map.c). SynapseAI's table
- * of host entries is shared with the application; the module keeps the
- * entries it created, and the probe (a stream and a few device bytes)
- * with which it asks the table. The caller serializes calls per table.
- */
-#define UCT_GAUDI_SYN_MAPS_PENDING 8
-typedef struct uct_gaudi_syn_maps {
-    struct uct_gaudi_syn_map *head;
-    uct_gaudi_syn_stream_t   probe_stream;  /* NULL until first needed */
-    uint64_t                 probe_dev;
-    volatile int             spin;     /* the list, live and pending:
-                                          never held across a call */
-    unsigned                 live;     /* entries still in SynapseAI's
-                                          table */
-    unsigned                 npending; /* unmapped ranges not yet handled */
-    struct {
-        uintptr_t            start, end;
-    }                        pending[UCT_GAUDI_SYN_MAPS_PENDING];
-} uct_gaudi_syn_maps_t;
-
-/* How SynapseAI copies reach a registered host range */
-typedef enum {
-    UCT_GAUDI_SYN_MAP_OWN,   /* an entry of the module (the key) */
-    UCT_GAUDI_SYN_MAP_APP,   /* an entry the module did not make: used as
-                                it is, never unmapped by the module */
-    UCT_GAUDI_SYN_MAP_NONE   /* no entry can serve it: staged copies */
-} uct_gaudi_syn_map_kind_t;
-
-
-/*
  * Whether a compute node minor is one of the module's Gaudi devices: the
  * caller's discovery answers, the loader knows no device of its own
  */
@@ -90,7 +60,6 @@ typedef struct uct_gaudi_syn {
     int                 preloaded;   /* the process had loaded it before */
     char                path[256];   /* where it was found */
     uct_gaudi_syn_ops_t ops;
-    uct_gaudi_syn_maps_t maps;       /* the module's host maps */
     uct_gaudi_syn_is_device_fn_t is_device; /* of the load */
 } uct_gaudi_syn_t;
 
@@ -193,45 +162,6 @@ ucs_status_t uct_gaudi_syn_host_unmap(const uct_gaudi_syn_t *syn,
                                       uct_gaudi_syn_device_t device,
                                       const void *buffer);
 
-
-/*
- * Make [addr, +length) reachable by copies: *kind_p says how; for
- * UCT_GAUDI_SYN_MAP_OWN *key_p is what uct_gaudi_syn_map_put() takes. A
- * new entry covers [page_start, page_end) when that serves the range,
- * else starts at @addr.
- */
-ucs_status_t uct_gaudi_syn_map_get(const uct_gaudi_syn_t *syn,
-                                   uct_gaudi_syn_device_t device,
-                                   uct_gaudi_syn_maps_t *maps,
-                                   uintptr_t addr, size_t length,
-                                   uintptr_t page_start, uintptr_t page_end,
-                                   uct_gaudi_syn_map_kind_t *kind_p,
-                                   uintptr_t *key_p);
-/* The start of the module's entry behind @a key (a key of map_get) */
-uintptr_t uct_gaudi_syn_map_key_start(uintptr_t key);
-ucs_status_t uct_gaudi_syn_map_put(const uct_gaudi_syn_t *syn,
-                                   uct_gaudi_syn_device_t device,
-                                   uct_gaudi_syn_maps_t *maps, uintptr_t key);
-/*
- * Host memory [start, end) is being unmapped (a UCM event): the module's
- * entries over it must leave SynapseAI's table before the application can
- * map new memory there (gaudi_syn_map.c). uct_gaudi_syn_maps_unmapped()
- * only remembers the range (safe in any event, even inside malloc: no
- * call, no allocation, no lock but the list's); uct_gaudi_syn_maps_flush()
- * takes the remembered entries out, with the table's lock held (every map
- * call does it first). uct_gaudi_syn_maps_overlap(): whether one of the
- * module's live entries meets [start, end).
- */
-void uct_gaudi_syn_maps_unmapped(uct_gaudi_syn_maps_t *maps,
-                                 uintptr_t start, uintptr_t end);
-void uct_gaudi_syn_maps_flush(const uct_gaudi_syn_t *syn,
-                              uct_gaudi_syn_device_t device,
-                              uct_gaudi_syn_maps_t *maps);
-int uct_gaudi_syn_maps_overlap(uct_gaudi_syn_maps_t *maps, uintptr_t start,
-                               uintptr_t end);
-void uct_gaudi_syn_maps_cleanup(const uct_gaudi_syn_t *syn,
-                                uct_gaudi_syn_device_t device,
-                                uct_gaudi_syn_maps_t *maps);
 
 /* Streams and copies: queued, in order per stream. A host side SynapseAI
  * cannot translate (synMappingNotFound) is UCS_ERR_INVALID_ADDR without a
