@@ -238,6 +238,10 @@ typedef struct hlsim_map {
     uint64_t          *pfn;       /* HOST: frames pinned at MAP, one a
                                      page from host's page (hlsim_pin.c) */
     uint64_t           npfn;
+    uint32_t          *slots;     /* HOST: io_uring buffers holding the
+                                     pages (hlsim_pin.c), or NULL */
+    uint32_t           nslots;
+    pid_t              slots_pid; /* the process whose ring holds them */
 } hlsim_map_t;
 
 /* An entry of a context's mapping index: the block inline, for scans */

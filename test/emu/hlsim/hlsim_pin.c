@@ -15,6 +15,13 @@
  * the new pages what the hardware does to them: nothing. Its writes are
  * dropped; its reads deliver a poison pattern (stricter than the old
  * pages' stale data, which the emulator no longer has).
+ *
+ * The pages are held as the driver holds them: registered as fixed
+ * buffers of an io_uring instance, which pins them with the same
+ * FOLL_WRITE | FOLL_LONGTERM (Linux io_uring/rsrc.c io_pin_pages), so the
+ * kernel neither migrates nor reclaims them until UNMAP, and the frame
+ * recorded is the one the device would use. Without that hold a page the
+ * kernel migrates (compaction) would read as stale: a false alarm.
  */
 
 #include "hlsim_int.h"
@@ -27,6 +34,8 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <linux/io_uring.h>
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ  22
@@ -39,6 +48,8 @@
 #define HLSIM_PM_PFN_MASK  ((1ULL << 55) - 1)
 #define HLSIM_PIN_BATCH    512        /* pagemap entries per pread */
 #define HLSIM_PIN_SCRATCH  (4ULL << 20)
+#define HLSIM_PIN_SLOTS    16384      /* io_uring's IORING_MAX_REG_BUFFERS */
+#define HLSIM_PIN_SLOT_MAX (1ULL << 30) /* its largest buffer (SZ_1G) */
 
 /* madvise without UCM's hook (the emulator's own, under hlsim_lock) */
 static int hlsim_pin_madvise(uint64_t addr, uint64_t len, int advice)
@@ -55,6 +66,11 @@ static int      hlsim_pin_fd = -1; /* /proc/self/pagemap of hlsim_pin_pid */
 static pid_t    hlsim_pin_pid;
 static uint8_t *hlsim_pin_sink;    /* dropped writes land here */
 static uint8_t *hlsim_pin_src;     /* poison, HLSIM_PIN_SCRATCH + 8 */
+static int      hlsim_pin_ring = -1; /* io_uring holding the pinned pages */
+static pid_t    hlsim_pin_ring_pid;
+static uint32_t hlsim_pin_hint;    /* where the next free slot search starts */
+static uint8_t  hlsim_pin_used[HLSIM_PIN_SLOTS];
+static int      hlsim_pin_warned;
 
 /* The pagemap of this process (reopened in a fork child); lock held */
 static int hlsim_pin_pagemap(void)
@@ -73,10 +89,147 @@ static int hlsim_pin_pagemap(void)
     return hlsim_pin_fd;
 }
 
-/* At load: the fd is there before any test counts its fds */
+/*
+ * The io_uring of this process, with an empty table of HLSIM_PIN_SLOTS
+ * buffers; a fork child drops its parent's (whose buffers are the
+ * parent's pages) and makes its own. -1 when io_uring is not available.
+ * Lock held, or at load.
+ */
+static int hlsim_pin_uring(void)
+{
+    struct io_uring_rsrc_register reg;
+    struct io_uring_params params;
+    pid_t pid = getpid();
+    int fd;
+
+    if (hlsim_pin_ring_pid == pid) {
+        return hlsim_pin_ring;
+    }
+    if (hlsim_pin_ring >= 0) {
+        hlsim_real.close(hlsim_pin_ring);
+    }
+    hlsim_pin_ring     = -1;
+    hlsim_pin_ring_pid = pid;
+    memset(hlsim_pin_used, 0, sizeof(hlsim_pin_used));
+    memset(&params, 0, sizeof(params));
+    fd = (int)syscall(__NR_io_uring_setup, 1, &params);
+    if (fd < 0) {
+        return -1;
+    }
+    memset(&reg, 0, sizeof(reg));
+    reg.nr    = HLSIM_PIN_SLOTS;
+    reg.flags = IORING_RSRC_REGISTER_SPARSE;
+    if (syscall(__NR_io_uring_register, fd, IORING_REGISTER_BUFFERS2, &reg,
+                sizeof(reg)) < 0) {
+        hlsim_real.close(fd);
+        return -1;
+    }
+    (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+    hlsim_pin_ring = fd;
+    return fd;
+}
+
+/* Slot @a slot of the ring holds [base, +len) (pinned), or nothing when
+ * @a base is NULL (unpinned); 0 or -errno */
+static int hlsim_pin_slot_set(uint32_t slot, void *base, uint64_t len)
+{
+    struct iovec iov = {.iov_base = base, .iov_len = len};
+    struct io_uring_rsrc_update2 up;
+
+    memset(&up, 0, sizeof(up));
+    up.offset = slot;
+    up.data   = (uintptr_t)&iov;
+    up.nr     = 1;
+    return (syscall(__NR_io_uring_register, hlsim_pin_ring,
+                    IORING_REGISTER_BUFFERS_UPDATE, &up, sizeof(up)) == 1) ?
+           0 : -errno;
+}
+
+static int hlsim_pin_slot_get(uint32_t *slot_p)
+{
+    uint32_t i, slot;
+
+    for (i = 0; i < HLSIM_PIN_SLOTS; i++) {
+        slot = (hlsim_pin_hint + i) % HLSIM_PIN_SLOTS;
+        if (!hlsim_pin_used[slot]) {
+            hlsim_pin_used[slot] = 1;
+            hlsim_pin_hint       = slot + 1;
+            *slot_p              = slot;
+            return 0;
+        }
+    }
+    return -ENOSPC;
+}
+
+/* Drop the hold of @a m's pages (their frames may move from now on) */
+static void hlsim_pin_unhold(hlsim_map_t *m)
+{
+    uint32_t i;
+
+    /* a fork child's copy of its parent's map: the parent's ring */
+    for (i = 0; (i < m->nslots) && (m->slots_pid == getpid()) &&
+                (hlsim_pin_ring_pid == m->slots_pid); i++) {
+        (void)hlsim_pin_slot_set(m->slots[i], NULL, 0);
+        hlsim_pin_used[m->slots[i]] = 0;
+    }
+    free(m->slots);
+    m->slots  = NULL;
+    m->nslots = 0;
+}
+
+/*
+ * Hold the pages of [start, end) as the driver does, in slots of at most
+ * 1 GiB. When io_uring cannot (not available, all slots taken, memory it
+ * does not pin), the frames are only recorded: said once, as a migrated
+ * page may then read as stale. Lock held.
+ */
+static void hlsim_pin_hold(hlsim_map_t *m, uint64_t start, uint64_t end)
+{
+    uint64_t n = (end - start + HLSIM_PIN_SLOT_MAX - 1) / HLSIM_PIN_SLOT_MAX;
+    uint64_t off, len;
+    int      rc = -ENOSYS;
+
+    if (hlsim_pin_uring() < 0) {
+        goto out_warn;
+    }
+    m->slots = calloc(n, sizeof(*m->slots));
+    if (m->slots == NULL) {
+        rc = -ENOMEM;
+        goto out_warn;
+    }
+    m->slots_pid = getpid();
+    for (off = start; off < end; off += len) {
+        len = HLSIM_MIN(end - off, HLSIM_PIN_SLOT_MAX);
+        rc  = hlsim_pin_slot_get(&m->slots[m->nslots]);
+        if (rc == 0) {
+            rc = hlsim_pin_slot_set(m->slots[m->nslots], (void*)off, len);
+            if (rc != 0) {
+                hlsim_pin_used[m->slots[m->nslots]] = 0;
+            }
+        }
+        if (rc != 0) {
+            hlsim_pin_unhold(m);
+            goto out_warn;
+        }
+        m->nslots++;
+    }
+    return;
+
+out_warn:
+    if (!hlsim_pin_warned) {
+        hlsim_pin_warned = 1;
+        hlsim_log("stale-pin check: pages of 0x%llx..0x%llx not held (%s); "
+                  "their frames are recorded only, and a page the kernel "
+                  "migrates would read as stale", (unsigned long long)start,
+                  (unsigned long long)end, strerror(-rc));
+    }
+}
+
+/* At load: the fds are there before any test counts its fds */
 void hlsim_pin_init(void)
 {
     (void)hlsim_pin_pagemap();
+    (void)hlsim_pin_uring();
 }
 
 /* Pagemap entries of @a n pages from @a addr; 0 or -1 */
@@ -156,9 +309,7 @@ int hlsim_pin_record(hlsim_map_t *m)
                                     HLSIM_PAGE_SIZE);
     uint64_t i, n  = (end - start) / HLSIM_PAGE_SIZE;
 
-    free(m->pfn);
-    m->pfn  = NULL;
-    m->npfn = 0;
+    hlsim_pin_release(m);
     if (!hlsim_pin_probe()) {
         return 0;
     }
@@ -170,9 +321,11 @@ int hlsim_pin_record(hlsim_map_t *m)
     if (m->pfn == NULL) {
         return -ENOMEM;
     }
+    /* frames after the hold: a long-term pin may first move a page out of
+     * a movable zone */
+    hlsim_pin_hold(m, start, end);
     if (hlsim_pin_read(start, n, m->pfn)) {
-        free(m->pfn);
-        m->pfn = NULL;
+        hlsim_pin_release(m);
         return 0;
     }
     for (i = 0; i < n; i++) {
@@ -186,6 +339,7 @@ int hlsim_pin_record(hlsim_map_t *m)
 
 void hlsim_pin_release(hlsim_map_t *m)
 {
+    hlsim_pin_unhold(m);
     free(m->pfn);
     m->pfn  = NULL;
     m->npfn = 0;

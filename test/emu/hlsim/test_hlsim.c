@@ -4162,6 +4162,63 @@ static void t_pin_dontneed(void)
     close(e.fd);
 }
 
+/* The process's pinned memory (VmPin of /proc/self/status), KiB */
+static long vm_pin_kb(void)
+{
+    char  line[256];
+    long  kb = -1;
+    FILE *f  = fopen("/proc/self/status", "r");
+
+    while ((f != NULL) && (fgets(line, sizeof(line), f) != NULL)) {
+        if (sscanf(line, "VmPin: %ld kB", &kb) == 1) {
+            break;
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return kb;
+}
+
+/* The pages of a USERPTR mapping are held as the driver holds them (a
+ * long-term pin) from MAP to UNMAP, so the kernel cannot migrate them:
+ * pinned memory grows by the range and comes back at UNMAP, and a full
+ * compaction of memory makes no pinned page stale */
+static void t_pin_held(void)
+{
+    pin_env_t e = pin_env();
+    uint8_t  *buf;
+    uint64_t  va;
+    long      before, held;
+    int       fd;
+
+    buf = mmap(NULL, MB, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(buf != MAP_FAILED, "mmap");
+    memset(buf, 0x5A, MB);
+    before = vm_pin_kb();
+    CHECK(before >= 0, "VmPin readable");
+    CHECK_OK(map_host(e.fd, buf, MB, &va), "map");
+    held = vm_pin_kb();
+    CHECK(held - before == MB / 1024, "pinned at MAP: %ld KiB more",
+          held - before);
+    fd = open("/proc/sys/vm/compact_memory", O_WRONLY);
+    if (fd >= 0) {                       /* moves every movable page */
+        CHECK(write(fd, "1", 1) == 1, "compact");
+        close(fd);
+    }
+    pin_dma(&e, e.ref_va, e.dram, MB);
+    pin_dma(&e, e.dram, va, MB);
+    CHECK(stale_dmas() == 0, "no pinned page moved: %lld stale",
+          (long long)stale_dmas());
+    CHECK(!memcmp(buf, e.ref, MB), "data through the held pages");
+    CHECK_OK(unmap(e.fd, va), "unmap");
+    CHECK(vm_pin_kb() == before, "unpinned at UNMAP: %ld KiB",
+          vm_pin_kb());
+    CHECK(munmap(buf, MB) == 0, "munmap");
+    close(e.fd);
+}
+
 /* mremap moves the pinned pages away: the old range is empty (a DMA there
  * is stale, not an emulator crash), a new mapping there is not pinned */
 static void t_pin_mremap(void)
@@ -4439,6 +4496,7 @@ static const test_t tests[] = {
     { "pin_dontneed", t_pin_dontneed, "" },
     { "pin_mremap", t_pin_mremap, "" },
     { "pin_no_false_stale", t_pin_no_false_stale, "" },
+    { "pin_held", t_pin_held, "" },
     { "map_many", t_map_many, "" },
 };
 
