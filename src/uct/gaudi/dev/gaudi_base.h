@@ -122,8 +122,10 @@ typedef enum {
 } uct_gaudi_events_source_t;
 
 
-/* Per device context; guarded by the context's lock */
+/* Per device context; every field but lock guarded by lock, a leaf taken
+ * only by gaudi_events.c around one poll or read of the record */
 typedef struct uct_gaudi_events {
+    pthread_mutex_t           lock;
     uct_gaudi_events_source_t source;
     uint64_t                  gen;     /* faults seen so far */
     int64_t                   pf_seen; /* PAGE_FAULT_EVENT timestamp seen */
@@ -137,8 +139,11 @@ typedef struct uct_gaudi_events {
 typedef struct uct_gaudi_ctx {
     uct_gaudi_hl_t              hl;       /* compute node handle */
     const uct_gaudi_dev_info_t  *info;    /* from discovery */
-    pthread_mutex_t             lock;     /* serializes users of hl */
-    unsigned                    refcount; /* guarded by the registry lock */
+    pthread_mutex_t             lock;     /* going away: taken by no dev/
+                                             code, protects nothing of
+                                             dev/ (docs/base.md) */
+    unsigned                    refcount; /* guarded by the table's lock,
+                                             uct_gaudi_process.ctx.lock */
     pid_t                       pid;      /* process that opened/attached it */
     const char                  *source;  /* for messages: "opened",
                                              "UCX_GAUDI_DEVICE_FD", "SynapseAI" */
@@ -150,7 +155,7 @@ typedef struct uct_gaudi_ctx {
     int                         syn_acquired; /* we acquired: we release */
     struct uct_gaudi_syn_unmapper *syn_unmapper; /* SYNAPSE: invalidation
                                                     of host maps */
-    uct_gaudi_events_t          events;   /* device faults (lock) */
+    uct_gaudi_events_t          events;   /* device faults (events.lock) */
 } uct_gaudi_ctx_t;
 
 
