@@ -228,6 +228,10 @@ void uct_gaudi_global_config_reset(void);
  * device (docs/base.md "Selection"). Selection and opening are one step:
  * a device is only known to be free once its compute node is open, and
  * closing it again could reset it (facts 7.1). Pair every get with a put.
+ * No lock is held while the device is opened: a get of a device another
+ * thread is taking or closing waits for that device only, at most
+ * UCX_GAUDI_OPEN_TIMEOUT and 1 s, then fails with UCS_ERR_TIMED_OUT
+ * (docs/base.md "The context table").
  */
 ucs_status_t uct_gaudi_ctx_get(int index, uct_gaudi_ctx_t **ctx_p);
 
@@ -257,7 +261,8 @@ int uct_gaudi_ctx_app_synapse(void);
 /* The copy backend a device of @a asic is expected to get */
 uct_gaudi_backend_t uct_gaudi_ctx_expected_backend(uct_gaudi_asic_t asic);
 
-/* Drop a reference; the last one closes the compute node if we opened it */
+/* Drop a reference; the last one closes the compute node if we opened it
+ * (with no lock held; a get of the device meanwhile waits for the close) */
 void uct_gaudi_ctx_put(uct_gaudi_ctx_t *ctx);
 
 /**
