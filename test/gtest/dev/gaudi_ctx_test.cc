@@ -214,18 +214,22 @@ protected:
      * "application", device 0 put in reset and the module's status read of
      * it blinded once: a take of device 0 stalls inside synDeviceAcquire
      * for about RESET_MS */
-    void setup()
+    void setup(bool synapse = true, unsigned reset_ms = RESET_MS)
     {
         m_fds = gaudi_unit::count_fds();
         ASSERT_EQ(UCS_OK, uct_gaudi_ctx_get(1, &m_ctx1));
         ASSERT_EQ(UCT_GAUDI_BACKEND_KERNEL, m_ctx1->backend);
-        m_app = dlopen(syn_lib(), RTLD_NOW | RTLD_GLOBAL);
-        ASSERT_NE(nullptr, m_app) << dlerror();
+        if (synapse) {
+            m_app = dlopen(syn_lib(), RTLD_NOW | RTLD_GLOBAL);
+            ASSERT_NE(nullptr, m_app) << dlerror();
+        }
         m_threads = new ctx_threads(m_ctx1);
         m_threads->start();
         usleep(100000);   /* both threads at work */
-        ASSERT_EQ(0, gaudi_unit::hlsim_reset_device(0, RESET_MS));
-        ASSERT_EQ(0, gaudi_unit::hlsim_fault_add("open", 1, EIO));
+        ASSERT_EQ(0, gaudi_unit::hlsim_reset_device(0, reset_ms));
+        if (synapse) {
+            ASSERT_EQ(0, gaudi_unit::hlsim_fault_add("open", 1, EIO));
+        }
     }
 
     void TearDown() override
@@ -334,4 +338,35 @@ TEST_F(gaudi_ctx_threads, same_device_wait_is_bounded)
     EXPECT_EQ(UCT_GAUDI_BACKEND_SYNAPSE, b.ctx->backend);
     expect_device1_went_on(b);
     uct_gaudi_ctx_put(b.ctx);
+}
+
+/* The taker fails (the kernel backend's open gives up on a device still in
+ * reset after UCX_GAUDI_OPEN_TIMEOUT): its waiter wakes, takes the device
+ * itself and gets it once the reset is over */
+TEST_F(gaudi_ctx_threads, failed_take_lets_the_waiter_retry)
+{
+    GAUDI_UNIT_CHILD({{"HLSIM_NUM_DEVICES", "2"}, {"HLSIM_ASIC", "gaudi2"},
+                      {"UCX_GAUDI_OPEN_TIMEOUT", "1s"}});
+    take b, c;
+
+    setup(false, 1600);
+    {
+        gaudi_unit::log_capture log;
+
+        b.run();
+        while (!b.started) {
+            usleep(1000);
+        }
+        usleep(300000);
+        c.run();
+        b.thread.join();
+        c.thread.join();
+        EXPECT_EQ(UCS_ERR_NO_RESOURCE, b.status);
+        EXPECT_NE("", log.find({"GAUDI_0", "still in reset"})) << log.dump();
+    }
+    ASSERT_EQ(UCS_OK, c.status) << ucs_status_string(c.status);
+    EXPECT_EQ(UCT_GAUDI_BACKEND_KERNEL, c.ctx->backend);
+    EXPECT_GT(c.end, b.end) << "the waiter did not wait for the taker";
+    expect_device1_went_on(b);
+    uct_gaudi_ctx_put(c.ctx);
 }
