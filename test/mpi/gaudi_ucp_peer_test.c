@@ -826,10 +826,10 @@ static int run_dead_exporter(void)
 /* ------------------------------------------------------------------ */
 /* forged keys                                                          */
 
-/* The gaudi_ipc key inside a UCP packed key: 96 bytes, version 3, our
+/* The gaudi_ipc key inside a UCP packed key: 104 bytes, version 4, our
  * pid at 24, the buffer's base at 56 (docs/ipc.md, "rkey") */
-#define IPC_RKEY_VER    3
-#define IPC_RKEY_SIZE   96
+#define IPC_RKEY_VER    4
+#define IPC_RKEY_SIZE   104
 #define IPC_OFF_PID     24
 #define IPC_OFF_BASE    56
 #define IPC_OFF_LENGTH  64

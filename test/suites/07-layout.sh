@@ -53,6 +53,30 @@ for dir in $(echo "$layers" | tr ' ' '\n'); do
     fi
 done
 
+# UCT's internals (uct/base/) belong to the layers that implement UCT
+# objects: base/ and above. Below it a layer sees UCX only through UCS and
+# UCT's public API; the one exception is compat's registration cache,
+# whose configuration is UCT's own on UCX 1.12/1.13 (ucs_rcache_config_t
+# came later), included only where configure found no UCS one.
+base_rank=$(rank_of base)
+bad=
+for dir in $(echo "$layers" | tr ' ' '\n'); do
+    [ "$(rank_of "$dir")" -lt "$base_rank" ] || continue
+    [ -d "$src/$dir" ] || continue
+    while IFS=: read -r file line _; do
+        case $file:$(sed -n "$((line - 1))p" "$file") in
+        */compat/gaudi_compat.h:'#if !UCT_GAUDI_HAVE_UCS_RCACHE_CONFIG'*|\
+        */compat/gaudi_compat.h:'/* the registration cache'*) continue ;;
+        esac
+        bad="$bad ${file#$src/}:$line;"
+    done < <(grep -n '#[[:space:]]*include <uct/base/' "$src/$dir"/*.[ch])
+done
+if [ -z "$bad" ]; then
+    pass "no layer below base/ includes UCT's internals (uct/base/)"
+else
+    fail "no layer below base/ includes UCT's internals (uct/base/)" "$bad"
+fi
+
 # every source folder is in the layer list
 for d in "$src"/*/; do
     d=$(basename "$d")

@@ -3,6 +3,7 @@
 # on its own emulated device, and UCT tests over gaudi_cpy in loopback.
 # Each run must complete and report a positive bandwidth or latency.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/nodes.sh"     # free_port, wait_line, perftest_pid, stop_run
 need_free_devices 2
 out=$(mktemp); srv=$(mktemp); tmpdirs+=("$out" "$srv")
 export UCX_WARN_UNUSED_ENV_VARS=n
@@ -78,6 +79,96 @@ UCX_LOG_LEVEL=debug ucp_pair "tag_bw -e -m rocm -s 16777216 (debug log)" \
 if ! in_device_mode; then
     expect_match "PEER mode: rendezvous lane is gaudi_ipc" "$out" \
         'lane\[[0-9]+\]: +[0-9]+:gaudi_ipc/.* rma_bw'
+fi
+
+# dmabuf_ids PID: the emulated dma-buf files PID holds open, by name
+# (hlsim: $HLSIM_ROOT/dmabuf/devN.ID, ID node-wide, one per export)
+dmabuf_ids() {
+    find /proc/"$1"/fd -lname '*/dmabuf/dev*' -printf '%l\n' 2>/dev/null |
+        sed -n 's|.*/dmabuf/\(dev[0-9]*\.[0-9]*\).*|\1|p'
+}
+
+# cpu_ticks PID: user + system clock ticks PID used so far
+cpu_ticks() {
+    awk '{ sub(/^.*\) /, ""); print $12 + $13 }' /proc/"$1"/stat 2>/dev/null
+}
+
+# No retry storm (docs/ipc.md, "Limits"): a PEER-mode tag_bw of 1 MiB
+# Gaudi buffers on gaudi_ipc, the receiver (the server) SIGKILLed; the
+# sender's failed rendezvous sends deregister with INVALIDATE, which must
+# not export a dma-buf each. Over $storm_secs s after the kill, the
+# survivor opens no dma-buf file it did not hold before; it reports the
+# failure (UCX's error handler) without an ERROR flood.
+storm_secs=5
+storm_check() {
+    local name="no retry storm: tag_bw -e -m rocm, receiver killed"
+    local port server client cpid spid from t0 ticks0 ticks1 n
+    local before after fresh nerr
+    # UCX's endpoint error handler with a connection error (1.13 reports
+    # tcp's keepalive: Endpoint timeout)
+    local reported='error handler called with status -[0-9]+ \((Endpoint'
+    reported+=' timeout|Connection reset)\)'
+    port=$(free_port)
+    on_node ucx_perftest -p "$port" -t tag_bw -e -m rocm -s 1048576 \
+        -n 100000000 -w 1 > "$srv" 2>&1 &
+    server=$!
+    if ! wait_listen "$port" "$server" 60; then
+        fail "$name" "the server did not listen on port $port"
+        stop_run "$server"
+        return
+    fi
+    on_node ucx_perftest 127.0.0.1 -p "$port" -t tag_bw -e -m rocm \
+        -s 1048576 -n 100000000 -w 1 > "$out" 2>&1 &
+    client=$!
+    if ! wait_line "$out" '^\[thread 0\] +[0-9]' "$client" 60; then
+        fail "$name" "no transfer started"
+        stop_run "$client" "$server"
+        tail -n 10 "$out" "$srv" | sed 's/^/      /'
+        return
+    fi
+    cpid=$(perftest_pid "$client"); spid=$(perftest_pid "$server")
+    before=$(mktemp); after=$(mktemp); tmpdirs+=("$before" "$after")
+    for n in $(seq 10); do dmabuf_ids "$cpid"; sleep 0.05; done |
+        sort -u > "$before"
+    from=$(($(wc -l < "$out") + 1))
+    kill -9 "$spid"
+    wait "$server" 2>/dev/null
+    ticks0=$(cpu_ticks "$cpid")
+    t0=$(date +%s.%N)
+    while [ "$(echo "$(date +%s.%N) - $t0 < $storm_secs" | bc)" = 1 ] &&
+          kill -0 "$cpid" 2>/dev/null; do
+        dmabuf_ids "$cpid"
+        sleep 0.02
+    done | sort -u > "$after"
+    ticks1=$(cpu_ticks "$cpid")
+    fresh=$(comm -13 "$before" "$after" | wc -l)
+    # a loaded machine may take longer to tell
+    wait_line "$out" "$reported" "$cpid" "$death_bound" "$from"
+    nerr=$(tail -n +"$from" "$out" | grep -c 'UCX  ERROR')
+    stop_run "$client"
+    if [ "$fresh" -ne 0 ]; then
+        fail "$name" "the sender opened $fresh new dma-buf file(s) in \
+$storm_secs s after the kill (e.g. $(comm -13 "$before" "$after" | tail -3 |
+             tr '\n' ' ')), sender CPU $((ticks1 - ticks0)) ticks"
+    elif [ ! -s "$before" ]; then
+        fail "$name" "the sender held no dma-buf before the kill (not on \
+gaudi_ipc?)"
+    elif ! tail -n +"$from" "$out" | grep -Eq "$reported"; then
+        fail "$name" "the sender did not report the failure (UCX's error \
+handler with a connection error)"
+    elif [ "$nerr" -gt 10 ]; then
+        fail "$name" "$nerr ERROR lines after the kill"
+    else
+        pass "$name (0 new dma-bufs in $storm_secs s, $nerr ERROR \
+line(s), sender CPU $((ticks1 - ticks0)) ticks)"
+    fi
+    tail -n +"$from" "$out" | grep -v '^\[thread' | head -5 | sed 's/^/      /'
+}
+
+if in_device_mode; then
+    echo "skip: no retry storm (counts the emulator's dma-buf files)"
+else
+    storm_check
 fi
 
 # Host-staged rendezvous (gaudi_ipc excluded): UCX's pipeline stages

@@ -13,7 +13,7 @@
 #  include "config.h"
 #endif
 
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_dev.h>
 #include <uct/gaudi/dma/gaudi_dma.h>
 #include <uct/gaudi/syn/gaudi_syn.h>
 

@@ -1,7 +1,8 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * The module's UCX-version adapters (base/gaudi_compat.c), compiled into
+ * The module's UCX-version adapters (compat/gaudi_compat.c and
+ * base/gaudi_uct_compat.c), compiled into
  * the emulated NIC too: the NIC is a UCT component of its own, built
  * against the same UCX releases, and never part of the module.
  */
@@ -11,3 +12,4 @@
 #endif
 
 #include <uct/gaudi/compat/gaudi_compat.c>
+#include <uct/gaudi/base/gaudi_uct_compat.c>

@@ -14,7 +14,7 @@
 
 #include "nicsim.h"
 
-#include <uct/gaudi/compat/gaudi_compat.h>
+#include <uct/gaudi/base/gaudi_uct_compat.h>
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_md.h>
 #include <ucs/datastruct/list.h>

@@ -12,7 +12,7 @@
 #define GAUDI_UNIT_H_
 
 extern "C" {
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_dev.h>
 #include <uct/gaudi/dev/gaudi_mapping.h>
 #include <ucs/sys/topo/base/topo.h>
 #include <ucs/time/time.h>

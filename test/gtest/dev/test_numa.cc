@@ -9,7 +9,7 @@
 #include "common/gaudi_unit.h"
 
 extern "C" {
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_dev.h>
 #include <uct/gaudi/dma/gaudi_dma.h>
 #include <uct/gaudi/dma/gaudi_dma_cs.h>
 }

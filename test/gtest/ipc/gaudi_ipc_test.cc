@@ -44,6 +44,7 @@ extern "C" {
 #include <unistd.h>
 #include <poll.h>
 #include <functional>
+#include <set>
 #include <map>
 #include <string>
 #include <vector>
@@ -524,6 +525,36 @@ static int exporter_main()
         } else if (op == "inval") {
             exporter_invalidate(s.ipc_md, regs[a]);
             regs.erase(a);
+        } else if (op == "inval2") {
+            exporter_invalidate(s.ipc_md, regs2[a]);
+            regs2.erase(a);
+        } else if (op == "cycle") {
+            /* what UCP does per failed rendezvous send in PEER mode
+             * (ucp_request_dt_invalidate): b times register buffer a,
+             * pack a key, deregister with INVALIDATE; prints the number
+             * of distinct dma-buf files the keys named and of tokens */
+            std::set<uint64_t> inos;
+            unsigned long tokens0 = uct_gaudi_ipc_token_count();
+            bool ok = true;
+            for (unsigned long long i = 0; ok && (i < b); ++i) {
+                uct_gaudi_ipc_rkey_t key;
+                uct_mem_h memh;
+                ok = (uct_md_mem_reg(s.ipc_md, (void*)a, 4096,
+                                     UCT_MD_MEM_ACCESS_ALL, &memh) == UCS_OK) &&
+                     (uct_md_mkey_pack(s.ipc_md, memh, &key) == UCS_OK);
+                inos.insert(key.id.ino);
+                uct_completion_t comp = {inval_cb, 1, UCS_OK};
+                uct_md_mem_dereg_params_t params;
+                params.field_mask = UCT_MD_MEM_DEREG_FIELD_MEMH |
+                                    UCT_MD_MEM_DEREG_FIELD_FLAGS |
+                                    UCT_MD_MEM_DEREG_FIELD_COMPLETION;
+                params.memh       = memh;
+                params.flags      = UCT_MD_MEM_DEREG_FLAG_INVALIDATE;
+                params.comp       = &comp;
+                ok = ok && (uct_md_mem_dereg_v2(s.ipc_md, &params) == UCS_OK);
+            }
+            printf(ok ? "ok %zx %lx\n" : "err cycle\n", inos.size(),
+                   uct_gaudi_ipc_token_count() - tokens0);
         } else if (op == "dereg") {
             uct_md_mem_dereg(s.ipc_md, regs[a]);
             regs.erase(a);
@@ -977,7 +1008,7 @@ TEST_F(gaudi_ipc, rkey_layout)
 
     uct_md_query(m_uct.ipc_md, &attr);
     EXPECT_EQ(sizeof(uct_gaudi_ipc_rkey_t), attr.rkey_packed_size);
-    EXPECT_EQ(96u, sizeof(uct_gaudi_ipc_rkey_t));
+    EXPECT_EQ(104u, sizeof(uct_gaudi_ipc_rkey_t));
     EXPECT_TRUE(attr.cap.reg_mem_types & UCS_BIT(uct_gaudi_memory_type()));
     EXPECT_EQ(UCT_GAUDI_IPC_RKEY_VERSION, key->version);
     EXPECT_EQ(m_peer.pid, key->pid);
@@ -988,6 +1019,8 @@ TEST_F(gaudi_ipc, rkey_layout)
     EXPECT_NE(0u, key->id.uid);
     EXPECT_NE(0u, key->id.ino);
     EXPECT_GE(key->fd, 0);
+    EXPECT_GE(key->token, 0);
+    EXPECT_NE(key->fd, key->token);
 
     /* a second registration of the same allocation shares the export */
     remote_buf rb2 = ralloc(10000);
@@ -1223,6 +1256,8 @@ TEST_F(gaudi_ipc, forged_rkey_unpack)
     forged[4].base    = ~0ull - 10;            /* base + length wraps */
     forged.push_back(k);
     forged.back().flags = 0x80;                /* unknown flag */
+    forged.push_back(k);
+    forged.back().token = -1;                  /* no token */
     forged.push_back(k);                       /* "no export", but more */
     forged.back().flags = UCT_GAUDI_IPC_RKEY_FLAG_NO_EXPORT | 0x2;
     for (size_t i = 0; i < forged.size(); ++i) {
@@ -1231,11 +1266,15 @@ TEST_F(gaudi_ipc, forged_rkey_unpack)
                 << "forged key " << i;
     }
 
-    /* a key of the previous layout (version 2) is refused */
-    uct_gaudi_ipc_rkey_t old = k;
-    old.version = 2;
-    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
-              uct_rkey_unpack(m_uct.ipc_comp, &old, &bundle));
+    /* keys of the previous layouts (version 3: no token, from an older
+     * module; version 2) are refused */
+    for (uint8_t version : {2, 3}) {
+        uct_gaudi_ipc_rkey_t old = k;
+        old.version = version;
+        EXPECT_EQ(UCS_ERR_UNSUPPORTED,
+                  uct_rkey_unpack(m_uct.ipc_comp, &old, &bundle))
+                << "version " << (int)version;
+    }
 }
 
 TEST_F(gaudi_ipc, forged_rkey_cached_geometry)
@@ -1509,7 +1548,9 @@ protected:
  * key of the buffer packed before it (of every registration sharing the
  * export) fails its next transfer, through a cached import and through a
  * new one, before any DMA; the exporter's data is untouched; a key packed
- * after it names a new export and works.
+ * after it names the same dma-buf (no new export) under a new token, and
+ * works; the new token took the old one's fd number, and the old key,
+ * which names that number, stays refused (the token's id differs).
  */
 TEST_F(gaudi_ipc_invalidate, stale_keys_fail)
 {
@@ -1542,7 +1583,7 @@ TEST_F(gaudi_ipc_invalidate, stale_keys_fail)
     int fds1;
     ASSERT_EQ(2, sscanf(m_peer.cmd("stat").c_str(), "ok %x %x", &exports1,
                         &fds1));
-    EXPECT_EQ(exports0 - 1, exports1) << "the export is revoked";
+    EXPECT_EQ(exports0, exports1) << "the dma-buf stays exported";
 
     /* the cached import: refused before any DMA, and dropped */
     EXPECT_EQ(UCS_ERR_INVALID_ADDR,
@@ -1561,18 +1602,111 @@ TEST_F(gaudi_ipc_invalidate, stale_keys_fail)
     EXPECT_EQ(maps, hlsim_counter(HLSIM_COUNTER_MAPPINGS));
     EXPECT_EQ(-1, rcheck(rb.addr, len, 41)) << "exporter's data changed";
 
-    /* the registration left packs a new export: a new file */
+    /* the registration left packs a key of a new generation: the same
+     * dma-buf, a new token, in the closed token's fd number */
     remote_buf rb3 = unpack(m_peer.cmd("pack2 %llx",
                                        (unsigned long long)rb.addr));
     rb3.addr = rb.addr;
     const uct_gaudi_ipc_rkey_t *k1 = (const uct_gaudi_ipc_rkey_t*)rb.rkey.rkey;
     const uct_gaudi_ipc_rkey_t *k3 = (const uct_gaudi_ipc_rkey_t*)rb3.rkey.rkey;
-    EXPECT_NE(k1->id.ino, k3->id.ino) << "a new dma-buf";
+    EXPECT_EQ(k1->id.ino, k3->id.ino) << "no new dma-buf export";
+    EXPECT_EQ(k1->fd, k3->fd);
+    EXPECT_NE(k1->id.uid, k3->id.uid) << "a new key generation";
+    ASSERT_EQ(k1->token, k3->token) << "the token number was not reused: "
+                                       "this test needs it";
     ASSERT_EQ(UCS_OK, xfer(false, host.data(), 4096, rb3.addr, rb3));
     EXPECT_EQ(0, memcmp(exp.data(), host.data(), 4096));
+    maps = hlsim_counter(HLSIM_COUNTER_MAPPINGS);
     EXPECT_EQ(UCS_ERR_INVALID_ADDR,
               xfer(false, host.data(), len, rb.addr, rb))
-            << "the stale key stays stale";
+            << "the stale key stays stale: its token number now holds "
+               "another token";
+    EXPECT_EQ(maps - 1, hlsim_counter(HLSIM_COUNTER_MAPPINGS))
+            << "the stale key took the cached buffer's place and was "
+               "refused before op 99";
+    EXPECT_EQ(-1, rcheck(rb.addr, len, 41)) << "exporter's data changed";
+}
+
+/*
+ * A key whose token id is not the id its token holds (the exporter's
+ * word, forged or corrupt) is refused at import, nothing mapped; through
+ * the fd server too, which answers only the live generation.
+ */
+TEST_F(gaudi_ipc_invalidate, token_id_mismatch)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    connect();
+    remote_buf rb = ralloc(8192);
+    ASSERT_EQ("ok", rfill(rb.addr, 8192, 61));
+    uct_gaudi_ipc_rkey_t k = packed_key(rb);
+    k.id.uid ^= 1;
+    remote_buf forged;
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_uct.ipc_comp, &k, &forged.rkey));
+    forged.addr = rb.addr;
+    m_rbufs.push_back(forged);
+
+    std::vector<uint8_t> host(8192, 0x5a), exp(8192);
+    int64_t maps = hlsim_counter(HLSIM_COUNTER_MAPPINGS);
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              xfer(false, host.data(), 8192, rb.addr, forged));
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              xfer(true, host.data(), 8192, rb.addr, forged));
+    EXPECT_EQ(maps, hlsim_counter(HLSIM_COUNTER_MAPPINGS));
+    EXPECT_EQ(0u, cache()->count);
+    EXPECT_EQ(std::vector<uint8_t>(8192, 0x5a), host);
+    EXPECT_EQ(-1, rcheck(rb.addr, 8192, 61)) << "exporter's data changed";
+
+    /* the genuine key still works */
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), 8192, rb.addr, rb));
+    pattern(exp, 61);
+    EXPECT_EQ(exp, host);
+}
+
+/*
+ * What a failed rendezvous send costs the exporter (docs/ipc.md,
+ * "Limits"): register, pack, deregister with INVALIDATE, 2000 times. No
+ * new dma-buf: every key names the one file, each under a new token; and
+ * the keys of the last round are dead while the buffer still exports.
+ */
+TEST_F(gaudi_ipc_invalidate, no_export_per_revocation)
+{
+    if (upstream_flavour()) {
+        GTEST_SKIP() << "no op 99 in the upstream flavour";
+    }
+    connect();
+    remote_buf rb = ralloc(4096);
+    unsigned exports0, exports1;
+    int fds0, fds1;
+    ASSERT_EQ(2, sscanf(m_peer.cmd("stat").c_str(), "ok %x %x", &exports0,
+                        &fds0));
+    unsigned long files = 0, tokens = 0;
+    std::string r = m_peer.cmd("cycle %llx %x", (unsigned long long)rb.addr,
+                               2000);
+    ASSERT_EQ(2, sscanf(r.c_str(), "ok %lx %lx", &files, &tokens)) << r;
+    EXPECT_EQ(1ul, files) << "a dma-buf export per revocation";
+    EXPECT_EQ(1999ul, tokens) << "the first round used the key alloc packed";
+    ASSERT_EQ(2, sscanf(m_peer.cmd("stat").c_str(), "ok %x %x", &exports1,
+                        &fds1));
+    EXPECT_EQ(exports0, exports1);
+    EXPECT_EQ(fds0 - 1, fds1) << "exporter leaks fds (one fewer: the "
+                                 "token of the key alloc packed is closed)";
+
+    /* the revocations shared the buffer's export: its first key is dead
+     * too, and a key packed now works */
+    ASSERT_EQ("ok", rfill(rb.addr, 4096, 71));
+    std::vector<uint8_t> host(4096, 0x5a), exp(4096);
+    EXPECT_EQ(UCS_ERR_INVALID_ADDR,
+              xfer(false, host.data(), 4096, rb.addr, rb));
+    EXPECT_EQ(std::vector<uint8_t>(4096, 0x5a), host);
+    remote_buf rb2 = unpack(m_peer.cmd("reg2 %llx %zx",
+                                       (unsigned long long)rb.addr, 4096));
+    rb2.addr       = rb.addr;
+    EXPECT_EQ(packed_key(rb).id.ino, packed_key(rb2).id.ino);
+    ASSERT_EQ(UCS_OK, xfer(false, host.data(), 4096, rb2.addr, rb2));
+    pattern(exp, 71);
+    EXPECT_EQ(exp, host);
 }
 
 class gaudi_ipc_socket : public gaudi_ipc {
@@ -1640,17 +1774,18 @@ TEST_F(gaudi_ipc, pidfd_eperm_refused)
 
     /* same user, no CAP_SYS_PTRACE, non-dumpable exporter: refused */
     int rc = in_child([key]() {
-        int pidfd, fd = -1;
+        int pidfd, fd = -1, tok = -1;
         drop_cap_sys_ptrace();
         if (uct_gaudi_ipc_pidfd_open(key->pid, &pidfd) != UCS_OK) {
             return 10;
         }
         if (uct_gaudi_ipc_fd_fetch(pidfd, key, UCT_GAUDI_IPC_FD_PIDFD, 1.0,
-                                   &fd) == UCS_OK) {
+                                   &fd, &tok) == UCS_OK) {
             return 11; /* not refused here: cannot test */
         }
         for (auto m : {UCT_GAUDI_IPC_FD_AUTO, UCT_GAUDI_IPC_FD_SOCKET}) {
-            ucs_status_t st = uct_gaudi_ipc_fd_fetch(pidfd, key, m, 1.0, &fd);
+            ucs_status_t st = uct_gaudi_ipc_fd_fetch(pidfd, key, m, 1.0, &fd,
+                                                     &tok);
             if (st == UCS_OK) {
                 return 12 + m * 2; /* the kernel's refusal bypassed */
             } else if (st != UCS_ERR_REJECTED) {
@@ -1665,18 +1800,20 @@ TEST_F(gaudi_ipc, pidfd_eperm_refused)
     EXPECT_EQ(0, rc) << "10: pidfd_open, 12/16: fd handed over (auto/socket),"
                         " 13/17: not 'permission denied'";
 
-    /* with CAP_SYS_PTRACE both ways serve the same file */
+    /* with CAP_SYS_PTRACE both ways serve the same files */
     rc = in_child([key]() {
-        int pidfd, fd = -1;
+        int pidfd, fd = -1, tok = -1;
         if (uct_gaudi_ipc_pidfd_open(key->pid, &pidfd) != UCS_OK) {
             return 10;
         }
         for (auto m : {UCT_GAUDI_IPC_FD_PIDFD, UCT_GAUDI_IPC_FD_SOCKET}) {
-            if ((uct_gaudi_ipc_fd_fetch(pidfd, key, m, 1.0, &fd) != UCS_OK) ||
-                !uct_gaudi_ipc_fd_check(fd, &key->id)) {
+            if ((uct_gaudi_ipc_fd_fetch(pidfd, key, m, 1.0, &fd, &tok) !=
+                 UCS_OK) || !uct_gaudi_ipc_fd_check(fd, &key->id) ||
+                !uct_gaudi_ipc_token_check(tok, &key->id)) {
                 return 11 + m;
             }
             close(fd);
+            close(tok);
         }
         return 0;
     });
@@ -1684,13 +1821,14 @@ TEST_F(gaudi_ipc, pidfd_eperm_refused)
 
     /* another user: refused both ways, as permission denied */
     rc = in_child([key]() {
-        int pidfd, fd = -1;
+        int pidfd, fd = -1, tok = -1;
         if ((uct_gaudi_ipc_pidfd_open(key->pid, &pidfd) != UCS_OK) ||
             (setuid(65534) < 0)) {
             return 10;
         }
         for (auto m : {UCT_GAUDI_IPC_FD_AUTO, UCT_GAUDI_IPC_FD_SOCKET}) {
-            ucs_status_t st = uct_gaudi_ipc_fd_fetch(pidfd, key, m, 1.0, &fd);
+            ucs_status_t st = uct_gaudi_ipc_fd_fetch(pidfd, key, m, 1.0, &fd,
+                                                     &tok);
             if (st == UCS_OK) {
                 return 11 + m * 2;
             } else if (st != UCS_ERR_REJECTED) {
@@ -1735,16 +1873,18 @@ TEST_F(gaudi_ipc, fd_server_not_blocked_by_other_user)
     char c;
     ASSERT_EQ(1, read(ready[0], &c, 1));
 
-    int pidfd, fd = -1;
+    int pidfd, fd = -1, tok = -1;
     ASSERT_EQ(UCS_OK, uct_gaudi_ipc_pidfd_open(key->pid, &pidfd));
     double t0 = ucs_get_accurate_time();
     EXPECT_EQ(UCS_OK, uct_gaudi_ipc_fd_fetch(pidfd, key,
                                              UCT_GAUDI_IPC_FD_SOCKET, 1.0,
-                                             &fd));
+                                             &fd, &tok));
     EXPECT_LT(ucs_get_accurate_time() - t0, 1.0);
     EXPECT_TRUE((fd >= 0) && uct_gaudi_ipc_fd_check(fd, &key->id));
+    EXPECT_TRUE((tok >= 0) && uct_gaudi_ipc_token_check(tok, &key->id));
     if (fd >= 0) {
         close(fd);
+        close(tok);
     }
     close(pidfd);
     kill(attacker, SIGKILL);
@@ -1803,14 +1943,16 @@ TEST_F(gaudi_ipc, fd_server_name_squat)
 
     remote_buf rb = ralloc_from(other, 4096);
     const uct_gaudi_ipc_rkey_t *key = (const uct_gaudi_ipc_rkey_t*)rb.rkey.rkey;
-    int pidfd, fd = -1;
+    int pidfd, fd = -1, tok = -1;
     ASSERT_EQ(UCS_OK, uct_gaudi_ipc_pidfd_open(key->pid, &pidfd));
     EXPECT_EQ(UCS_OK, uct_gaudi_ipc_fd_fetch(pidfd, key,
                                              UCT_GAUDI_IPC_FD_SOCKET, 1.0,
-                                             &fd));
+                                             &fd, &tok));
     EXPECT_TRUE((fd >= 0) && uct_gaudi_ipc_fd_check(fd, &key->id));
+    EXPECT_TRUE((tok >= 0) && uct_gaudi_ipc_token_check(tok, &key->id));
     if (fd >= 0) {
         close(fd);
+        close(tok);
     }
     close(pidfd);
     uct_rkey_release(m_uct.ipc_comp, &rb.rkey);

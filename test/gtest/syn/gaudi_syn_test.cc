@@ -10,7 +10,7 @@
  */
 
 extern "C" {
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_dev.h>
 #include <uct/gaudi/hl/gaudi_hl.h>
 #include <uct/gaudi/mem/gaudi_mem.h>
 #include <uct/gaudi/syn/gaudi_syn.h>

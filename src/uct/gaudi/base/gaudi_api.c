@@ -15,7 +15,7 @@
 #include <ucm/event/event.h>
 
 #include <uct/gaudi/api/uct_gaudi.h>
-#include <uct/gaudi/compat/gaudi_compat.h>
+#include <uct/gaudi/base/gaudi_uct_compat.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>

@@ -8,7 +8,7 @@
 
 #include <uct/gaudi/base/gaudi_iface.h>
 
-#include <uct/gaudi/compat/gaudi_compat.h>
+#include <uct/gaudi/base/gaudi_uct_compat.h>
 
 #include <ucs/arch/cpu.h>
 #include <ucs/datastruct/mpool.inl>

@@ -15,8 +15,9 @@
 #include "gaudi_copy_md.h"
 #include "gaudi_copy_ep.h"
 
-#include <uct/gaudi/compat/gaudi_compat.h>
+#include <uct/gaudi/base/gaudi_uct_compat.h>
 #include <uct/gaudi/dev/gaudi_device.h>
+#include <uct/gaudi/base/gaudi_resource.h>
 #include <ucs/debug/log.h>
 #include <ucs/type/class.h>
 #include <ucs/sys/string.h>
@@ -301,7 +302,7 @@ uct_gaudi_copy_query_tl_resources(uct_md_h md,
         return UCS_OK;
     }
 
-    return uct_gaudi_device_query_tl_resources(md, tl_devices_p,
+    return uct_gaudi_query_tl_resources(md, tl_devices_p,
                                                num_tl_devices_p);
 }
 

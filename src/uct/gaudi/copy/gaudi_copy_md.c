@@ -13,8 +13,9 @@
 
 #include "gaudi_copy_md.h"
 
-#include <uct/gaudi/compat/gaudi_compat.h>
+#include <uct/gaudi/base/gaudi_uct_compat.h>
 #include <uct/gaudi/dev/gaudi_device.h>
+#include <uct/gaudi/base/gaudi_resource.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/memory/memtype_cache.h>
@@ -546,7 +547,7 @@ err_free:
 }
 
 uct_component_t uct_gaudi_copy_component = {
-    .query_md_resources = uct_gaudi_device_query_md_resources,
+    .query_md_resources = uct_gaudi_query_md_resources,
     .md_open            = uct_gaudi_copy_md_open,
     .cm_open            = (uct_component_cm_open_func_t)
                               ucs_empty_function_return_unsupported,

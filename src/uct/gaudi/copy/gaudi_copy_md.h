@@ -10,7 +10,7 @@
 #define UCT_GAUDI_COPY_MD_H_
 
 #include <uct/base/uct_md.h>
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_dev.h>
 #include <uct/gaudi/mem/gaudi_reg.h>
 #include <ucs/stats/stats.h>
 

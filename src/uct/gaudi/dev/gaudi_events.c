@@ -8,7 +8,7 @@
 #  include "config.h"
 #endif
 
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_dev.h>
 
 #include <ucs/debug/log.h>
 #include <inttypes.h>

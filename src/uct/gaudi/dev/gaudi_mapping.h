@@ -10,7 +10,7 @@
 #ifndef UCT_GAUDI_MAPPING_H_
 #define UCT_GAUDI_MAPPING_H_
 
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_dev.h>
 
 BEGIN_C_DECLS
 

@@ -1,14 +1,14 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * NUMA placement of device-visible host buffers (declared in gaudi_base.h).
+ * NUMA placement of device-visible host buffers (declared in gaudi_dev.h).
  */
 
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
 #endif
 
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_dev.h>
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/sys.h>

@@ -6,13 +6,13 @@
  * device and copy backend; the lock order and the fork rule
  * (docs/base.md, "Process state"); the functions the table, selection and
  * opening of device contexts share. Included by dev/ only; the fork rule,
- * uct_gaudi_process_owns, is in gaudi_base.h.
+ * uct_gaudi_process_owns, is in gaudi_dev.h.
  */
 
 #ifndef UCT_GAUDI_PROCESS_H_
 #define UCT_GAUDI_PROCESS_H_
 
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_dev.h>
 #include <uct/gaudi/syn/gaudi_syn.h>
 
 #include <ucs/time/time_def.h>

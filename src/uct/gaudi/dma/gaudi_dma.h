@@ -27,7 +27,7 @@
 #ifndef UCT_GAUDI_DMA_H_
 #define UCT_GAUDI_DMA_H_
 
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_dev.h>
 
 #include <ucs/sys/compiler_def.h>
 #include <ucs/type/status.h>

@@ -16,7 +16,6 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
-#include <uct/gaudi/compat/gaudi_compat.h>
 #include <ucs/sys/string.h>
 #include <ucs/time/time.h>
 #include <inttypes.h>

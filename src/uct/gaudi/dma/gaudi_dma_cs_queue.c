@@ -18,12 +18,11 @@
 #endif
 
 #include <uct/gaudi/dma/gaudi_dma_cs.h>
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_dev.h>
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
-#include <uct/gaudi/compat/gaudi_compat.h>
 #include <ucs/sys/sys.h>
 #include <string.h>
 

@@ -14,10 +14,10 @@
 
 #include <uct/gaudi/dma/gaudi_dma_batch.h>
 
+#include <ucs/debug/assert.h>
 #include <ucs/debug/log.h>
 #include <ucs/sys/math.h>
 #include <ucs/sys/string.h>
-#include <uct/gaudi/compat/gaudi_compat.h>
 #include <string.h>
 
 

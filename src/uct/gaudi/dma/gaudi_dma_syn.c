@@ -18,7 +18,7 @@
 #endif
 
 #include <uct/gaudi/dma/gaudi_dma_ops.h>
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_dev.h>
 #include <uct/gaudi/syn/gaudi_syn.h>
 
 #include <ucs/debug/log.h>
@@ -26,7 +26,6 @@
 #include <ucs/sys/math.h>
 #include <ucs/sys/sys.h>
 #include <ucs/time/time.h>
-#include <uct/gaudi/compat/gaudi_compat.h>
 #include <sched.h>
 #include <string.h>
 #include <unistd.h>

@@ -40,32 +40,101 @@ void uct_gaudi_ipc_cache_init(uct_gaudi_ipc_cache_t *cache,
 
 /* Peers */
 
+/* Dead peers remembered (without their pidfd), so that their death is
+ * logged once however many operations meet it */
+#define UCT_GAUDI_IPC_CACHE_MAX_TOMBS 64
+
+
 static void uct_gaudi_ipc_peer_release(uct_gaudi_ipc_peer_t *peer)
 {
     ucs_list_del(&peer->list);
-    close(peer->pidfd);
+    if (peer->pidfd >= 0) {
+        close(peer->pidfd);
+    }
     ucs_free(peer);
+}
+
+/* A dead peer without regions: keep its record, release its pidfd, and
+ * forget the oldest record beyond the bound */
+static void uct_gaudi_ipc_peer_bury(uct_gaudi_ipc_cache_t *cache,
+                                    uct_gaudi_ipc_peer_t *peer)
+{
+    uct_gaudi_ipc_peer_t *p, *tmp;
+    unsigned tombs = 0;
+
+    if (peer->pidfd >= 0) {
+        close(peer->pidfd);
+        peer->pidfd = -1;
+    }
+
+    ucs_list_for_each(p, &cache->peers, list) {
+        tombs += p->dead && (p->regions == 0);
+    }
+    ucs_list_for_each_safe(p, tmp, &cache->peers, list) {
+        if (tombs <= UCT_GAUDI_IPC_CACHE_MAX_TOMBS) {
+            break;
+        }
+        if (p->dead && (p->regions == 0) && (p != peer)) {
+            uct_gaudi_ipc_peer_release(p);
+            --tombs;
+        }
+    }
+}
+
+/* The ERROR of an exporter's death, once per peer (debug after) */
+static void uct_gaudi_ipc_peer_log_exit(uct_gaudi_ipc_peer_t *peer,
+                                        pid_t pid)
+{
+    ucs_log(((peer != NULL) && peer->reported) ? UCS_LOG_LEVEL_DEBUG :
+            UCS_LOG_LEVEL_ERROR, "gaudi_ipc: exporter pid %d has exited",
+            (int)pid);
+    if (peer != NULL) {
+        peer->reported = 1;
+    }
+}
+
+/* The record of a peer found dead before we knew it (pidfd_open: ESRCH) */
+static uct_gaudi_ipc_peer_t *
+uct_gaudi_ipc_peer_tomb(uct_gaudi_ipc_cache_t *cache,
+                        const uct_gaudi_ipc_rkey_t *key)
+{
+    uct_gaudi_ipc_peer_t *peer = ucs_calloc(1, sizeof(*peer),
+                                            "gaudi_ipc_peer");
+
+    if (peer != NULL) {
+        peer->pid   = key->pid;
+        peer->pidns = key->pidns;
+        peer->pidfd = -1;
+        peer->dead  = 1;
+        ucs_list_add_tail(&cache->peers, &peer->list);
+        uct_gaudi_ipc_peer_bury(cache, peer);
+    }
+    return peer;
 }
 
 static ucs_status_t uct_gaudi_ipc_peer_get(uct_gaudi_ipc_cache_t *cache,
                                            const uct_gaudi_ipc_rkey_t *key,
                                            uct_gaudi_ipc_peer_t **peer_p)
 {
-    uct_gaudi_ipc_peer_t *peer;
+    uct_gaudi_ipc_peer_t *peer, *tomb = NULL;
     ucs_status_t status;
     int pidfd;
 
     ucs_list_for_each(peer, &cache->peers, list) {
-        if ((peer->pid == key->pid) && (peer->pidns == key->pidns) &&
-            !peer->dead) {
+        if ((peer->pid != key->pid) || (peer->pidns != key->pidns)) {
+            continue;
+        } else if (!peer->dead) {
             *peer_p = peer;
             return UCS_OK;
         }
+        tomb = peer;
     }
 
     status = uct_gaudi_ipc_pidfd_open(key->pid, &pidfd);
     if (status == UCS_ERR_CONNECTION_RESET) {
-        ucs_error("gaudi_ipc: exporter pid %d has exited", key->pid);
+        uct_gaudi_ipc_peer_log_exit((tomb != NULL) ? tomb :
+                                    uct_gaudi_ipc_peer_tomb(cache, key),
+                                    key->pid);
     }
     if (status != UCS_OK) {
         return status;
@@ -95,11 +164,10 @@ static void uct_gaudi_ipc_region_unmap(uct_gaudi_ipc_cache_t *cache,
     uct_gaudi_ctx_t *ctx;
     ucs_status_t status;
 
-    /* imports exist only once the device is taken */
-    ctx = uct_gaudi_heap_ctx(cache->heap);
-    pthread_mutex_lock(&ctx->lock);
+    /* imports exist only once the device is taken; the driver serializes
+     * its memory ioctls itself */
+    ctx    = uct_gaudi_heap_ctx(cache->heap);
     status = uct_gaudi_hl_mem_unmap(&ctx->hl, region->va);
-    pthread_mutex_unlock(&ctx->lock);
     if (status != UCS_OK) {
         /* the shim logged the failure; this says whose buffer it was */
         ucs_debug("gaudi_ipc: unmap of imported 0x%" PRIx64 " (pid %d "
@@ -108,12 +176,13 @@ static void uct_gaudi_ipc_region_unmap(uct_gaudi_ipc_cache_t *cache,
     }
 
     close(region->fd);
+    close(region->token);
     ucs_trace("gaudi_ipc: unmapped pid %d buffer 0x%" PRIx64 " from 0x%"
               PRIx64, peer->pid, region->base, region->va);
     ucs_free(region);
 
     if ((--peer->regions == 0) && peer->dead) {
-        uct_gaudi_ipc_peer_release(peer);
+        uct_gaudi_ipc_peer_bury(cache, peer);
     }
 }
 
@@ -145,7 +214,7 @@ static void uct_gaudi_ipc_peer_drop(uct_gaudi_ipc_cache_t *cache,
         }
     }
     if (--peer->regions == 0) {
-        uct_gaudi_ipc_peer_release(peer);
+        uct_gaudi_ipc_peer_bury(cache, peer);
     }
 }
 
@@ -206,15 +275,16 @@ static int uct_gaudi_ipc_peer_exiting(uct_gaudi_ipc_cache_t *cache,
 }
 
 /*
- * Whether the exporter still holds the export of @a region: kcmp(2) tells
- * whether its fd number still refers to the file description we share
- * (pidfd_getfd and SCM_RIGHTS both give the same description). Unknown
- * (kcmp refused or missing) counts as held.
+ * Whether the exporter still holds the key generation of @a region:
+ * kcmp(2) tells whether its token fd number still refers to the token's
+ * file description we share (pidfd_getfd and SCM_RIGHTS both give the
+ * same description); a newer token under the same number is another
+ * file. Unknown (kcmp refused or missing) counts as held.
  */
 static int uct_gaudi_ipc_region_exported(const uct_gaudi_ipc_region_t *region)
 {
     long ret = syscall(SYS_kcmp, getpid(), region->peer->pid, KCMP_FILE,
-                       region->fd, region->remote_fd);
+                       region->token, region->remote_token);
 
     if (ret == 0) {
         return 1;
@@ -233,10 +303,10 @@ uct_gaudi_ipc_region_revoked(uct_gaudi_ipc_cache_t *cache,
                              uct_gaudi_ipc_region_t *region)
 {
     ucs_error("gaudi_ipc: pid %d no longer exports buffer 0x%" PRIx64
-              "+%" PRIu64 " (id 0x%" PRIx64 ", fd %d): it was deregistered "
-              "or invalidated; stale rkey refused", region->peer->pid,
-              region->base, region->length, region->id.uid,
-              region->remote_fd);
+              "+%" PRIu64 " (id 0x%" PRIx64 ", token fd %d): it was "
+              "deregistered or invalidated; stale rkey refused",
+              region->peer->pid, region->base, region->length,
+              region->id.uid, region->remote_token);
     ++cache->stats.released;
     uct_gaudi_ipc_region_drop(cache, region);
     return UCS_ERR_INVALID_ADDR;
@@ -287,7 +357,43 @@ static void uct_gaudi_ipc_cache_trim(uct_gaudi_ipc_cache_t *cache,
     }
 }
 
-/* Import the buffer of @a key: fetch and verify the fd, op 99 */
+/*
+ * The exporter's fds of @a key, verified: the token must hold the key's
+ * id (a closed generation's number may now hold a newer token), the
+ * dma-buf fd must be the key's file (its number may have been reused)
+ */
+static ucs_status_t uct_gaudi_ipc_region_fetch(uct_gaudi_ipc_cache_t *cache,
+                                               uct_gaudi_ipc_peer_t *peer,
+                                               const uct_gaudi_ipc_rkey_t *key,
+                                               int *fd_p, int *token_p)
+{
+    ucs_status_t status;
+
+    status = uct_gaudi_ipc_fd_fetch(peer->pidfd, key, cache->fd_method,
+                                    cache->fd_timeout, fd_p, token_p);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (!uct_gaudi_ipc_token_check(*token_p, &key->id)) {
+        ucs_error("gaudi_ipc: token fd %d of pid %d no longer holds key id "
+                  "0x%" PRIx64 ": buffer 0x%" PRIx64 " was deregistered or "
+                  "invalidated (stale rkey)", key->token, key->pid,
+                  key->id.uid, key->base);
+    } else if (!uct_gaudi_ipc_fd_check(*fd_p, &key->id)) {
+        ucs_error("gaudi_ipc: fd %d of pid %d is no longer the dma-buf of "
+                  "buffer 0x%" PRIx64 " (deregistered or freed; stale rkey)",
+                  key->fd, key->pid, key->base);
+    } else {
+        return UCS_OK;
+    }
+
+    close(*fd_p);
+    close(*token_p);
+    return UCS_ERR_INVALID_ADDR;
+}
+
+/* Import the buffer of @a key: fetch and verify the fds, op 99 */
 static ucs_status_t uct_gaudi_ipc_region_map(uct_gaudi_ipc_cache_t *cache,
                                              uct_gaudi_ipc_peer_t *peer,
                                              const uct_gaudi_ipc_rkey_t *key,
@@ -297,61 +403,54 @@ static ucs_status_t uct_gaudi_ipc_region_map(uct_gaudi_ipc_cache_t *cache,
     uct_gaudi_ctx_t *ctx;
     ucs_status_t status;
     uint64_t va;
-    int fd;
+    int fd, token;
 
-    status = uct_gaudi_ipc_fd_fetch(peer->pidfd, key, cache->fd_method,
-                                    cache->fd_timeout, &fd);
+    status = uct_gaudi_ipc_region_fetch(cache, peer, key, &fd, &token);
     if (status != UCS_OK) {
         return status;
     }
 
-    /* the fd number may have been reused for another file since the key
-     * was packed: use it only if it is the same dma-buf */
-    if (!uct_gaudi_ipc_fd_check(fd, &key->id)) {
-        ucs_error("gaudi_ipc: fd %d of pid %d is no longer the dma-buf of "
-                  "buffer 0x%" PRIx64 " (deregistered or freed; stale rkey)",
-                  key->fd, key->pid, key->base);
-        close(fd);
-        return UCS_ERR_INVALID_ADDR;
-    }
-
-    /* the iface's engine took the device before any copy */
-    ctx = uct_gaudi_heap_ctx(cache->heap);
-    pthread_mutex_lock(&ctx->lock);
+    /* the iface's engine took the device before any copy; the driver
+     * serializes its memory ioctls itself */
+    ctx    = uct_gaudi_heap_ctx(cache->heap);
     status = uct_gaudi_hl_reg_dmabuf(&ctx->hl, fd, key->import_len, &va);
-    pthread_mutex_unlock(&ctx->lock);
     if (status != UCS_OK) {
         /* the shim logged the failure; this says whose buffer it was */
         ucs_debug("gaudi_ipc: import (op 99) of pid %d buffer 0x%" PRIx64
                   " (%" PRIu64 " bytes) failed: %s", key->pid, key->base,
                   key->import_len, ucs_status_string(status));
-        close(fd);
-        return status;
+        goto err_close;
     }
 
     region = ucs_calloc(1, sizeof(*region), "gaudi_ipc_region");
     if (region == NULL) {
-        pthread_mutex_lock(&ctx->lock);
-        (void)uct_gaudi_hl_mem_unmap(&ctx->hl, va);
-        pthread_mutex_unlock(&ctx->lock);
-        close(fd);
-        return UCS_ERR_NO_MEMORY;
+        status = UCS_ERR_NO_MEMORY;
+        goto err_unmap;
     }
 
-    region->peer       = peer;
-    region->id         = key->id;
-    region->base       = key->base;
-    region->length     = key->length;
-    region->offset     = key->offset;
-    region->import_len = key->import_len;
-    region->fd         = fd;
-    region->remote_fd  = key->fd;
-    region->va         = va;
+    region->peer         = peer;
+    region->id           = key->id;
+    region->base         = key->base;
+    region->length       = key->length;
+    region->offset       = key->offset;
+    region->import_len   = key->import_len;
+    region->fd           = fd;
+    region->remote_fd    = key->fd;
+    region->token        = token;
+    region->remote_token = key->token;
+    region->va           = va;
     ++peer->regions;
     ucs_trace("gaudi_ipc: mapped pid %d buffer 0x%" PRIx64 "+%" PRIu64
               " at 0x%" PRIx64, key->pid, key->base, key->length, va);
     *region_p = region;
     return UCS_OK;
+
+err_unmap:
+    (void)uct_gaudi_hl_mem_unmap(&ctx->hl, va);
+err_close:
+    close(fd);
+    close(token);
+    return status;
 }
 
 /* A cached import serves a key only if the key describes exactly the
@@ -363,7 +462,8 @@ static int uct_gaudi_ipc_region_matches(const uct_gaudi_ipc_region_t *region,
     return (region->base == key->base) && (region->length == key->length) &&
            (region->offset == key->offset) &&
            (region->import_len == key->import_len) &&
-           (region->remote_fd == key->fd);
+           (region->remote_fd == key->fd) &&
+           (region->remote_token == key->token);
 }
 
 static int uct_gaudi_ipc_region_overlaps(const uct_gaudi_ipc_region_t *region,
@@ -373,11 +473,11 @@ static int uct_gaudi_ipc_region_overlaps(const uct_gaudi_ipc_region_t *region,
            (key->base < region->base + region->length);
 }
 
-/* The exporter of @a key has exited: the transport's error for a peer
+/* The exporter of @a peer has exited: the transport's error for a peer
  * that went away, which UCP turns into the endpoint's failure */
-static ucs_status_t uct_gaudi_ipc_peer_exited(const uct_gaudi_ipc_rkey_t *key)
+static ucs_status_t uct_gaudi_ipc_peer_exited(uct_gaudi_ipc_peer_t *peer)
 {
-    ucs_error("gaudi_ipc: exporter pid %d has exited", key->pid);
+    uct_gaudi_ipc_peer_log_exit(peer, peer->pid);
     return UCS_ERR_CONNECTION_RESET;
 }
 
@@ -397,7 +497,7 @@ ucs_status_t uct_gaudi_ipc_cache_get(uct_gaudi_ipc_cache_t *cache,
     /* liveness first: a dead (or zombie) exporter's fd table is gone, so
      * the identity check below would call its keys revoked */
     if (!uct_gaudi_ipc_cache_peer_alive(cache, peer)) {
-        return uct_gaudi_ipc_peer_exited(key);
+        return uct_gaudi_ipc_peer_exited(peer);
     }
 
     ucs_list_for_each_safe(region, tmp, &cache->lru, list) {
@@ -408,20 +508,22 @@ ucs_status_t uct_gaudi_ipc_cache_get(uct_gaudi_ipc_cache_t *cache,
             if (!uct_gaudi_ipc_region_matches(region, key)) {
                 ucs_error("gaudi_ipc: rkey of pid %d names buffer id 0x%"
                           PRIx64 " as 0x%" PRIx64 "+%" PRIu64 " (offset %"
-                          PRIu64 ", import %" PRIu64 ", fd %d), but it was "
-                          "imported as 0x%" PRIx64 "+%" PRIu64 " (offset %"
-                          PRIu64 ", import %" PRIu64 ", fd %d): refused",
-                          peer->pid, key->id.uid, key->base, key->length,
-                          key->offset, key->import_len, key->fd,
+                          PRIu64 ", import %" PRIu64 ", fds %d/%d), but it "
+                          "was imported as 0x%" PRIx64 "+%" PRIu64
+                          " (offset %" PRIu64 ", import %" PRIu64 ", fds "
+                          "%d/%d): refused", peer->pid, key->id.uid,
+                          key->base, key->length, key->offset,
+                          key->import_len, key->fd, key->token,
                           region->base, region->length, region->offset,
-                          region->import_len, region->remote_fd);
+                          region->import_len, region->remote_fd,
+                          region->remote_token);
                 ++cache->stats.refused;
                 return UCS_ERR_INVALID_PARAM;
             }
             if (!uct_gaudi_ipc_region_exported(region)) {
                 /* or is it dying (or died since the check above)? */
                 if (uct_gaudi_ipc_peer_exiting(cache, peer)) {
-                    return uct_gaudi_ipc_peer_exited(key);
+                    return uct_gaudi_ipc_peer_exited(peer);
                 }
                 return uct_gaudi_ipc_region_revoked(cache, region);
             }

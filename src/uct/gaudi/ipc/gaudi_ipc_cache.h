@@ -26,6 +26,7 @@ typedef struct uct_gaudi_ipc_peer {
     uint64_t        pidns;
     int             pidfd;
     int             dead;     /* exit seen: every new use fails */
+    int             reported; /* its death was logged at ERROR level */
     unsigned        regions;  /* cached regions of this peer */
 } uct_gaudi_ipc_peer_t;
 
@@ -42,6 +43,8 @@ typedef struct uct_gaudi_ipc_region {
     uint64_t               import_len;
     int                    fd;         /* our fd of the dma-buf */
     int                    remote_fd;  /* the exporter's fd number */
+    int                    token;      /* our fd of the key's token */
+    int                    remote_token; /* the exporter's token fd */
     uint64_t               va;         /* op 99 VA (host range, facts 4.3) */
     unsigned               refcount;   /* transfers in flight */
     int                    stale;      /* out of the cache, freed at 0 */

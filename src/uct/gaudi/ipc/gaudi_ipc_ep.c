@@ -8,6 +8,8 @@
 
 #include "gaudi_ipc_ep.h"
 
+#include <uct/gaudi/base/gaudi_uct_compat.h>
+
 #include <uct/base/uct_iov.inl>
 #include <ucs/debug/log.h>
 #include <inttypes.h>
@@ -95,14 +97,21 @@ uct_gaudi_ipc_ep_check_peer(uct_gaudi_ipc_iface_t *iface,
                             uct_gaudi_ipc_region_t *region, size_t length,
                             const char *name, ucs_status_t status)
 {
-    if ((status == UCS_OK) &&
-        !uct_gaudi_ipc_cache_peer_alive(&iface->cache, region->peer)) {
-        ucs_error("gaudi_ipc: exporter pid %d exited during %s of %zu bytes "
-                  "(buffer 0x%" PRIx64 "): transfer failed",
-                  region->peer->pid, name, length, region->base);
-        status = UCS_ERR_CONNECTION_RESET;
+    uct_gaudi_ipc_peer_t *peer = region->peer;
+
+    if ((status != UCS_OK) ||
+        uct_gaudi_ipc_cache_peer_alive(&iface->cache, peer)) {
+        return status;
     }
-    return status;
+
+    /* once per peer: every copy in flight to it ends the same way, and
+     * UCP reports the endpoint's failure itself */
+    ucs_log(peer->reported ? UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR,
+            "gaudi_ipc: exporter pid %d exited during %s of %zu bytes "
+            "(buffer 0x%" PRIx64 "): transfer failed", peer->pid, name,
+            length, region->base);
+    peer->reported = 1;
+    return UCS_ERR_CONNECTION_RESET;
 }
 
 ucs_status_t uct_gaudi_ipc_ep_zcopy_done(uct_gaudi_iface_desc_t *super,

@@ -12,7 +12,7 @@
 
 #include "gaudi_ipc_fd.h"
 
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_dev.h>
 
 #include <ucs/async/async.h>
 #include <ucs/debug/log.h>
@@ -58,14 +58,18 @@ const char *uct_gaudi_ipc_fd_method_names[] = {
 /* Request and reply of the socket protocol (one datagram each) */
 typedef struct uct_gaudi_ipc_fd_req {
     uint32_t               magic;
-    int32_t                fd;
+    int32_t                fd;      /* dma-buf fd number */
+    int32_t                token;   /* token fd number */
     uct_gaudi_ipc_buf_id_t id;
 } uct_gaudi_ipc_fd_req_t;
 
 typedef struct uct_gaudi_ipc_fd_rep {
     uint32_t magic;
-    int32_t  status;   /* ucs_status_t; with UCS_OK the fd is attached */
+    int32_t  status;   /* ucs_status_t; with UCS_OK the dma-buf fd and the
+                          token fd are attached, in this order */
 } uct_gaudi_ipc_fd_rep_t;
+
+#define UCT_GAUDI_IPC_FD_NUM_FDS 2
 
 
 /* The process's server: one socket, refcounted by the MDs */
@@ -117,6 +121,19 @@ int uct_gaudi_ipc_fd_check(int fd, const uct_gaudi_ipc_buf_id_t *id)
            ((uint64_t)st.st_dev == id->dev);
 }
 
+int uct_gaudi_ipc_token_check(int fd, const uct_gaudi_ipc_buf_id_t *id)
+{
+    const int sealed = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW;
+    uint64_t uid;
+    int seals;
+
+    /* sealed: nobody can have rewritten the id since the exporter did */
+    seals = fcntl(fd, F_GET_SEALS);
+    return (seals >= 0) && ((seals & sealed) == sealed) &&
+           (pread(fd, &uid, sizeof(uid), 0) == sizeof(uid)) &&
+           (uid == id->uid);
+}
+
 /* Abstract socket name, nothing on disk: per pid namespace and pid, and
  * a random part, so that no other user can bind it first (squat) */
 static void uct_gaudi_ipc_fd_name(uint64_t pidns, pid_t pid, uint64_t name,
@@ -146,11 +163,13 @@ uint64_t uct_gaudi_ipc_fd_server_name(void)
 
 /* Importer */
 
+/* pidfd_getfd of the exporter's fd @a remote_fd, the @a what of the key */
 static ucs_status_t uct_gaudi_ipc_fd_by_pidfd(int pidfd,
                                               const uct_gaudi_ipc_rkey_t *key,
+                                              int remote_fd, const char *what,
                                               int *fd_p)
 {
-    int fd = syscall(SYS_pidfd_getfd, pidfd, key->fd, 0);
+    int fd = syscall(SYS_pidfd_getfd, pidfd, remote_fd, 0);
 
     if (fd >= 0) {
         /* pidfd_getfd sets FD_CLOEXEC (man 2 pidfd_getfd) */
@@ -163,41 +182,65 @@ static ucs_status_t uct_gaudi_ipc_fd_by_pidfd(int pidfd,
     case EACCES:
         /* the ptrace access mode check (PTRACE_MODE_ATTACH) refused */
         ucs_error("gaudi_ipc: permission denied: pid %d does not let this "
-                  "process (uid %d) take its dma-buf fd %d (pidfd_getfd: "
+                  "process (uid %d) take its %s fd %d (pidfd_getfd: "
                   "%m; another user, a non-dumpable process or a ptrace "
-                  "restriction)", key->pid, (int)geteuid(), key->fd);
+                  "restriction)", key->pid, (int)geteuid(), what, remote_fd);
         return UCS_ERR_REJECTED;
     case ENOSYS:
         /* no pidfd_getfd (kernel < 5.6) or a seccomp filter */
         ucs_debug("gaudi_ipc: pidfd_getfd(pid %d, fd %d): %m", key->pid,
-                  key->fd);
+                  remote_fd);
         return UCS_ERR_UNSUPPORTED;
     case ESRCH:
         return UCS_ERR_CONNECTION_RESET;
     case EBADF:
-        /* the exporter closed it: deregistered */
-        ucs_error("gaudi_ipc: fd %d of pid %d is closed: the buffer "
-                  "0x%" PRIx64 " was deregistered (stale rkey)", key->fd,
-                  key->pid, key->base);
+        /* the exporter closed it: deregistered or invalidated */
+        ucs_error("gaudi_ipc: %s fd %d of pid %d is closed: the buffer "
+                  "0x%" PRIx64 " was deregistered or invalidated (stale "
+                  "rkey)", what, remote_fd, key->pid, key->base);
         return UCS_ERR_INVALID_ADDR;
     default:
         ucs_error("gaudi_ipc: pidfd_getfd(pid %d, fd %d) failed: %m",
-                  key->pid, key->fd);
+                  key->pid, remote_fd);
         return UCS_ERR_IO_ERROR;
     }
 }
 
-static ucs_status_t uct_gaudi_ipc_fd_recv(int sock, const uct_gaudi_ipc_rkey_t *key,
-                                          int *fd_p)
+/* The token first: a closed or replaced one means a stale key, whatever
+ * became of the dma-buf's number */
+static ucs_status_t
+uct_gaudi_ipc_fd_pair_by_pidfd(int pidfd, const uct_gaudi_ipc_rkey_t *key,
+                               int *fd_p, int *token_p)
 {
-    char cbuf[CMSG_SPACE(sizeof(int))];
+    ucs_status_t status;
+
+    status = uct_gaudi_ipc_fd_by_pidfd(pidfd, key, key->token, "key token",
+                                       token_p);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_gaudi_ipc_fd_by_pidfd(pidfd, key, key->fd, "dma-buf", fd_p);
+    if (status != UCS_OK) {
+        close(*token_p);
+    }
+    return status;
+}
+
+static ucs_status_t uct_gaudi_ipc_fd_recv(int sock,
+                                          const uct_gaudi_ipc_rkey_t *key,
+                                          int *fd_p, int *token_p)
+{
+    char cbuf[CMSG_SPACE(sizeof(int) * UCT_GAUDI_IPC_FD_NUM_FDS)];
+    int fds[UCT_GAUDI_IPC_FD_NUM_FDS] = {-1, -1};
     uct_gaudi_ipc_fd_rep_t rep;
     struct iovec iov        = {.iov_base = &rep, .iov_len = sizeof(rep)};
     struct msghdr msg       = {0};
     struct cmsghdr *cmsg;
     ucs_status_t status;
+    size_t nfds;
     ssize_t n;
-    int fd = -1;
+    int i;
 
     msg.msg_iov        = &iov;
     msg.msg_iovlen     = 1;
@@ -220,7 +263,9 @@ static ucs_status_t uct_gaudi_ipc_fd_recv(int sock, const uct_gaudi_ipc_rkey_t *
     cmsg = CMSG_FIRSTHDR(&msg);
     if ((cmsg != NULL) && (cmsg->cmsg_level == SOL_SOCKET) &&
         (cmsg->cmsg_type == SCM_RIGHTS)) {
-        memcpy(&fd, CMSG_DATA(cmsg), sizeof(fd));
+        nfds = ucs_min((cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int),
+                       UCT_GAUDI_IPC_FD_NUM_FDS);
+        memcpy(fds, CMSG_DATA(cmsg), nfds * sizeof(int));
     }
 
     if ((rep.magic == UCT_GAUDI_IPC_FD_MAGIC) &&
@@ -234,20 +279,24 @@ static ucs_status_t uct_gaudi_ipc_fd_recv(int sock, const uct_gaudi_ipc_rkey_t *
     }
 
     if ((rep.magic != UCT_GAUDI_IPC_FD_MAGIC) || (rep.status != UCS_OK) ||
-        (fd < 0)) {
+        (fds[0] < 0) || (fds[1] < 0)) {
         ucs_error("gaudi_ipc: pid %d has no live export 0x%" PRIx64
-                  " (fd %d): %s", key->pid, key->base, key->fd,
+                  " (fd %d, token fd %d): %s (deregistered or invalidated; "
+                  "stale rkey)", key->pid, key->base, key->fd, key->token,
                   ucs_status_string((ucs_status_t)rep.status));
         status = UCS_ERR_INVALID_ADDR;
         goto err;
     }
 
-    *fd_p = fd;
+    *fd_p    = fds[0];
+    *token_p = fds[1];
     return UCS_OK;
 
 err:
-    if (fd >= 0) {
-        close(fd);
+    for (i = 0; i < UCT_GAUDI_IPC_FD_NUM_FDS; ++i) {
+        if (fds[i] >= 0) {
+            close(fds[i]);
+        }
     }
     return status;
 }
@@ -275,11 +324,13 @@ uct_gaudi_ipc_fd_check_server(int sock, const uct_gaudi_ipc_rkey_t *key)
 }
 
 static ucs_status_t uct_gaudi_ipc_fd_by_socket(const uct_gaudi_ipc_rkey_t *key,
-                                               double timeout, int *fd_p)
+                                               double timeout, int *fd_p,
+                                               int *token_p)
 {
     uct_gaudi_ipc_fd_req_t req = {
         .magic = UCT_GAUDI_IPC_FD_MAGIC,
         .fd    = key->fd,
+        .token = key->token,
         .id    = key->id
     };
     struct timeval tv;
@@ -321,7 +372,7 @@ static ucs_status_t uct_gaudi_ipc_fd_by_socket(const uct_gaudi_ipc_rkey_t *key,
         goto out;
     }
 
-    status = uct_gaudi_ipc_fd_recv(sock, key, fd_p);
+    status = uct_gaudi_ipc_fd_recv(sock, key, fd_p, token_p);
 out:
     close(sock);
     return status;
@@ -329,12 +380,12 @@ out:
 
 ucs_status_t uct_gaudi_ipc_fd_fetch(int pidfd, const uct_gaudi_ipc_rkey_t *key,
                                     uct_gaudi_ipc_fd_method_t method,
-                                    double timeout, int *fd_p)
+                                    double timeout, int *fd_p, int *token_p)
 {
     ucs_status_t status;
 
     if (method != UCT_GAUDI_IPC_FD_SOCKET) {
-        status = uct_gaudi_ipc_fd_by_pidfd(pidfd, key, fd_p);
+        status = uct_gaudi_ipc_fd_pair_by_pidfd(pidfd, key, fd_p, token_p);
         if ((status != UCS_ERR_UNSUPPORTED) ||
             (method == UCT_GAUDI_IPC_FD_PIDFD)) {
             if (status == UCS_ERR_UNSUPPORTED) {
@@ -348,34 +399,36 @@ ucs_status_t uct_gaudi_ipc_fd_fetch(int pidfd, const uct_gaudi_ipc_rkey_t *key,
                   key->pid);
     }
 
-    return uct_gaudi_ipc_fd_by_socket(key, timeout, fd_p);
+    return uct_gaudi_ipc_fd_by_socket(key, timeout, fd_p, token_p);
 }
 
 
 /* Exporter */
 
-static void uct_gaudi_ipc_fd_reply(int conn, ucs_status_t status, int fd)
+/* The answer, with @a fds (UCT_GAUDI_IPC_FD_NUM_FDS of them) or none */
+static void uct_gaudi_ipc_fd_reply(int conn, ucs_status_t status,
+                                   const int *fds)
 {
     uct_gaudi_ipc_fd_rep_t rep = {
         .magic  = UCT_GAUDI_IPC_FD_MAGIC,
         .status = status
     };
-    char cbuf[CMSG_SPACE(sizeof(int))];
+    char cbuf[CMSG_SPACE(sizeof(int) * UCT_GAUDI_IPC_FD_NUM_FDS)];
     struct iovec iov  = {.iov_base = &rep, .iov_len = sizeof(rep)};
     struct msghdr msg = {0};
     struct cmsghdr *cmsg;
 
     msg.msg_iov    = &iov;
     msg.msg_iovlen = 1;
-    if (fd >= 0) {
+    if (fds != NULL) {
         memset(cbuf, 0, sizeof(cbuf));
         msg.msg_control    = cbuf;
         msg.msg_controllen = sizeof(cbuf);
         cmsg               = CMSG_FIRSTHDR(&msg);
         cmsg->cmsg_level   = SOL_SOCKET;
         cmsg->cmsg_type    = SCM_RIGHTS;
-        cmsg->cmsg_len     = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cmsg), &fd, sizeof(fd));
+        cmsg->cmsg_len     = CMSG_LEN(sizeof(int) * UCT_GAUDI_IPC_FD_NUM_FDS);
+        memcpy(CMSG_DATA(cmsg), fds, sizeof(int) * UCT_GAUDI_IPC_FD_NUM_FDS);
     }
 
     if (sendmsg(conn, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
@@ -433,7 +486,8 @@ static void uct_gaudi_ipc_fd_serve(int conn)
     uct_gaudi_ipc_fd_req_t req;
     struct ucred cred;
     socklen_t len = sizeof(cred);
-    int fd;
+    ucs_status_t status;
+    int fds[UCT_GAUDI_IPC_FD_NUM_FDS];
 
     /* who it is first: a client we refuse is never waited for, so another
      * user cannot hold the async thread */
@@ -443,7 +497,7 @@ static void uct_gaudi_ipc_fd_serve(int conn)
     if (!uct_gaudi_ipc_fd_peer_allowed(&cred)) {
         ucs_diag("gaudi_ipc: fd server: permission denied to pid %d "
                  "(uid %d)", (int)cred.pid, (int)cred.uid);
-        uct_gaudi_ipc_fd_reply(conn, UCS_ERR_REJECTED, -1);
+        uct_gaudi_ipc_fd_reply(conn, UCS_ERR_REJECTED, NULL);
         return;
     }
 
@@ -455,10 +509,12 @@ static void uct_gaudi_ipc_fd_serve(int conn)
         return;
     }
 
-    fd = uct_gaudi_ipc_export_dup(&req.id, req.fd);
-    uct_gaudi_ipc_fd_reply(conn, (fd < 0) ? UCS_ERR_NO_ELEM : UCS_OK, fd);
-    if (fd >= 0) {
-        close(fd);
+    status = uct_gaudi_ipc_export_dup(&req.id, req.fd, req.token, &fds[0],
+                                      &fds[1]);
+    uct_gaudi_ipc_fd_reply(conn, status, (status == UCS_OK) ? fds : NULL);
+    if (status == UCS_OK) {
+        close(fds[0]);
+        close(fds[1]);
     }
 }
 

@@ -38,17 +38,21 @@ ucs_status_t uct_gaudi_ipc_pidfd_open(pid_t pid, int *pidfd_p);
 int uct_gaudi_ipc_pidfd_alive(int pidfd);
 
 /*
- * Get a fd of the exporter's dma-buf described by @a key, by @a method;
- * @a pidfd is the exporter's pidfd. @a timeout (seconds) bounds the socket
- * exchange. The fd is not verified here (uct_gaudi_ipc_fd_check).
+ * Get fds of the exporter's dma-buf and of the key's token described by
+ * @a key, by @a method; @a pidfd is the exporter's pidfd. @a timeout
+ * (seconds) bounds the socket exchange. The fds are not verified here
+ * (uct_gaudi_ipc_fd_check, uct_gaudi_ipc_token_check).
  * UCS_ERR_CONNECTION_RESET: the exporter is gone.
  */
 ucs_status_t uct_gaudi_ipc_fd_fetch(int pidfd, const uct_gaudi_ipc_rkey_t *key,
                                     uct_gaudi_ipc_fd_method_t method,
-                                    double timeout, int *fd_p);
+                                    double timeout, int *fd_p, int *token_p);
 
 /* Whether @a fd is the file of @a id (fstat: device and inode) */
 int uct_gaudi_ipc_fd_check(int fd, const uct_gaudi_ipc_buf_id_t *id);
+
+/* Whether @a fd is a sealed token holding the id of @a id */
+int uct_gaudi_ipc_token_check(int fd, const uct_gaudi_ipc_buf_id_t *id);
 
 
 /*

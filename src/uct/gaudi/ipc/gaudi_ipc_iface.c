@@ -10,8 +10,9 @@
 #include "gaudi_ipc_ep.h"
 #include "gaudi_ipc_md.h"
 
-#include <uct/gaudi/compat/gaudi_compat.h>
+#include <uct/gaudi/base/gaudi_uct_compat.h>
 #include <uct/gaudi/dev/gaudi_device.h>
+#include <uct/gaudi/base/gaudi_resource.h>
 #include <ucs/debug/log.h>
 #include <inttypes.h>
 #include <ucs/sys/sys.h>
@@ -195,9 +196,8 @@ static void uct_gaudi_ipc_iface_probe(uct_gaudi_ipc_iface_t *iface,
         goto out;
     }
 
-    pthread_mutex_lock(&ctx->lock);
+    /* the driver serializes its ioctls itself */
     status = uct_gaudi_hl_probe_reg_dmabuf(&ctx->hl, &supported);
-    pthread_mutex_unlock(&ctx->lock);
     if (status != UCS_OK) {
         iface->reason = "the DMA-BUF import probe (op 99) failed";
         goto out;
@@ -477,6 +477,6 @@ static UCS_CLASS_DEFINE_NEW_FUNC(uct_gaudi_ipc_iface_t, uct_iface_t, uct_md_h,
 static UCS_CLASS_DEFINE_DELETE_FUNC(uct_gaudi_ipc_iface_t, uct_iface_t);
 
 UCT_TL_DEFINE(&uct_gaudi_ipc_component, gaudi_ipc,
-              uct_gaudi_device_query_tl_resources, uct_gaudi_ipc_iface_t,
+              uct_gaudi_query_tl_resources, uct_gaudi_ipc_iface_t,
               "GAUDI_IPC_", uct_gaudi_ipc_iface_config_table,
               uct_gaudi_ipc_iface_config_t);

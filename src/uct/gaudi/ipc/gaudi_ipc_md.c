@@ -2,6 +2,10 @@
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  */
 
+#ifndef _GNU_SOURCE
+#  define _GNU_SOURCE /* memfd_create, F_ADD_SEALS */
+#endif
+
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
 #endif
@@ -9,8 +13,9 @@
 #include "gaudi_ipc_md.h"
 #include "gaudi_ipc_fd.h"
 
-#include <uct/gaudi/compat/gaudi_compat.h>
+#include <uct/gaudi/base/gaudi_uct_compat.h>
 #include <uct/gaudi/dev/gaudi_device.h>
+#include <uct/gaudi/base/gaudi_resource.h>
 #include <ucs/debug/log.h>
 #include <inttypes.h>
 #include <ucs/debug/memtrack_int.h>
@@ -21,6 +26,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,11 +49,13 @@ static struct {
     pthread_mutex_t lock;
     ucs_list_link_t list;
     unsigned        count;
+    unsigned long   tokens;  /* created so far */
 } uct_gaudi_ipc_exports = {
-    .lock  = PTHREAD_MUTEX_INITIALIZER,
-    .list  = UCS_LIST_INITIALIZER(&uct_gaudi_ipc_exports.list,
-                                  &uct_gaudi_ipc_exports.list),
-    .count = 0
+    .lock   = PTHREAD_MUTEX_INITIALIZER,
+    .list   = UCS_LIST_INITIALIZER(&uct_gaudi_ipc_exports.list,
+                                   &uct_gaudi_ipc_exports.list),
+    .count  = 0,
+    .tokens = 0
 };
 
 
@@ -58,25 +66,57 @@ uint64_t uct_gaudi_ipc_pidns(void)
     return (stat("/proc/self/ns/pid", &st) == 0) ? (uint64_t)st.st_ino : 0;
 }
 
-int uct_gaudi_ipc_export_dup(const uct_gaudi_ipc_buf_id_t *id, int fd)
+/* Whether a request's (identity, fd numbers) is the live generation */
+static int uct_gaudi_ipc_export_names(const uct_gaudi_ipc_export_t *exp,
+                                      const uct_gaudi_ipc_buf_id_t *id,
+                                      int fd, int token)
 {
+    return (exp->fd == fd) && (exp->token.fd == token) && (token >= 0) &&
+           (exp->ino == id->ino) && (exp->dev == id->dev) &&
+           (exp->token.id == id->uid);
+}
+
+ucs_status_t uct_gaudi_ipc_export_dup(const uct_gaudi_ipc_buf_id_t *id,
+                                      int fd, int token, int *fd_p,
+                                      int *token_p)
+{
+    ucs_status_t status = UCS_ERR_NO_ELEM;
     uct_gaudi_ipc_export_t *exp;
-    int dup_fd = -1;
 
     pthread_mutex_lock(&uct_gaudi_ipc_exports.lock);
     ucs_list_for_each(exp, &uct_gaudi_ipc_exports.list, list) {
-        if ((exp->fd == fd) && !memcmp(&exp->id, id, sizeof(*id))) {
-            dup_fd = fcntl(exp->fd, F_DUPFD_CLOEXEC, 0);
-            break;
+        if (!uct_gaudi_ipc_export_names(exp, id, fd, token)) {
+            continue;
         }
+        *fd_p    = fcntl(exp->fd, F_DUPFD_CLOEXEC, 0);
+        *token_p = fcntl(exp->token.fd, F_DUPFD_CLOEXEC, 0);
+        if ((*fd_p >= 0) && (*token_p >= 0)) {
+            status = UCS_OK;
+        } else {
+            ucs_error("gaudi_ipc: fd server: dup of export fd %d / token "
+                      "fd %d failed: %m", fd, token);
+            if (*fd_p >= 0) {
+                close(*fd_p);
+            }
+            if (*token_p >= 0) {
+                close(*token_p);
+            }
+            status = UCS_ERR_IO_ERROR;
+        }
+        break;
     }
     pthread_mutex_unlock(&uct_gaudi_ipc_exports.lock);
-    return dup_fd;
+    return status;
 }
 
 unsigned uct_gaudi_ipc_export_count(void)
 {
     return uct_gaudi_ipc_exports.count;
+}
+
+unsigned long uct_gaudi_ipc_token_count(void)
+{
+    return uct_gaudi_ipc_exports.tokens;
 }
 
 
@@ -99,7 +139,8 @@ uct_gaudi_ipc_md_query(uct_md_h tl_md, uct_md_attr_t *md_attr)
     md_attr->cap.max_alloc        = 0;
     md_attr->cap.max_reg          = ULONG_MAX;
     md_attr->rkey_packed_size     = sizeof(uct_gaudi_ipc_rkey_t);
-    /* one dup + fstat; the export itself is kept by the heap */
+    /* one dup + fstat; the export itself is kept by the heap; a key
+     * adds a token (memfd) */
     md_attr->reg_cost             = ucs_linear_func_make(1e-6, 0);
     memset(&md_attr->local_cpus, 0xff, sizeof(md_attr->local_cpus));
     return UCS_OK;
@@ -134,8 +175,8 @@ uct_gaudi_ipc_export_get(uct_gaudi_ipc_md_t *md,
     pthread_mutex_lock(&uct_gaudi_ipc_exports.lock);
     ucs_list_for_each(exp, &uct_gaudi_ipc_exports.list, list) {
         if ((exp->base == range->base) &&
-            (exp->id.ino == (uint64_t)st.st_ino) &&
-            (exp->id.dev == (uint64_t)st.st_dev)) {
+            (exp->ino == (uint64_t)st.st_ino) &&
+            (exp->dev == (uint64_t)st.st_dev)) {
             ++exp->refcount;
             pthread_mutex_unlock(&uct_gaudi_ipc_exports.lock);
             close(fd);
@@ -151,10 +192,10 @@ uct_gaudi_ipc_export_get(uct_gaudi_ipc_md_t *md,
         return UCS_ERR_NO_MEMORY;
     }
 
-    exp->id.ino     = st.st_ino;
-    exp->id.dev     = st.st_dev;
-    exp->id.uid     = ucs_generate_uuid((uintptr_t)exp ^ st.st_ino);
+    exp->ino        = st.st_ino;
+    exp->dev        = st.st_dev;
     exp->fd         = fd;
+    exp->token.fd   = -1;   /* drawn by the first mkey_pack */
     exp->base       = range->base;
     exp->length     = range->length;
     exp->offset     = offset;
@@ -166,10 +207,53 @@ uct_gaudi_ipc_export_get(uct_gaudi_ipc_md_t *md,
     pthread_mutex_unlock(&uct_gaudi_ipc_exports.lock);
 
     ucs_debug("gaudi_ipc: exported 0x%" PRIx64 "+%" PRIu64 " as fd %d "
-              "(ino %" PRIu64 ", id 0x%" PRIx64 ", offset %" PRIu64 ")",
-              exp->base, exp->length, fd, exp->id.ino, exp->id.uid,
-              offset);
+              "(ino %" PRIu64 ", offset %" PRIu64 ")", exp->base,
+              exp->length, fd, exp->ino, offset);
     *exp_p = exp;
+    return UCS_OK;
+}
+
+/* Close the current key generation: its keys are dead (lock held) */
+static void uct_gaudi_ipc_token_close(uct_gaudi_ipc_export_t *exp)
+{
+    if (exp->token.fd >= 0) {
+        close(exp->token.fd);
+        exp->token.fd = -1;
+    }
+}
+
+/*
+ * A new key generation: a sealed memfd holding its random id. Sealed, so
+ * that no process holding a dup (every importer does) can rewrite the id
+ * that other importers check. Lock held.
+ */
+static ucs_status_t uct_gaudi_ipc_token_open(uct_gaudi_ipc_export_t *exp)
+{
+    const unsigned seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE |
+                           F_SEAL_SEAL;
+    uint64_t id;
+    int fd;
+
+    fd = memfd_create("ucx-gaudi-ipc-key", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) {
+        ucs_error("gaudi_ipc: memfd_create for a key of 0x%" PRIx64
+                  " failed: %m", exp->base);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    id = ucs_generate_uuid((uintptr_t)exp ^ exp->ino ^
+                           uct_gaudi_ipc_exports.tokens);
+    if ((pwrite(fd, &id, sizeof(id), 0) != sizeof(id)) ||
+        (fcntl(fd, F_ADD_SEALS, seals) < 0)) {
+        ucs_error("gaudi_ipc: cannot write and seal the key token of 0x%"
+                  PRIx64 " (memfd %d): %m", exp->base, fd);
+        close(fd);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    exp->token.fd = fd;
+    exp->token.id = id;
+    ++uct_gaudi_ipc_exports.tokens;
     return UCS_OK;
 }
 
@@ -180,49 +264,37 @@ static void uct_gaudi_ipc_export_put(uct_gaudi_ipc_export_t *exp)
         pthread_mutex_unlock(&uct_gaudi_ipc_exports.lock);
         return;
     }
-    if (!exp->revoked) {
-        ucs_list_del(&exp->list);
-        --uct_gaudi_ipc_exports.count;
-    }
+    ucs_list_del(&exp->list);
+    --uct_gaudi_ipc_exports.count;
+    uct_gaudi_ipc_token_close(exp);
     pthread_mutex_unlock(&uct_gaudi_ipc_exports.lock);
 
-    if (!exp->revoked) {
-        ucs_debug("gaudi_ipc: closed export 0x%" PRIx64 " fd %d", exp->base,
-                  exp->fd);
-        close(exp->fd);
-    }
+    ucs_debug("gaudi_ipc: closed export 0x%" PRIx64 " fd %d", exp->base,
+              exp->fd);
+    close(exp->fd);
     ucs_free(exp);
 }
 
 /*
  * Invalidation: what an exporter can take back of a dma-buf it handed out
- * (docs/ipc.md, "Invalidation"). The export leaves the list (the fd server
- * refuses it, no registration shares it again), its fd number is closed
- * (pidfd_getfd finds nothing or another file: a new import fails, an
- * importer's per-transfer check fails every later transfer of its keys),
- * and the heap's kept export is retired, so that the buffer's next export
- * is another file that no old key can name. Every registration still on
- * this export packs a new one (mkey_pack).
+ * (docs/ipc.md, "Invalidation"). The key generation's token is closed:
+ * pidfd_getfd finds nothing or a newer token whose id differs (a new
+ * import fails), the fd server refuses it, and an importer's per-transfer
+ * kcmp of the token fails every later transfer of those keys. The dma-buf
+ * stays exported: the next key of any registration sharing it draws a new
+ * token, so a failed send costs no driver call.
  */
-static void uct_gaudi_ipc_export_revoke(uct_gaudi_ipc_md_t *md,
-                                        uct_gaudi_ipc_export_t *exp)
+static void uct_gaudi_ipc_export_revoke(uct_gaudi_ipc_export_t *exp)
 {
+    int token;
+
     pthread_mutex_lock(&uct_gaudi_ipc_exports.lock);
-    if (exp->revoked) {
-        pthread_mutex_unlock(&uct_gaudi_ipc_exports.lock);
-        return;
-    }
-    exp->revoked = 1;
-    ucs_list_del(&exp->list);
-    --uct_gaudi_ipc_exports.count;
+    token = exp->token.fd;
+    uct_gaudi_ipc_token_close(exp);
     pthread_mutex_unlock(&uct_gaudi_ipc_exports.lock);
 
-    uct_gaudi_heap_dmabuf_retire(md->heap, exp->base, exp->fd);
-    ucs_debug("gaudi_ipc: invalidated export 0x%" PRIx64 "+%" PRIu64
-              " (fd %d, id 0x%" PRIx64 ")", exp->base, exp->length,
-              exp->fd, exp->id.uid);
-    close(exp->fd);
-    exp->fd = -1;
+    ucs_debug("gaudi_ipc: invalidated the keys of 0x%" PRIx64 "+%" PRIu64
+              " (token fd %d)", exp->base, exp->length, token);
 }
 
 static void uct_gaudi_ipc_memh_release(uct_gaudi_ipc_memh_t *memh)
@@ -317,7 +389,7 @@ uct_gaudi_ipc_mem_dereg(uct_md_h tl_md,
     ucs_list_del(&memh->list);
     pthread_mutex_unlock(&md->lock);
     if ((flags & UCT_MD_MEM_DEREG_FLAG_INVALIDATE) && (memh->exp != NULL)) {
-        uct_gaudi_ipc_export_revoke(md, memh->exp);
+        uct_gaudi_ipc_export_revoke(memh->exp);
     }
     uct_gaudi_ipc_memh_release(memh);
 
@@ -329,25 +401,30 @@ uct_gaudi_ipc_mem_dereg(uct_md_h tl_md,
     return UCS_OK;
 }
 
-/* A registration whose export was invalidated exports its buffer again */
-static ucs_status_t uct_gaudi_ipc_memh_renew(uct_gaudi_ipc_md_t *md,
-                                             uct_gaudi_ipc_memh_t *memh)
+/* The key fields of @a exp's live generation (a new one if revoked) */
+static ucs_status_t
+uct_gaudi_ipc_export_pack(uct_gaudi_ipc_export_t *exp,
+                          uct_gaudi_ipc_rkey_t *key)
 {
-    uct_gaudi_dev_range_t range;
-    uct_gaudi_ipc_export_t *exp;
-    ucs_status_t status;
+    ucs_status_t status = UCS_OK;
 
-    memset(&range, 0, sizeof(range));
-    range.base   = memh->exp->base;
-    range.length = memh->exp->length;
-    status       = uct_gaudi_ipc_export_get(md, &range, &exp);
-    if (status != UCS_OK) {
-        return status;
+    pthread_mutex_lock(&uct_gaudi_ipc_exports.lock);
+    if (exp->token.fd < 0) {
+        status = uct_gaudi_ipc_token_open(exp);
     }
-
-    uct_gaudi_ipc_export_put(memh->exp);
-    memh->exp = exp;
-    return UCS_OK;
+    if (status == UCS_OK) {
+        key->fd         = exp->fd;
+        key->token      = exp->token.fd;
+        key->id.ino     = exp->ino;
+        key->id.dev     = exp->dev;
+        key->id.uid     = exp->token.id;
+        key->base       = exp->base;
+        key->length     = exp->length;
+        key->offset     = exp->offset;
+        key->import_len = exp->import_len;
+    }
+    pthread_mutex_unlock(&uct_gaudi_ipc_exports.lock);
+    return status;
 }
 
 static ucs_status_t
@@ -357,18 +434,9 @@ uct_gaudi_ipc_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
 {
     uct_gaudi_ipc_md_t *md = ucs_derived_of(tl_md, uct_gaudi_ipc_md_t);
     uct_gaudi_ipc_memh_t *ipc_memh = memh;
-    const uct_gaudi_ipc_export_t *exp;
     uct_gaudi_ipc_rkey_t key;
     ucs_status_t status;
 
-    if ((ipc_memh->exp != NULL) && ipc_memh->exp->revoked) {
-        status = uct_gaudi_ipc_memh_renew(md, ipc_memh);
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
-
-    exp = ipc_memh->exp;
     memset(&key, 0, sizeof(key));
     key.version    = UCT_GAUDI_IPC_RKEY_VERSION;
     key.module_id  = md->heap->info->module_id;
@@ -376,18 +444,17 @@ uct_gaudi_ipc_mkey_pack(uct_md_h tl_md, uct_mem_h memh,
     key.pidns      = uct_gaudi_ipc_pidns();
     key.pid        = getpid();
     key.server     = uct_gaudi_ipc_fd_server_name();
-    if (exp == NULL) {
+    if (ipc_memh->exp == NULL) {
         key.flags  = UCT_GAUDI_IPC_RKEY_FLAG_NO_EXPORT;
         key.fd     = -1;
+        key.token  = -1;
         key.base   = ipc_memh->address;
         key.length = ipc_memh->length;
     } else {
-        key.fd         = exp->fd;
-        key.id         = exp->id;
-        key.base       = exp->base;
-        key.length     = exp->length;
-        key.offset     = exp->offset;
-        key.import_len = exp->import_len;
+        status = uct_gaudi_ipc_export_pack(ipc_memh->exp, &key);
+        if (status != UCS_OK) {
+            return status;
+        }
     }
     memcpy(rkey_buffer, &key, sizeof(key));
     return UCS_OK;
@@ -475,9 +542,8 @@ static int uct_gaudi_ipc_md_probe_export(uct_gaudi_ctx_t *ctx)
         return result;
     }
 
-    pthread_mutex_lock(&ctx->lock);
+    /* the driver serializes its ioctls itself */
     status = uct_gaudi_hl_probe_export(&ctx->hl, &supported);
-    pthread_mutex_unlock(&ctx->lock);
     if (status != UCS_OK) {
         return 0;   /* e.g. device in reset: not cached, asked again */
     }
@@ -599,8 +665,8 @@ ucs_status_t uct_gaudi_ipc_rkey_check(const uct_gaudi_ipc_rkey_t *key)
 
     if (key->flags & ~UCT_GAUDI_IPC_RKEY_FLAG_NO_EXPORT) {
         why = "unknown flags";
-    } else if ((key->pid <= 0) || (key->fd < 0)) {
-        why = "no exporter pid or fd";
+    } else if ((key->pid <= 0) || (key->fd < 0) || (key->token < 0)) {
+        why = "no exporter pid, fd or token";
     } else if (key->length == 0) {
         why = "empty buffer";
     } else if (key->base + key->length < key->base) {
@@ -635,9 +701,14 @@ uct_gaudi_ipc_rkey_unpack(uct_component_t *component,
     *handle_p = NULL;
 
     if (packed->version != UCT_GAUDI_IPC_RKEY_VERSION) {
-        ucs_error("gaudi_ipc: rkey version %u, expected %u (mixed plugin "
-                  "versions on one node?)", packed->version,
-                  UCT_GAUDI_IPC_RKEY_VERSION);
+        /* version 3 keys name the dma-buf itself, whose revocation this
+         * module no longer makes (docs/ipc.md, "rkey") */
+        ucs_error("gaudi_ipc: rkey version %u, this module takes only "
+                  "version %u: the peer runs %s ucx-gaudi module; run one "
+                  "module version on a node", packed->version,
+                  UCT_GAUDI_IPC_RKEY_VERSION,
+                  (packed->version < UCT_GAUDI_IPC_RKEY_VERSION) ?
+                  "an older" : "a newer");
         return UCS_ERR_UNSUPPORTED;
     }
 
@@ -680,7 +751,7 @@ UCT_GAUDI_RKEY_COMPARE_ADAPTER(uct_gaudi_compat_ipc_rkey_compare,
                                uct_gaudi_ipc_rkey_t)
 
 uct_component_t uct_gaudi_ipc_component = {
-    .query_md_resources = uct_gaudi_device_query_md_resources,
+    .query_md_resources = uct_gaudi_query_md_resources,
     .md_open            = uct_gaudi_ipc_md_open,
     .cm_open            = (uct_component_cm_open_func_t)
                               ucs_empty_function_return_unsupported,

@@ -12,7 +12,7 @@
 #define UCT_GAUDI_IPC_MD_H_
 
 #include <uct/base/uct_md.h>
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_dev.h>
 #include <uct/gaudi/mem/gaudi_mem.h>
 #include <ucs/datastruct/list.h>
 #include <pthread.h>
@@ -42,16 +42,30 @@ typedef struct uct_gaudi_ipc_md {
 
 
 /*
- * Identity of an exported buffer: the dma-buf file (st_dev, st_ino) and a
- * random id drawn at export. The file identity lets an importer check a
- * fd it fetched by number; the id tells a buffer freed and reallocated at
- * the same address (same base, new export) from the old one.
+ * Identity of the buffer a key names: the dma-buf file (st_dev, st_ino)
+ * and the random id of the key's token. The file identity lets an
+ * importer check a fd it fetched by number; the token id tells one
+ * generation of keys from the next (a buffer revoked, or freed and
+ * reallocated at the same address).
  */
 typedef struct UCS_S_PACKED uct_gaudi_ipc_buf_id {
     uint64_t ino;
     uint64_t dev;
-    uint64_t uid;
+    uint64_t uid;   /* the token's id */
 } uct_gaudi_ipc_buf_id_t;
+
+
+/*
+ * One generation of keys of an export (docs/ipc.md, "Invalidation"): a
+ * sealed memfd holding the generation's random id. Keys name its fd
+ * number; an importer fetches it with the dma-buf, checks its id, and
+ * asks kcmp at every cache hit whether we still hold it. Revocation
+ * closes it: no driver call, the dma-buf stays exported.
+ */
+typedef struct uct_gaudi_ipc_token {
+    int      fd;    /* -1: none (revoked, or no key packed yet) */
+    uint64_t id;
+} uct_gaudi_ipc_token_t;
 
 
 /*
@@ -60,15 +74,16 @@ typedef struct UCS_S_PACKED uct_gaudi_ipc_buf_id {
  */
 typedef struct uct_gaudi_ipc_export {
     ucs_list_link_t        list;       /* in the process export list */
-    uct_gaudi_ipc_buf_id_t id;
-    int                    fd;         /* our dma-buf fd, open until dereg */
+    uint64_t               ino;        /* the dma-buf file */
+    uint64_t               dev;
+    int                    fd;         /* our dma-buf fd, open until the
+                                          last dereg */
+    uct_gaudi_ipc_token_t  token;      /* current key generation */
     uint64_t               base;       /* allocation (Gaudi pointer) */
     uint64_t               length;
     uint64_t               offset;     /* of base in the dma-buf */
     uint64_t               import_len; /* bytes an importer maps */
     unsigned               refcount;   /* registrations */
-    int                    revoked;    /* invalidated: fd closed, out of
-                                          the list, keys of it dead */
 } uct_gaudi_ipc_export_t;
 
 
@@ -88,13 +103,14 @@ typedef struct uct_gaudi_ipc_memh {
 
 
 /*
- * Packed rkey (mkey_pack / rkey_unpack), little-endian, version 3, 96 B.
+ * Packed rkey (mkey_pack / rkey_unpack), little-endian, version 4, 104 B.
  * The unpacked rkey (uct_rkey_t) points to a copy of it. A registration
  * whose memory cannot be exported (driver without export, memory of
  * unknown origin) packs a key with UCT_GAUDI_IPC_RKEY_FLAG_NO_EXPORT and
- * fd -1: peers answer UCS_ERR_UNREACHABLE and UCP uses other transports.
+ * fds -1: peers answer UCS_ERR_UNREACHABLE and UCP uses other transports.
+ * Version 3 (no token: revocation re-exported the dma-buf) is refused.
  */
-#define UCT_GAUDI_IPC_RKEY_VERSION        3
+#define UCT_GAUDI_IPC_RKEY_VERSION        4
 #define UCT_GAUDI_IPC_RKEY_FLAG_NO_EXPORT UCS_BIT(0)
 
 typedef struct UCS_S_PACKED uct_gaudi_ipc_rkey {
@@ -113,6 +129,8 @@ typedef struct UCS_S_PACKED uct_gaudi_ipc_rkey {
     uint64_t               import_len; /* bytes to map with op 99 */
     uint64_t               server;     /* random part of the exporter's
                                           fd server name (gaudi_ipc_fd.h) */
+    int32_t                token;      /* token fd number in exporter */
+    uint32_t               reserved2;
 } uct_gaudi_ipc_rkey_t;
 
 
@@ -120,10 +138,14 @@ typedef struct UCS_S_PACKED uct_gaudi_ipc_rkey {
 uint64_t uct_gaudi_ipc_pidns(void);
 
 /*
- * Server side of the SCM_RIGHTS fallback: a dup of the fd of the live
- * export with identity @a id and fd number @a fd, or -1.
+ * Server side of the SCM_RIGHTS fallback: dups of the dma-buf fd and of
+ * the token fd of the live key generation the request names (its
+ * identity, dma-buf fd number @a fd and token fd number @a token).
+ * UCS_ERR_NO_ELEM if there is none (deregistered or revoked).
  */
-int uct_gaudi_ipc_export_dup(const uct_gaudi_ipc_buf_id_t *id, int fd);
+ucs_status_t uct_gaudi_ipc_export_dup(const uct_gaudi_ipc_buf_id_t *id,
+                                      int fd, int token, int *fd_p,
+                                      int *token_p);
 
 /*
  * Whether a packed key is self-consistent: its buffer lies inside the
@@ -133,6 +155,9 @@ ucs_status_t uct_gaudi_ipc_rkey_check(const uct_gaudi_ipc_rkey_t *key);
 
 /* Live exports of this process (tests, leak checks) */
 unsigned uct_gaudi_ipc_export_count(void);
+
+/* Tokens created (key generations) by this process so far (tests) */
+unsigned long uct_gaudi_ipc_token_count(void);
 
 /* Whether registration exports: probed once the device is taken */
 int uct_gaudi_ipc_md_export_ok(uct_gaudi_ipc_md_t *md);

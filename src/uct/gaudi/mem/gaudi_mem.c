@@ -17,7 +17,6 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
-#include <uct/gaudi/compat/gaudi_compat.h>
 #include <ucs/sys/sys.h>
 #include <dirent.h>
 #include <fcntl.h>

@@ -14,7 +14,7 @@
 #define UCT_GAUDI_MEM_H_
 
 #include <uct/gaudi/api/uct_gaudi.h>
-#include <uct/gaudi/dev/gaudi_base.h>
+#include <uct/gaudi/dev/gaudi_dev.h>
 #include <uct/gaudi/dma/gaudi_dma.h>
 #include <ucs/datastruct/list.h>
 #include <ucs/datastruct/pgtable.h>

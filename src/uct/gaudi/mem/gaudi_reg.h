@@ -13,7 +13,7 @@
 
 #include <uct/gaudi/mem/gaudi_mem.h>
 
-#include <uct/base/uct_md.h>
+#include <uct/api/uct.h>
 #include <uct/gaudi/compat/gaudi_compat.h>
 #include <ucs/config/parser.h>
 #include <ucs/memory/rcache.h>

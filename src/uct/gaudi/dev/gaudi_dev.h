@@ -1,19 +1,18 @@
 /*
  * Copyright (C) ucx-gaudi contributors. See COPYING for license.
  *
- * Gaudi base layer: device discovery (control nodes + sysfs), the process's
- * device selection config (UCX_GAUDI_*) and the refcounted per-process
- * device context that every MD and iface shares. Design: docs/base.md.
+ * The device layer (dev/): device discovery (control nodes + sysfs), the
+ * process's device selection config (UCX_GAUDI_*) and the refcounted
+ * per-process device context that every MD and iface shares. Design: docs/base.md.
  */
 
-#ifndef UCT_GAUDI_BASE_H_
-#define UCT_GAUDI_BASE_H_
+#ifndef UCT_GAUDI_DEV_H_
+#define UCT_GAUDI_DEV_H_
 
 #include <uct/gaudi/hl/gaudi_hl.h>
 #include <uct/gaudi/hl/gaudi_driver.h>
 
-#include <uct_gaudi_ucx_features.h>
-#include UCT_GAUDI_UCS_TOPO_H /* where this UCX has it */
+#include <uct/gaudi/compat/gaudi_compat.h>
 #include <ucs/time/time_def.h>
 #include <ucs/type/spinlock.h>
 #include <pthread.h>
