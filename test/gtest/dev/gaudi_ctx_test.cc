@@ -21,7 +21,9 @@
 #include "common/gaudi_unit.h"
 
 extern "C" {
+#include <uct/gaudi/dev/gaudi_process.h>
 #include <uct/gaudi/dma/gaudi_dma.h>
+#include <ucs/debug/assert.h>
 #include <ucs/time/time.h>
 }
 
@@ -226,7 +228,12 @@ protected:
         m_threads = new ctx_threads(m_ctx1);
         m_threads->start();
         usleep(100000);   /* both threads at work */
-        ASSERT_EQ(0, gaudi_unit::hlsim_reset_device(0, reset_ms));
+        if (reset_ms > 0) {
+            ASSERT_EQ(0, gaudi_unit::hlsim_reset_device(0, reset_ms));
+        } else {   /* until the test sets it back */
+            ASSERT_EQ(0, gaudi_unit::hlsim_set_device_status(0,
+                                      GAUDI_HL_DEVICE_STATUS_IN_RESET));
+        }
         if (synapse) {
             ASSERT_EQ(0, gaudi_unit::hlsim_fault_add("open", 1, EIO));
         }
@@ -342,14 +349,14 @@ TEST_F(gaudi_ctx_threads, same_device_wait_is_bounded)
 
 /* The taker fails (the kernel backend's open gives up on a device still in
  * reset after UCX_GAUDI_OPEN_TIMEOUT): its waiter wakes, takes the device
- * itself and gets it once the reset is over */
+ * itself and gets it, the reset being over by then */
 TEST_F(gaudi_ctx_threads, failed_take_lets_the_waiter_retry)
 {
     GAUDI_UNIT_CHILD({{"HLSIM_NUM_DEVICES", "2"}, {"HLSIM_ASIC", "gaudi2"},
-                      {"UCX_GAUDI_OPEN_TIMEOUT", "1s"}});
+                      {"UCX_GAUDI_OPEN_TIMEOUT", "2s"}});
     take b, c;
 
-    setup(false, 1600);
+    setup(false, 0);
     {
         gaudi_unit::log_capture log;
 
@@ -360,13 +367,43 @@ TEST_F(gaudi_ctx_threads, failed_take_lets_the_waiter_retry)
         usleep(300000);
         c.run();
         b.thread.join();
+        ASSERT_EQ(0, gaudi_unit::hlsim_set_device_status(0,
+                                  GAUDI_HL_DEVICE_STATUS_OPERATIONAL));
         c.thread.join();
         EXPECT_EQ(UCS_ERR_NO_RESOURCE, b.status);
         EXPECT_NE("", log.find({"GAUDI_0", "still in reset"})) << log.dump();
+    }
+    if (b.status == UCS_OK) {
+        uct_gaudi_ctx_put(b.ctx);
     }
     ASSERT_EQ(UCS_OK, c.status) << ucs_status_string(c.status);
     EXPECT_EQ(UCT_GAUDI_BACKEND_KERNEL, c.ctx->backend);
     EXPECT_GT(c.end, b.end) << "the waiter did not wait for the taker";
     expect_device1_went_on(b);
     uct_gaudi_ctx_put(c.ctx);
+}
+
+/* The check before every call that can sleep (dev/gaudi_process.h): with
+ * one of the process-wide locks held it logs an error, and a build with
+ * assertions (the test builds) aborts; with none held it is silent */
+TEST(gaudi_ctx_locks, may_sleep_check)
+{
+    gaudi_unit::log_capture log;
+
+    uct_gaudi_process_may_sleep();
+    EXPECT_EQ(0u, log.count(UCS_LOG_LEVEL_ERROR)) << log.dump();
+    if (UCS_ENABLE_ASSERT) {
+        ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+        EXPECT_DEATH({
+            uct_gaudi_process_lock(&uct_gaudi_process.backend.lock);
+            uct_gaudi_process_may_sleep();
+        }, "");
+        return;
+    }
+
+    uct_gaudi_process_lock(&uct_gaudi_process.backend.lock);
+    uct_gaudi_process_may_sleep();
+    uct_gaudi_process_unlock(&uct_gaudi_process.backend.lock);
+    EXPECT_NE("", log.find({"can sleep", "1 process-wide lock"}))
+        << log.dump();
 }

@@ -457,7 +457,7 @@ ucs_status_t uct_gaudi_ctx_syn_fallback(uct_gaudi_ctx_choice_t *choice,
 
     if (status != UCS_ERR_UNSUPPORTED) {
         return status;   /* the library works, the device does not */
-    } else if (choice->explicit) {
+    } else if (choice->configured) {
         ucs_error("gaudi: UCX_GAUDI_COPY_BACKEND=synapse but SynapseAI "
                   "('%s') cannot provide the device: %s", libname,
                   ucs_status_string(status));

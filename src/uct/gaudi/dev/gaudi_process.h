@@ -114,7 +114,7 @@ void uct_gaudi_process_may_sleep(void);
  * SynapseAI the library owns the device and the module borrows its fd */
 typedef struct {
     uct_gaudi_backend_t backend;
-    int                 explicit;  /* named by UCX_GAUDI_COPY_BACKEND */
+    int                 configured; /* named by UCX_GAUDI_COPY_BACKEND */
     char                why[160];
 } uct_gaudi_ctx_choice_t;
 

@@ -65,8 +65,8 @@ void uct_gaudi_ctx_choose(uct_gaudi_asic_t asic,
     const uct_gaudi_global_config_t *config = uct_gaudi_global_config();
     const char *reason;
 
-    choice->explicit = (config->copy_backend != UCT_GAUDI_BACKEND_AUTO);
-    if (choice->explicit) {
+    choice->configured = (config->copy_backend != UCT_GAUDI_BACKEND_AUTO);
+    if (choice->configured) {
         choice->backend = config->copy_backend;
         ucs_snprintf_zero(choice->why, sizeof(choice->why),
                           "UCX_GAUDI_COPY_BACKEND=%s",
@@ -95,7 +95,7 @@ ucs_status_t uct_gaudi_ctx_check_choice(const uct_gaudi_ctx_t *ctx)
     uct_gaudi_ctx_choice_t choice;
 
     uct_gaudi_ctx_choose(ctx->info->asic, &choice);
-    if (choice.explicit && (choice.backend != ctx->backend)) {
+    if (choice.configured && (choice.backend != ctx->backend)) {
         ucs_error("gaudi %s: copy backend %s (%s) refused: the device "
                   "already copies with %s (%s), one backend per device and "
                   "process", ctx->info->name,
