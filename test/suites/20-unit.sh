@@ -1,5 +1,6 @@
 # Unit tests of the hl/ and dev/ layers (shim, driver identity, discovery,
-# mapping table, selection, ownership: test/gtest/{hl,dev}); each device
+# mapping table, selection, ownership, the context table under threads:
+# test/gtest/{hl,dev}); each device
 # test re-runs itself in a fresh process with its own emulated node
 # (test/gtest/common/gaudi_unit.cc)
 . "$(dirname "$0")/lib.sh"
@@ -9,4 +10,11 @@ log=$(mktemp); tmpdirs+=("$log")
 rc=$?
 cat "$log"
 gtest_add gaudi_unit "$log" "$rc"
-gtest_summary "gaudi_unit"
+
+# the context table under threads, beside the emulated libSynapse
+log=$(mktemp); tmpdirs+=("$log")
+"$GAUDI_UCX_BUILD/test/gtest/gaudi_ctx_test" > "$log" 2>&1
+rc=$?
+cat "$log"
+gtest_add gaudi_ctx_test "$log" "$rc"
+gtest_summary "gaudi_unit and gaudi_ctx_test"

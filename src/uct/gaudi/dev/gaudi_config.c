@@ -117,7 +117,8 @@ static ucs_config_field_t uct_gaudi_global_config_table[] = {
 
     {"OPEN_TIMEOUT", "5s",
      "How long to keep retrying, with back-off, to open a device that is\n"
-     "being reset or released by its previous user (EAGAIN).",
+     "being reset or released by its previous user (EAGAIN). A thread that\n"
+     "needs a device another thread is opening waits this long and 1 s more.",
      ucs_offsetof(uct_gaudi_global_config_t, open_timeout),
      UCS_CONFIG_TYPE_TIME},
 

@@ -121,8 +121,10 @@ typedef enum {
 } uct_gaudi_events_source_t;
 
 
-/* Per device context; guarded by the context's lock */
+/* Per device context; every field but lock guarded by lock, a leaf taken
+ * only by gaudi_events.c around one poll or read of the record */
 typedef struct uct_gaudi_events {
+    pthread_mutex_t           lock;
     uct_gaudi_events_source_t source;
     uint64_t                  gen;     /* faults seen so far */
     int64_t                   pf_seen; /* PAGE_FAULT_EVENT timestamp seen */
@@ -136,8 +138,8 @@ typedef struct uct_gaudi_events {
 typedef struct uct_gaudi_ctx {
     uct_gaudi_hl_t              hl;       /* compute node handle */
     const uct_gaudi_dev_info_t  *info;    /* from discovery */
-    pthread_mutex_t             lock;     /* serializes users of hl */
-    unsigned                    refcount; /* guarded by the registry lock */
+    unsigned                    refcount; /* guarded by the table's lock,
+                                             uct_gaudi_process.ctx.lock */
     pid_t                       pid;      /* process that opened/attached it */
     const char                  *source;  /* for messages: "opened",
                                              "UCX_GAUDI_DEVICE_FD", "SynapseAI" */
@@ -147,7 +149,7 @@ typedef struct uct_gaudi_ctx {
     struct uct_gaudi_syn        *syn;     /* SYNAPSE: the loaded library */
     uint32_t                    syn_device; /* SYNAPSE: synDeviceId */
     int                         syn_acquired; /* we acquired: we release */
-    uct_gaudi_events_t          events;   /* device faults (lock) */
+    uct_gaudi_events_t          events;   /* device faults (events.lock) */
 } uct_gaudi_ctx_t;
 
 
@@ -220,6 +222,10 @@ void uct_gaudi_global_config_reset(void);
  * device (docs/base.md "Selection"). Selection and opening are one step:
  * a device is only known to be free once its compute node is open, and
  * closing it again could reset it (facts 7.1). Pair every get with a put.
+ * No lock is held while the device is opened: a get of a device another
+ * thread is taking or closing waits for that device only, at most
+ * UCX_GAUDI_OPEN_TIMEOUT and 1 s, then fails with UCS_ERR_TIMED_OUT
+ * (docs/base.md "The context table").
  */
 ucs_status_t uct_gaudi_ctx_get(int index, uct_gaudi_ctx_t **ctx_p);
 
@@ -249,7 +255,8 @@ int uct_gaudi_ctx_app_synapse(void);
 /* The copy backend a device of @a asic is expected to get */
 uct_gaudi_backend_t uct_gaudi_ctx_expected_backend(uct_gaudi_asic_t asic);
 
-/* Drop a reference; the last one closes the compute node if we opened it */
+/* Drop a reference; the last one closes the compute node if we opened it
+ * (with no lock held; a get of the device meanwhile waits for the close) */
 void uct_gaudi_ctx_put(uct_gaudi_ctx_t *ctx);
 
 /**

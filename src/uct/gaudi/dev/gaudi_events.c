@@ -53,7 +53,7 @@ void uct_gaudi_events_init(uct_gaudi_ctx_t *ctx)
     struct gaudi_hl_page_fault_info info;
     ucs_status_t status;
 
-    pthread_mutex_lock(&ctx->lock);
+    pthread_mutex_lock(&ctx->events.lock);
     if (ev->source != UCT_GAUDI_EVENTS_UNSET) {
         goto out;
     }
@@ -80,7 +80,7 @@ void uct_gaudi_events_init(uct_gaudi_ctx_t *ctx)
                  ctx->source);
     }
 out:
-    pthread_mutex_unlock(&ctx->lock);
+    pthread_mutex_unlock(&ctx->events.lock);
 }
 
 /* One more fault seen, with its events; lock held */
@@ -99,7 +99,7 @@ uint64_t uct_gaudi_events_poll(uct_gaudi_ctx_t *ctx)
     uct_gaudi_events_t *ev = &ctx->events;
     uint64_t events, gen;
 
-    pthread_mutex_lock(&ctx->lock);
+    pthread_mutex_lock(&ctx->events.lock);
     switch (ev->source) {
     case UCT_GAUDI_EVENTS_GET:
         if (uct_gaudi_hl_get_events(&ctx->hl, &events) != UCS_OK) {
@@ -120,7 +120,7 @@ uint64_t uct_gaudi_events_poll(uct_gaudi_ctx_t *ctx)
         break;
     }
     gen = ev->gen;
-    pthread_mutex_unlock(&ctx->lock);
+    pthread_mutex_unlock(&ctx->events.lock);
     return gen;
 }
 
@@ -128,7 +128,7 @@ void uct_gaudi_events_describe(uct_gaudi_ctx_t *ctx, char *buf, size_t max)
 {
     uct_gaudi_events_t *ev = &ctx->events;
 
-    pthread_mutex_lock(&ctx->lock);
+    pthread_mutex_lock(&ctx->events.lock);
     if (ev->events == 0) {
         snprintf(buf, max, "no answer to GET_EVENTS: whether a fault "
                  "happened is unknown");
@@ -144,5 +144,5 @@ void uct_gaudi_events_describe(uct_gaudi_ctx_t *ctx, char *buf, size_t max)
                  "reported by this driver (events 0x%" PRIx64 ")",
                  ev->events);
     }
-    pthread_mutex_unlock(&ctx->lock);
+    pthread_mutex_unlock(&ctx->events.lock);
 }
