@@ -353,15 +353,6 @@ ucs_status_t uct_gaudi_heap_dmabuf(uct_gaudi_heap_t *heap,
                                    uint64_t addr, size_t len,
                                    int *fd_p, uint64_t *offset_p);
 
-/*
- * Close the kept export of the buffer holding @a addr if @a fd is a dup of
- * it, so that the buffer's next export is a new dma-buf (a new file): an
- * importer that checks a revoked export's fd number can then never find
- * the old file there again (gaudi_ipc invalidation, docs/ipc.md).
- */
-void uct_gaudi_heap_dmabuf_retire(uct_gaudi_heap_t *heap, uint64_t addr,
-                                  int fd);
-
 END_C_DECLS
 
 #endif

@@ -230,30 +230,3 @@ out:
     pthread_mutex_unlock(&heap->lock);
     return status;
 }
-
-void uct_gaudi_heap_dmabuf_retire(uct_gaudi_heap_t *heap, uint64_t addr,
-                                  int fd)
-{
-    struct stat kept, given;
-    ucs_pgt_region_t *region;
-    uct_gaudi_buf_t *buf;
-
-    if (fstat(fd, &given) < 0) {
-        return;
-    }
-
-    pthread_mutex_lock(&heap->lock);
-    region = ucs_pgtable_lookup(&heap->bufs, addr);
-    if (region != NULL) {
-        buf = ucs_derived_of(region, uct_gaudi_buf_t);
-        if ((buf->dmabuf_fd >= 0) && (fstat(buf->dmabuf_fd, &kept) == 0) &&
-            (kept.st_ino == given.st_ino) && (kept.st_dev == given.st_dev)) {
-            ucs_debug("gaudi %s: buffer 0x%" PRIx64 ": export fd %d "
-                      "retired", uct_gaudi_heap_name(heap),
-                      buf->super.start, buf->dmabuf_fd);
-            close(buf->dmabuf_fd);
-            buf->dmabuf_fd = -1;
-        }
-    }
-    pthread_mutex_unlock(&heap->lock);
-}

@@ -187,7 +187,9 @@ static void uct_gaudi_heap_tables_cleanup(uct_gaudi_heap_t *heap)
     kh_destroy(uct_gaudi_memh_set, heap->registry);
 }
 
+/* A heap on @a ctx's device, or on @a info's, not taken yet (ctx NULL) */
 static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
+                                          const uct_gaudi_dev_info_t *info,
                                           uct_gaudi_heap_t **heap_p)
 {
     uct_gaudi_heap_t *heap;
@@ -198,14 +200,7 @@ static ucs_status_t uct_gaudi_heap_create(uct_gaudi_ctx_t *ctx,
         return UCS_ERR_NO_MEMORY;
     }
 
-    if (ctx != NULL) {
-        heap->info = ctx->info;
-    } else {
-        status = uct_gaudi_ctx_expected(&heap->info);
-        if (status != UCS_OK) {
-            goto err_free;
-        }
-    }
+    heap->info = (ctx != NULL) ? ctx->info : info;
 
     pthread_mutex_init(&heap->lock, NULL);
     ucs_list_head_init(&heap->chunks);
@@ -249,7 +244,6 @@ err_tables:
     uct_gaudi_heap_tables_cleanup(heap);
 err_lock:
     pthread_mutex_destroy(&heap->lock);
-err_free:
     ucs_free(heap);
     return status;
 }
@@ -292,13 +286,25 @@ static void uct_gaudi_heap_destroy(uct_gaudi_heap_t *heap)
 ucs_status_t uct_gaudi_heap_get(uct_gaudi_ctx_t *ctx,
                                 uct_gaudi_heap_t **heap_p)
 {
+    const uct_gaudi_dev_info_t *info = NULL;
     uct_gaudi_heap_t *heap;
     ucs_status_t status = UCS_OK;
 
     pthread_mutex_lock(&uct_gaudi_heap_global_lock);
+    if ((uct_gaudi_heap_global == NULL) && (ctx == NULL)) {
+        /* the expected device may take a scan of every device's control
+         * node: found with the registry's lock released */
+        pthread_mutex_unlock(&uct_gaudi_heap_global_lock);
+        status = uct_gaudi_ctx_expected(&info);
+        if (status != UCS_OK) {
+            return status;
+        }
+        pthread_mutex_lock(&uct_gaudi_heap_global_lock);
+    }
     heap = uct_gaudi_heap_global;
     if (heap == NULL) {
-        status = uct_gaudi_heap_create(ctx, &uct_gaudi_heap_global);
+        /* ctx is taken (the caller's reference): no wait for a device */
+        status = uct_gaudi_heap_create(ctx, info, &uct_gaudi_heap_global);
     } else if ((ctx != NULL) && (heap->ctx != ctx)) {
         pthread_mutex_lock(&heap->lock);
         if (heap->ctx != NULL) {
