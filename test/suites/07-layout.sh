@@ -77,6 +77,17 @@ else
     fail "no layer below base/ includes UCT's internals (uct/base/)" "$bad"
 fi
 
+# no source file longer than a reader can hold in mind (issue 33: split
+# by role instead)
+max_lines=1000
+long=$(find "$top/src" -name '*.[ch]' -exec wc -l {} + |
+       awk -v m=$max_lines '$2 != "total" && $1 > m { print $2 ": " $1 }')
+if [ -z "$long" ]; then
+    pass "no file in src/ over $max_lines lines"
+else
+    fail "no file in src/ over $max_lines lines" "$(echo $long)"
+fi
+
 # every source folder is in the layer list
 for d in "$src"/*/; do
     d=$(basename "$d")
