@@ -208,14 +208,8 @@ ucs_status_t uct_gaudi_ctx_take(const uct_gaudi_dev_info_t *info,
     uct_gaudi_ctx_t *ctx = NULL;
     ucs_status_t status;
 
-    status = uct_gaudi_ctx_slot_take(info, deadline, ctx_p);
-    if (status == UCS_OK) {
-        status = uct_gaudi_ctx_check_choice(*ctx_p);
-        if (status != UCS_OK) {
-            uct_gaudi_ctx_put(*ctx_p);
-        }
-        return status;
-    } else if (status != UCS_INPROGRESS) {
+    status = uct_gaudi_ctx_slot_enter(info, deadline, ctx_p);
+    if (status != UCS_INPROGRESS) {
         return status;
     }
 

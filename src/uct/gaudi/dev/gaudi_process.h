@@ -158,6 +158,14 @@ void uct_gaudi_ctx_choose(uct_gaudi_asic_t asic,
  * explicit UCX_GAUDI_COPY_BACKEND */
 ucs_status_t uct_gaudi_ctx_check_choice(const uct_gaudi_ctx_t *ctx);
 
+/* uct_gaudi_ctx_slot_take, and an open context found there must serve the
+ * configured backend (uct_gaudi_ctx_check_choice; its reference dropped
+ * if not): UCS_OK, UCS_INPROGRESS (the caller opens and publishes), or an
+ * error */
+ucs_status_t uct_gaudi_ctx_slot_enter(const uct_gaudi_dev_info_t *info,
+                                      ucs_time_t deadline,
+                                      uct_gaudi_ctx_t **ctx_p);
+
 /* Whether the process has loaded SynapseAI @a libname */
 int uct_gaudi_ctx_syn_loaded(const char *libname);
 

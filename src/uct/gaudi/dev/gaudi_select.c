@@ -107,6 +107,21 @@ ucs_status_t uct_gaudi_ctx_check_choice(const uct_gaudi_ctx_t *ctx)
     return UCS_OK;
 }
 
+ucs_status_t uct_gaudi_ctx_slot_enter(const uct_gaudi_dev_info_t *info,
+                                      ucs_time_t deadline,
+                                      uct_gaudi_ctx_t **ctx_p)
+{
+    ucs_status_t status = uct_gaudi_ctx_slot_take(info, deadline, ctx_p);
+
+    if (status == UCS_OK) {
+        status = uct_gaudi_ctx_check_choice(*ctx_p);
+        if (status != UCS_OK) {
+            uct_gaudi_ctx_put(*ctx_p);
+        }
+    }
+    return status;
+}
+
 
 /* Parse UCX_GAUDI_DEVICE: auto | <index> | module:<id> */
 static ucs_status_t uct_gaudi_parse_device(const char *value,
@@ -302,14 +317,8 @@ static ucs_status_t uct_gaudi_ctx_syn_take(const uct_gaudi_dev_info_t *info,
                uct_gaudi_ctx_insert(ctx, deadline, ctx_p) : status;
     }
 
-    status = uct_gaudi_ctx_slot_take(info, deadline, ctx_p);
-    if (status == UCS_OK) {
-        status = uct_gaudi_ctx_check_choice(*ctx_p);
-        if (status != UCS_OK) {
-            uct_gaudi_ctx_put(*ctx_p);
-        }
-        return status;
-    } else if (status != UCS_INPROGRESS) {
+    status = uct_gaudi_ctx_slot_enter(info, deadline, ctx_p);
+    if (status != UCS_INPROGRESS) {
         return status;
     }
 
@@ -329,14 +338,8 @@ static ucs_status_t uct_gaudi_ctx_try_dev(const uct_gaudi_dev_info_t *info,
     uct_gaudi_ctx_t *ctx = NULL;
     ucs_status_t status;
 
-    status = uct_gaudi_ctx_slot_take(info, deadline, ctx_p);
-    if (status == UCS_OK) {
-        status = uct_gaudi_ctx_check_choice(*ctx_p);
-        if (status != UCS_OK) {
-            uct_gaudi_ctx_put(*ctx_p);
-        }
-        return status;
-    } else if (status != UCS_INPROGRESS) {
+    status = uct_gaudi_ctx_slot_enter(info, deadline, ctx_p);
+    if (status != UCS_INPROGRESS) {
         return status;
     }
 
