@@ -179,8 +179,8 @@ for ver in $versions; do
               kill -0 "$ahead_pid" 2>/dev/null; do
             sleep 1
         done
-        how="ahead: $(cat "$logdir/build-ucx-$ver.time" 2>/dev/null) s"
-        how+=" in the background, waited for"
+        how="waited for; built in the background in"
+        how+=" $(cat "$logdir/build-ucx-$ver.time" 2>/dev/null) s"
     else
         echo "=== UCX $ver: building (cached after the first run)"
         build_release "$ver"

@@ -7,7 +7,7 @@
 #             --with-ucx-src: UCX's internal headers, its uct gtest sources)
 #   install/  the installed UCX: bin/ucx_info, bin/ucx_perftest, the shared
 #             ucm/ucs/uct/ucp libraries and the transport modules (tcp, sm,
-#             self, cma), include/, lib/pkgconfig/ucx.pc
+#             self, cma), include/, lib/pkgconfig/ucx.pc, etc/ucx/ucx.conf
 #   build.log the build's output, with the time of each step
 #
 # Only what the per-release suite (test/suites/ucx-version.sh) and the
@@ -84,6 +84,10 @@ step() {
         step make -j"$jobs" -C "$dir" install
     done
     step make install-pkgconfigDATA
+    # etc/ucx/ucx.conf, UCX's settings per CPU model, where it has one
+    if [ -f config/Makefile ]; then
+        step make -C config install
+    fi
 ) > "$dest/build.log" 2>&1 || {
     tail -n 40 "$dest/build.log" >&2
     log "building UCX $ver failed (log: $dest/build.log)"
