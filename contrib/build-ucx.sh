@@ -30,7 +30,7 @@ cd "$build"
 stamp=.ucx-gaudi-ucx
 if [ -f Makefile ] && [ "$(cat $stamp 2>/dev/null)" != "$ucx" ]; then
     make clean >&2 || true
-    rm -f config.status
+    rm -rf config.status test/gtest/ucx/obj
 fi
 if [ ! -f Makefile ] || [ ! -f config.status ] ||
    [ "$top/configure" -nt config.status ]; then
