@@ -24,9 +24,19 @@ fi
 
 mkdir -p "$build"
 cd "$build"
-if [ ! -f Makefile ] || [ "$top/configure" -nt config.status ]; then
+# a build made against another build of this release (an older recipe of
+# ucx-upstream.sh) is configured again and rebuilt from clean: the uct
+# gtest objects depend on UCX's headers by path only
+stamp=.ucx-gaudi-ucx
+if [ -f Makefile ] && [ "$(cat $stamp 2>/dev/null)" != "$ucx" ]; then
+    make clean >&2 || true
+    rm -rf config.status test/gtest/ucx/obj
+fi
+if [ ! -f Makefile ] || [ ! -f config.status ] ||
+   [ "$top/configure" -nt config.status ]; then
     "$top/configure" --with-ucx="$ucx/install" --with-ucx-src="$ucx/src" \
         --prefix="$build/install" >&2
+    echo "$ucx" > $stamp
 fi
 make -j"$jobs" >&2
 make -j"$jobs" -C test/ops check TESTS= >&2
