@@ -78,6 +78,52 @@ static void bench_done(uct_completion_t *self)
     --*c->outstanding;
 }
 
+/*
+ * GAUDI_BENCH_HOST=pinned: the host buffers are mapped by the application
+ * through SynapseAI (synHostMap on device 0, the module's SynapseAI
+ * library), as a framework pins its host tensors; copies of them go direct
+ * on the SynapseAI backend. Default: pageable memory, which the SynapseAI
+ * backend stages (docs/synapse.md, "Host maps").
+ */
+static int (*bench_syn_host_map)(uint32_t, uint64_t, const void*);
+static int (*bench_syn_host_unmap)(uint32_t, const void*);
+
+static int bench_host_pin(void *p, size_t size)
+{
+    const char *mode = getenv("GAUDI_BENCH_HOST");
+    const char *lib  = getenv("UCX_GAUDI_SYNAPSE_LIB");
+    void *h;
+    int rc;
+
+    if ((mode == NULL) || strcmp(mode, "pinned")) {
+        return 0;
+    }
+    h = (lib != NULL) ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    if (h == NULL) {
+        fprintf(stderr, "GAUDI_BENCH_HOST=pinned: SynapseAI (%s) is not "
+                "loaded (the SynapseAI backend only)\n", lib ? lib : "unset");
+        return -1;
+    }
+    bench_syn_host_map   = (int (*)(uint32_t, uint64_t, const void*))
+                           dlsym(h, "synHostMap");
+    bench_syn_host_unmap = (int (*)(uint32_t, const void*))
+                           dlsym(h, "synHostUnmap");
+    rc = (bench_syn_host_map != NULL) ? bench_syn_host_map(0, size, p) : -1;
+    if (rc != 0) {
+        fprintf(stderr, "GAUDI_BENCH_HOST=pinned: synHostMap failed (%d)\n",
+                rc);
+        return -1;
+    }
+    return 0;
+}
+
+static void bench_host_unpin(void *p)
+{
+    if (bench_syn_host_unmap != NULL) {
+        (void)bench_syn_host_unmap(0, p);
+    }
+}
+
 static int bench_open(bench_t *b)
 {
     uct_component_h *comps;
@@ -162,6 +208,9 @@ static int bench_open(bench_t *b)
         if (posix_memalign(&b->host[i], 4096, BENCH_MAX_SIZE) != 0) {
             return -1;
         }
+        if (bench_host_pin(b->host[i], BENCH_MAX_SIZE) != 0) {
+            return -1;
+        }
         memset(b->host[i], i + 1, BENCH_MAX_SIZE);
         if (uct_md_mem_reg(b->md, b->host[i], BENCH_MAX_SIZE,
                            UCT_MD_MEM_ACCESS_ALL, &b->host_memh[i]) != UCS_OK) {
@@ -177,6 +226,7 @@ static void bench_close(bench_t *b)
 
     for (i = 0; i < 2; ++i) {
         uct_md_mem_dereg(b->md, b->host_memh[i]);
+        bench_host_unpin(b->host[i]);
         free(b->host[i]);
         uct_rkey_release(b->comp, &b->rkey[i]);
         uct_mem_free(&b->dev[i]);

@@ -14,7 +14,10 @@
 #   --backend: the copy backend (UCX_GAUDI_COPY_BACKEND; synapse uses the
 #   emulated libSynapse of the build, test/emu/synsim); all: every backend the
 #   ASIC has, one after the other (Gaudi2: kernel, synapse; Gaudi3:
-#   synapse). Default: the module's own choice (auto). CALLGRIND measures
+#   synapse). Default: the module's own choice (auto).
+#   GAUDI_BENCH_HOST=pinned: the host buffers are mapped by the application
+#   with synHostMap first, as frameworks pin host tensors (SynapseAI backend
+#   only; default: pageable memory, staged by that backend). CALLGRIND measures
 #   the module's own choice.
 #   GAUDI_UCX_BUILD=<build dir> (default: the current directory)
 #   HLSIM_DMA_GBPS=<GB/s per engine> to model engine bandwidth (default off)
