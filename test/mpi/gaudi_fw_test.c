@@ -273,6 +273,46 @@ static int verify(tensor_t *t, unsigned seed)
 }
 
 /* host -> device -> host through the stream and the pinned buffers */
+/*
+ * The module's public C API, as a framework calls it beside UCX: a device
+ * allocation and copies both ways through its engine, which lives until
+ * the process exits, after the framework released its device (at exit
+ * the engine's SynapseAI objects are gone with the device).
+ */
+static int api_round_trip(size_t size)
+{
+    void *h = dlopen("libuct_gaudi.so.0", RTLD_NOW | RTLD_NOLOAD);
+    int (*alloc)(size_t, void**), (*release)(void*);
+    int (*copy)(void*, const void*, size_t);
+    uint8_t *in = malloc(size), *out = malloc(size);
+    void *dev   = NULL;
+    size_t i;
+    int ok;
+
+    alloc   = (h != NULL) ? (int (*)(size_t, void**))
+                            dlsym(h, "uct_gaudi_mem_alloc") : NULL;
+    release = (h != NULL) ? (int (*)(void*))
+                            dlsym(h, "uct_gaudi_mem_free") : NULL;
+    copy    = (h != NULL) ? (int (*)(void*, const void*, size_t))
+                            dlsym(h, "uct_gaudi_memcpy") : NULL;
+    ok = (alloc != NULL) && (release != NULL) && (copy != NULL) &&
+         (in != NULL) && (out != NULL) && (alloc(size, &dev) == 0);
+    for (i = 0; ok && (i < size); i++) {
+        in[i] = (uint8_t)(i * 13 + 5);
+    }
+    ok = ok && (copy(dev, in, size) == 0) && (copy(out, dev, size) == 0) &&
+         !memcmp(in, out, size);
+    if (dev != NULL) {
+        ok &= (release(dev) == 0);
+    }
+    free(in);
+    free(out);
+    if (h != NULL) {
+        dlclose(h);
+    }
+    return ok;
+}
+
 static int round_trip(uint8_t *src, size_t size, uint64_t dev_addr,
                       unsigned seed)
 {
@@ -897,6 +937,8 @@ out:
              syn_ok(syn.dev_free(dev, extra, 0), "synDeviceFree");
         check(ok, "the device is still the application's (info, "
               "allocation, copy)");
+        check(api_round_trip(SMALL), "the module's public API copies "
+              "through its engine (kept until exit, after the release)");
         ok = 1;
         for (k = 0; k < NTENSORS; k++) {
             ok &= syn_ok(syn.dev_free(dev, a[k].addr, 0), "synDeviceFree") &

@@ -313,8 +313,16 @@ UCS_STATIC_CLEANUP {
          engine < uct_gaudi_api_engines + GAUDI_HL_MAX_MINOR; ++engine) {
         /* a fork child's engine is its parent's (CS ring, SynapseAI
          * streams and their threads): the child's exit leaves it alone */
-        if ((engine->dma != NULL) && (heap != NULL) &&
-            uct_gaudi_ctx_owned(engine->ctx)) {
+        if ((engine->dma == NULL) || (heap == NULL) ||
+            !uct_gaudi_ctx_owned(engine->ctx)) {
+            /* nothing, or the parent's */
+        } else if (!uct_gaudi_ctx_present(engine->ctx)) {
+            /* the application released the device (and SynapseAI closed
+             * its fd) before this exit: the engine's streams, events and
+             * mappings went with it */
+            ucs_debug("gaudi %s: copy engine left at exit: the device was "
+                      "released by its owner", engine->ctx->info->name);
+        } else {
             uct_gaudi_dma_destroy(engine->dma);
         }
         engine->dma = NULL;

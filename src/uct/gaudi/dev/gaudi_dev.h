@@ -267,6 +267,16 @@ void uct_gaudi_ctx_put(uct_gaudi_ctx_t *ctx);
  */
 int uct_gaudi_ctx_owned(const uct_gaudi_ctx_t *ctx);
 
+/*
+ * Whether @a ctx's device is still there for it: always for a node we
+ * opened or a device we acquired; for a borrowed one, while its fd is
+ * still that device's compute node and, on SynapseAI, the application's
+ * SynapseAI still holds the device on it. A framework may release its
+ * device (and SynapseAI close the fd) before the module's objects are
+ * torn down at exit; they went with the device then.
+ */
+int uct_gaudi_ctx_present(const uct_gaudi_ctx_t *ctx);
+
 
 /* Device faults (gaudi_events.c) */
 

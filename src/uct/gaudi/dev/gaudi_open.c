@@ -23,6 +23,7 @@
 #include <ucs/time/time.h>
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <time.h>
 #include <errno.h>
@@ -504,4 +505,22 @@ void uct_gaudi_ctx_close(uct_gaudi_ctx_t *ctx)
     }
     pthread_mutex_destroy(&ctx->events.lock);
     ucs_free(ctx);
+}
+
+int uct_gaudi_ctx_present(const uct_gaudi_ctx_t *ctx)
+{
+    uct_gaudi_syn_device_t device;
+    int fd;
+
+    if (ctx->hl.owns_fd || ctx->syn_acquired) {
+        return 1;   /* ours until we close or release it */
+    }
+    /* no ioctl on an fd that may be someone else's now */
+    if ((fcntl(ctx->hl.fd, F_GETFD) < 0) ||
+        (uct_gaudi_hl_fd_compute_minor(ctx->hl.fd) != ctx->info->minor)) {
+        return 0;
+    }
+    return (ctx->syn == NULL) ||
+           ((uct_gaudi_syn_held_fd(ctx->syn, &fd, &device) == UCS_OK) &&
+            (fd == ctx->hl.fd));
 }

@@ -436,6 +436,17 @@ static void uct_gaudi_dma_syn_cleanup(uct_gaudi_dma_syn_t *dma)
 {
     unsigned i;
 
+    if ((dma->super.ctx != NULL) && !uct_gaudi_ctx_present(dma->super.ctx)) {
+        /* the application released the device first: SynapseAI destroyed
+         * the streams, events and host maps with it */
+        ucs_debug("%s: device released by the application: its SynapseAI "
+                  "objects went with it", dma->super.name);
+        ucs_free(dma->super.bounce);
+        ucs_free(dma->slots);
+        ucs_free(dma);
+        return;
+    }
+
     for (i = 0; (dma->slots != NULL) && (i <= dma->super.num_slots); i++) {
         if (dma->slots[i].event != NULL) {
             (void)uct_gaudi_syn_event_destroy(dma->syn, dma->slots[i].event);
