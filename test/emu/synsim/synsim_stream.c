@@ -172,6 +172,19 @@ static void synsim_queue_leave(synsim_op_t *op)
     pthread_mutex_unlock(&q->lock);
 }
 
+/* @a op of @s is complete (@a failed: with an error) */
+static void synsim_op_done(struct synsim_stream *s, synsim_op_t *op,
+                           int failed)
+{
+    pthread_mutex_lock(&s->lock);
+    if (failed) {
+        s->fail[s->nfail++ % SYNSIM_FAILS] = op->seq;
+    }
+    s->done_seq = op->seq;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
 static void synsim_run_op(struct synsim_stream *s, synsim_op_t *op)
 {
     int      rc = 0, dfa = 0;
@@ -191,19 +204,19 @@ static void synsim_run_op(struct synsim_stream *s, synsim_op_t *op)
             rc = 0;
         }
     }
-    synsim_queue_leave(op);
-    if (rc != 0) {
-        dfa = synsim_dfa_begin((rc == -EIO) ? "device reset" :
-                               "DMA engine error");
+    if (rc == 0) {
+        /* complete before the queue takes its next copy: a queue's
+         * copies complete in the order they ran, so a copy queued behind
+         * this one on another stream is never seen done before it */
+        synsim_op_done(s, op, 0);
+        synsim_queue_leave(op);
+        return;
     }
 
-    pthread_mutex_lock(&s->lock);
-    if (rc != 0) {
-        s->fail[s->nfail++ % SYNSIM_FAILS] = op->seq;
-    }
-    s->done_seq = op->seq;
-    pthread_cond_broadcast(&s->cond);
-    pthread_mutex_unlock(&s->lock);
+    synsim_queue_leave(op);
+    dfa = synsim_dfa_begin((rc == -EIO) ? "device reset" :
+                           "DMA engine error");
+    synsim_op_done(s, op, 1);
     if (dfa) {
         synsim_dfa_end();
     }
