@@ -430,22 +430,11 @@ static ucs_status_t uct_gaudi_dma_syn_bounce_init(uct_gaudi_dma_syn_t *dma)
     return UCS_OK;
 }
 
-/* Events of every slot, the streams and the bounce buffer; whatever was
- * set up (zeroed otherwise) */
-static void uct_gaudi_dma_syn_cleanup(uct_gaudi_dma_syn_t *dma)
+/* SynapseAI's objects of the engine: events of every slot, the streams
+ * and the bounce buffer's map; whatever was set up (zeroed otherwise) */
+static void uct_gaudi_dma_syn_objects_destroy(uct_gaudi_dma_syn_t *dma)
 {
     unsigned i;
-
-    if ((dma->super.ctx != NULL) && !uct_gaudi_ctx_present(dma->super.ctx)) {
-        /* the application released the device first: SynapseAI destroyed
-         * the streams, events and host maps with it */
-        ucs_debug("%s: device released by the application: its SynapseAI "
-                  "objects went with it", dma->super.name);
-        ucs_free(dma->super.bounce);
-        ucs_free(dma->slots);
-        ucs_free(dma);
-        return;
-    }
 
     for (i = 0; (dma->slots != NULL) && (i <= dma->super.num_slots); i++) {
         if (dma->slots[i].event != NULL) {
@@ -461,16 +450,26 @@ static void uct_gaudi_dma_syn_cleanup(uct_gaudi_dma_syn_t *dma)
     if (dma->stream != NULL) {
         (void)uct_gaudi_syn_stream_destroy(dma->syn, dma->stream);
     }
-    if (dma->super.bounce != NULL) {
-        /* quiet: also runs at exit, when the application may have
-         * released the device already */
-        if (dma->syn->ops.host_unmap(dma->device, dma->super.bounce) !=
-            UCT_GAUDI_SYN_SUCCESS) {
-            ucs_debug("%s: synHostUnmap of the bounce buffer %p failed",
-                      dma->super.name, dma->super.bounce);
-        }
-        ucs_free(dma->super.bounce);
+    if ((dma->super.bounce != NULL) &&
+        (dma->syn->ops.host_unmap(dma->device, dma->super.bounce) !=
+         UCT_GAUDI_SYN_SUCCESS)) {
+        ucs_debug("%s: synHostUnmap of the bounce buffer %p failed",
+                  dma->super.name, dma->super.bounce);
     }
+}
+
+/* The engine and whatever of it was set up */
+static void uct_gaudi_dma_syn_cleanup(uct_gaudi_dma_syn_t *dma)
+{
+    if ((dma->super.ctx == NULL) || uct_gaudi_ctx_present(dma->super.ctx)) {
+        uct_gaudi_dma_syn_objects_destroy(dma);
+    } else {
+        /* the application released the device first: SynapseAI destroyed
+         * the streams, events and host maps with it */
+        ucs_debug("%s: device released by the application: its SynapseAI "
+                  "objects went with it", dma->super.name);
+    }
+    ucs_free(dma->super.bounce);
     ucs_free(dma->slots);
     ucs_free(dma);
 }
